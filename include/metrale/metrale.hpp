@@ -1,0 +1,153 @@
+// metrale — C++ API. The operations, typed; every call validates here, once, for every caller
+// (the C ABI is a thin layer over this file), then runs on the backend that `Exec` names.
+// Functions never throw: they return a Result whose message names the failed value.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace metrale {
+
+// Raw bits of one bfloat16 value; the library never needs a bf16 arithmetic type in its API.
+using bf16_bits = std::uint16_t;
+
+enum class Status : std::int32_t {
+  ok = 0,
+  invalid_argument = 1,
+  unsupported = 2,
+  not_built = 3,
+  cuda_error = 4,
+  workspace_too_small = 5,
+  internal = 6,
+};
+
+struct Result {
+  Status status = Status::ok;
+  std::string message;
+  bool ok() const { return status == Status::ok; }
+};
+
+enum class Backend : std::int32_t { automatic = 0, cpu = 1, cuda = 2, cutlass = 3, cublaslt = 4 };
+
+const char* backend_name(Backend backend);
+// Whether the backend was compiled in (it may still have no device to run on).
+bool backend_built(Backend backend);
+
+// Where a call runs. A null workspace with size 0 selects the shared workspace of the backend.
+struct Exec {
+  Backend backend = Backend::automatic;
+  void* workspace = nullptr;
+  std::size_t workspace_size = 0;
+  void* stream = nullptr;  // cudaStream_t; ignored by the CPU backend
+};
+
+enum class ScaleLayout : std::int32_t {
+  k16_by_n = 0,  // [K/16, N]: scale of (n, k) at (k/16)·N + n
+  sfb = 1,       // 128x4 swizzle (format/sfb_layout.hpp)
+};
+
+// ---- single GEMMs: out[M, N] = act[M, K] · weight[N, K]ᵀ, fp32 accumulation, bf16 out -----------
+
+struct DenseGemm {
+  const bf16_bits* act;     // [M, K]
+  const bf16_bits* weight;  // [N, K]
+  bf16_bits* out;           // [M, N]
+  std::int32_t m, n, k;
+};
+
+struct Nvfp4Gemm {
+  const bf16_bits* act;         // [M, K]
+  const std::uint8_t* packed;   // [N, K/2] e2m1 pairs, even k in the low nibble
+  const std::uint8_t* scale;    // e4m3 block scales in `scale_layout`
+  float scale_2;                // fp32 per-tensor decode scale
+  ScaleLayout scale_layout = ScaleLayout::k16_by_n;
+  bf16_bits* out;               // [M, N]
+  std::int32_t m, n, k;
+};
+
+// ---- packing -------------------------------------------------------------------------------
+
+// bf16 [N, K] -> packed [N, K/2] + scale [K/16, N]. With scale_2_out null, scale_2 is fixed at 1
+// (the seeds' form); otherwise the ModelOpt recipe picks scale_2 = amax / 2688 and writes it to
+// *scale_2_out (in the backend's memory space).
+struct PackNvfp4 {
+  const bf16_bits* weight;  // [N, K]
+  std::uint8_t* packed;     // [N, K/2]
+  std::uint8_t* scale;      // [K/16, N]
+  float* scale_2_out;       // nullable
+  std::int32_t n, k;
+};
+
+// Block scales into the SFB layout, padding zeroed. src_n_major: scale_in is [K/16, N];
+// otherwise [N, K/16].
+struct SwizzleScales {
+  const std::uint8_t* scale_in;
+  std::uint8_t* scale_out;  // sfb_bytes(n, k) bytes
+  std::int32_t n, k;
+  bool src_n_major;
+};
+
+enum class TransposeDir : std::int32_t {
+  k_to_n = 0,  // [N, K/2] -> [K/2, N]
+  n_to_k = 1,  // [K/2, N] -> [N, K/2]
+};
+
+struct TransposePacked {
+  const std::uint8_t* src;
+  std::uint8_t* dst;
+  std::int32_t n, k;
+  TransposeDir dir;
+};
+
+// ---- grouped (per-expert) GEMMs --------------------------------------------------------------
+
+struct ExpertGroups {
+  const std::int32_t* offsets;     // num_experts + 1 entries, host or device
+  bool offsets_on_device = false;  // device: read only by kernels, nothing syncs
+  std::int32_t num_experts;
+  std::int32_t m_total;            // rows of the outputs (and of `a` without a gather)
+  std::int32_t max_rows_per_expert;  // bound used to size launches when offsets are on device
+};
+
+// One projection's weights, one entry per expert (host arrays of device pointers).
+struct ExpertWeights {
+  const std::uint64_t* packed_ptrs;  // -> [N, K/2]
+  const std::uint64_t* scale_ptrs;   // -> block scales in the call's ScaleLayout
+  const float* scale2_vals;
+};
+
+// out[p][i, :] = a[row(i), :] · W_p[e(i)]ᵀ for every group row i, where e(i) is the expert whose
+// offsets range holds i and row(i) = token_ids ? token_ids[i] : i.
+struct GroupedNvfp4 {
+  const bf16_bits* a;
+  std::int32_t a_rows;              // rows of `a` (tokens, when gathered)
+  const std::int32_t* token_ids;    // m_total entries in the backend's memory space, or null
+  ExpertWeights proj[2];
+  bf16_bits* out[2];                // [m_total, N] each
+  std::int32_t proj_count;          // 1 (down) or 2 (gate, up)
+  ScaleLayout scale_layout;
+  ExpertGroups groups;
+  std::int32_t n, k;
+};
+
+Result bf16_gemm_act_weight_t(const DenseGemm& args, const Exec& exec);
+Result nvfp4_gemm_bf16_act_weight_t(const Nvfp4Gemm& args, const Exec& exec);
+Result pack_bf16_weight_to_nvfp4_t(const PackNvfp4& args, const Exec& exec);
+Result pack_weight_sfb(const SwizzleScales& args, const Exec& exec);
+Result transpose_nvfp4_packed(const TransposePacked& args, const Exec& exec);
+Result nvfp4_grouped(const GroupedNvfp4& args, const Exec& exec);
+
+// Workspace bytes a call would need on `backend` (most of our kernels need none).
+Result gemm_workspace_size(Backend backend, std::int32_t m, std::int32_t n, std::int32_t k,
+                           std::size_t* bytes);
+Result nvfp4_grouped_workspace_size(Backend backend, const ExpertGroups& groups, std::int32_t n,
+                                    std::int32_t k, std::int32_t proj_count, std::size_t* bytes);
+
+// The shared, lazily allocated workspace of `backend` on the current device.
+Result shared_workspace(Backend backend, void** workspace, std::size_t* size);
+
+const char* version();
+
+}  // namespace metrale

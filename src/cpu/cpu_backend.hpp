@@ -1,0 +1,17 @@
+// The CPU reference backend: every operation, on host memory, written to be obviously right
+// (fp64 accumulation, bf16 out rounded to nearest even), then spread over the machine's cores.
+// It is the oracle every other backend is tested against. Arguments arrive validated.
+#pragma once
+
+#include "metrale/metrale.hpp"
+
+namespace metrale::cpu {
+
+void bf16_gemm(const DenseGemm& args);
+void nvfp4_gemm(const Nvfp4Gemm& args);
+void pack_nvfp4(const PackNvfp4& args);
+void swizzle_scales(const SwizzleScales& args);
+void transpose_packed(const TransposePacked& args);
+void nvfp4_grouped(const GroupedNvfp4& args);
+
+}  // namespace metrale::cpu
