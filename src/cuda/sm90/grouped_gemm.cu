@@ -1,0 +1,45 @@
+// Instantiations of the sm_90a GEMM kernel, one per entry of kTiles and weight format, and the
+// launch switch the host launcher (grouped_gemm.cpp) calls.
+#include <mutex>
+
+#include "cuda/sm90/grouped_gemm.cuh"
+
+namespace metrale::cuda::sm90 {
+namespace {
+
+template <class Config, bool kNvfp4>
+cudaError_t launch_config(const GroupedParams& params, dim3 grid, cudaStream_t stream) {
+  using Shape = KernelShape<Config, kNvfp4>;
+  auto* kernel = &grouped_gemm_kernel<Config, kNvfp4>;
+  static std::once_flag configured;
+  static cudaError_t configure_error = cudaSuccess;
+  std::call_once(configured, [&] {
+    configure_error = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           Shape::kSmemBytes);
+  });
+  if (configure_error != cudaSuccess) return configure_error;
+  kernel<<<grid, Shape::kThreads, Shape::kSmemBytes, stream>>>(params);
+  return cudaGetLastError();
+}
+
+template <bool kNvfp4>
+cudaError_t launch_format(int tile, const GroupedParams& params, dim3 grid, cudaStream_t stream) {
+  static_assert(kTileCount == 5, "one case per kTiles entry");
+  switch (tile) {
+    case 0: return launch_config<Tile<0>, kNvfp4>(params, grid, stream);
+    case 1: return launch_config<Tile<1>, kNvfp4>(params, grid, stream);
+    case 2: return launch_config<Tile<2>, kNvfp4>(params, grid, stream);
+    case 3: return launch_config<Tile<3>, kNvfp4>(params, grid, stream);
+    default: return launch_config<Tile<4>, kNvfp4>(params, grid, stream);
+  }
+}
+
+}  // namespace
+
+cudaError_t launch_grouped_gemm(int tile, bool nvfp4, const GroupedParams& params, dim3 grid,
+                                cudaStream_t stream) {
+  return nvfp4 ? launch_format<true>(tile, params, grid, stream)
+               : launch_format<false>(tile, params, grid, stream);
+}
+
+}  // namespace metrale::cuda::sm90

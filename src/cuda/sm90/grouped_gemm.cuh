@@ -1,0 +1,351 @@
+// The sm_90a GEMM kernel behind every product of the CUDA backend: dense bf16, single NVFP4, and
+// the grouped (per-expert) NVFP4 MoE GEMMs with an optional row gather.
+//
+//   out[p][i, n] = sum_k a[row(i), k] * W[p][e(i)][n, k]        (fp32 accumulate, bf16 out)
+//
+// Orientation ("swap AB"): the weight rows are the wgmma M dimension (64 per warpgroup) and the
+// tokens of one expert are the wgmma N dimension (8..128), so a decode step with one token per
+// expert still fills the tensor core's M side with weights.
+//
+// Data path, per CTA (one expert's row tile x weight_rows output channels x one projection):
+//  1. locate: a block-wide scan over the expert offsets maps blockIdx.y to (expert, row range);
+//     the offsets live in the kernel parameters (host offsets) or in device memory.
+//  2. gather: the tile's source rows (token_ids[i], or i) go to shared memory; rows outside
+//     [0, a_rows) read as zeros, so a bad id can never read outside `a`.
+//  3. mainloop: a cp.async pipeline of `stages` k-tiles (64 values of K each). Activations land
+//     in a 128-byte-swizzled K-major tile read by wgmma through a descriptor. NVFP4 weights land
+//     as packed bytes plus their block scales; each thread decodes its A fragment (e2m1 x e4m3 in
+//     bf16, exact) into registers and issues wgmma with A from registers. bf16 weights land in a
+//     swizzled tile and wgmma reads both operands from shared memory.
+//  4. epilogue: fp32 accumulators x scale_2 (fp32) -> bf16, stored to the group rows.
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+#include "cuda/sm90/grouped_gemm_params.hpp"
+#include "cuda/sm90/nvfp4_decode.cuh"
+#include "cuda/sm90/primitives.cuh"
+#include "cuda/sm90/wgmma_ops.cuh"
+
+namespace metrale::cuda::sm90 {
+
+constexpr int kSfbChunkBytes = 512;  // one 128-row x 4-block SFB tile
+
+template <class Config, bool kNvfp4>
+struct KernelShape {
+  static constexpr int kWarpgroups = Config::weight_rows / 64;
+  static constexpr int kThreads = kWarpgroups * 128;
+  static constexpr int kActBytes = Config::tokens * kSwizzleRowBytes;
+  static constexpr int kWeightBytes =
+      kNvfp4 ? Config::weight_rows * (kBlockK / 2) : Config::weight_rows * kSwizzleRowBytes;
+  static constexpr int kScaleBytes = kNvfp4 ? kSfbChunkBytes : 0;
+  static constexpr int kStageBytes =
+      (kActBytes + kWeightBytes + kScaleBytes + kSwizzleAtomBytes - 1) / kSwizzleAtomBytes *
+      kSwizzleAtomBytes;
+  static constexpr int kSmemBytes = Config::stages * kStageBytes + kSwizzleAtomBytes;
+
+  static_assert(Config::weight_rows == 64 || Config::weight_rows == 128,
+                "weight_rows: one or two consumer warpgroups of 64 rows");
+  static_assert(Config::tokens % 8 == 0 && Config::tokens <= 128, "tokens: wgmma N in 8..128");
+  static_assert(Config::stages >= 2, "stages: the pipeline needs at least double buffering");
+  static_assert(4 * Config::weight_rows <= kSfbChunkBytes,
+                "a [K/16, N] scale stage must fit the SFB-sized scale slot");
+  static_assert(kActBytes % kSwizzleAtomBytes == 0, "weight tile must stay 1024-aligned");
+  static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA exceeds sm_90's 227 KB");
+};
+
+__device__ __forceinline__ int expert_offset(const GroupedParams& p, int e) {
+  return p.device_offsets ? __ldg(p.device_offsets + e) : p.host_offsets[e];
+}
+
+// Step 1. Maps row tile `tile` to its expert and group-row range with a block-wide exclusive
+// scan of ceil(rows_e / tokens). Returns false (for every thread) when the tile is past the end.
+template <int kThreads, int kTokens>
+__device__ bool locate_row_tile(const GroupedParams& p, int tile, int& expert, int& row_begin,
+                                int& row_end) {
+  constexpr int kPerThread = (kMaxExperts + kThreads - 1) / kThreads;
+  constexpr int kWarps = kThreads / 32;
+  __shared__ int warp_totals[kWarps];
+  __shared__ int found[3];
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  if (tid == 0) found[0] = -1;
+
+  int counts[kPerThread];
+  int local = 0;
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j) {
+    const int e = tid * kPerThread + j;
+    counts[j] = e < p.num_experts
+                    ? (expert_offset(p, e + 1) - expert_offset(p, e) + kTokens - 1) / kTokens
+                    : 0;
+    local += counts[j];
+  }
+  int inclusive = local;
+#pragma unroll
+  for (int delta = 1; delta < 32; delta *= 2) {
+    const int up = __shfl_up_sync(0xFFFFFFFFu, inclusive, delta);
+    if (lane >= delta) inclusive += up;
+  }
+  if (lane == 31) warp_totals[warp] = inclusive;
+  __syncthreads();
+  int before = inclusive - local;
+  for (int w = 0; w < warp; ++w) before += warp_totals[w];
+  if (tile >= before && tile < before + local) {
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      if (tile >= before && tile < before + counts[j]) {
+        const int e = tid * kPerThread + j;
+        const int begin = expert_offset(p, e) + (tile - before) * kTokens;
+        found[0] = e;
+        found[1] = begin;
+        found[2] = min(begin + kTokens, expert_offset(p, e + 1));
+      }
+      before += counts[j];
+    }
+  }
+  __syncthreads();
+  expert = found[0];
+  row_begin = found[1];
+  row_end = found[2];
+  return expert >= 0;
+}
+
+// Step 3a. Issues the cp.async copies of k-tile `kt` into the stage at shared address `stage`.
+template <class Config, bool kNvfp4>
+__device__ __forceinline__ void load_stage(const GroupedParams& p, const ProjectionTable& t,
+                                           int expert, const int* src_rows, int n0, int kt,
+                                           uint32_t stage, std::uint8_t* stage_ptr) {
+  using Shape = KernelShape<Config, kNvfp4>;
+  const int tid = threadIdx.x;
+  const int k = p.k, n = p.n;
+  // Activations: tokens x 8 chunks of 8 bf16, swizzled.
+  for (int idx = tid; idx < Config::tokens * 8; idx += Shape::kThreads) {
+    const int r = idx / 8, c = idx % 8, col = kt * kBlockK + c * 8;
+    const int row = src_rows[r];
+    const bool valid = row >= 0 && col < k;
+    const std::uint16_t* src = valid ? p.a + static_cast<size_t>(row) * k + col : p.a;
+    cp_async_16(stage + swizzled_offset(r, c), src, valid);
+  }
+  const uint32_t weights = stage + Shape::kActBytes;
+  if constexpr (kNvfp4) {
+    // Packed weights: weight_rows x 2 chunks of 32 codes.
+    const auto* packed = static_cast<const std::uint8_t*>(t.weight[expert]);
+    const int row_bytes = k / 2;
+    for (int idx = tid; idx < Config::weight_rows * 2; idx += Shape::kThreads) {
+      const int w = idx / 2, c = idx % 2, byte = kt * (kBlockK / 2) + c * 16;
+      const bool valid = n0 + w < n && byte < row_bytes;
+      const std::uint8_t* src = valid ? packed + static_cast<size_t>(n0 + w) * row_bytes + byte : packed;
+      cp_async_16(weights + w * (kBlockK / 2) + c * 16, src, valid);
+    }
+    const uint32_t scales = weights + Shape::kWeightBytes;
+    const std::uint8_t* scale = t.scale[expert];
+    if (p.scale_sfb) {
+      // One 128-row x 4-block tile, contiguous in the SFB layout (rows padded to 128).
+      const int k_tiles = (k + kBlockK - 1) / kBlockK;
+      const std::uint8_t* chunk =
+          scale + (static_cast<size_t>(n0 / 128) * k_tiles + kt) * kSfbChunkBytes;
+      for (int idx = tid; idx < kSfbChunkBytes / 16; idx += Shape::kThreads)
+        cp_async_16(scales + idx * 16, chunk + idx * 16, true);
+    } else {
+      // [K/16, N]: 4 block rows of weight_rows scales.
+      const int blocks = k / 16;
+      std::uint8_t* scales_ptr = stage_ptr + Shape::kActBytes + Shape::kWeightBytes;
+      if (p.scale_vec16) {
+        constexpr int kChunksPerRow = Config::weight_rows / 16;
+        for (int idx = tid; idx < 4 * kChunksPerRow; idx += Shape::kThreads) {
+          const int i = idx / kChunksPerRow, c = idx % kChunksPerRow, b = kt * 4 + i;
+          const bool valid = b < blocks && n0 + c * 16 < n;
+          const std::uint8_t* src = valid ? scale + static_cast<size_t>(b) * n + n0 + c * 16 : scale;
+          cp_async_16(scales + i * Config::weight_rows + c * 16, src, valid);
+        }
+      } else {
+        for (int idx = tid; idx < 4 * Config::weight_rows; idx += Shape::kThreads) {
+          const int i = idx / Config::weight_rows, w = idx % Config::weight_rows, b = kt * 4 + i;
+          const bool valid = b < blocks && n0 + w < n;
+          scales_ptr[idx] = valid ? __ldg(scale + static_cast<size_t>(b) * n + n0 + w) : 0;
+        }
+      }
+    }
+  } else {
+    // bf16 weights: weight_rows x 8 chunks, swizzled like the activations.
+    const auto* weight = static_cast<const __nv_bfloat16*>(t.weight[expert]);
+    for (int idx = tid; idx < Config::weight_rows * 8; idx += Shape::kThreads) {
+      const int w = idx / 8, c = idx % 8, col = kt * kBlockK + c * 8;
+      const bool valid = n0 + w < n && col < k;
+      const __nv_bfloat16* src = valid ? weight + static_cast<size_t>(n0 + w) * k + col : weight;
+      cp_async_16(weights + swizzled_offset(w, c), src, valid);
+    }
+  }
+}
+
+// The four block scales (one per k16 step of the stage) of local weight row `r`, byte s = step s.
+template <class Config>
+__device__ __forceinline__ uint32_t stage_scales(const GroupedParams& p, const std::uint8_t* scales,
+                                                 int n0, int r) {
+  if (p.scale_sfb) {
+    const int row = n0 % 128 + r;
+    return *reinterpret_cast<const uint32_t*>(scales + (row % 32) * 16 + ((row / 32) % 4) * 4);
+  }
+  return scales[r] | (scales[Config::weight_rows + r] << 8) |
+         (scales[2 * Config::weight_rows + r] << 16) | (scales[3 * Config::weight_rows + r] << 24);
+}
+
+// Step 3b (NVFP4). Decodes this thread's A fragments for the k16 steps of one stage and issues
+// the wgmmas with A from registers.
+template <class Config>
+__device__ __forceinline__ void mma_stage_nvfp4(const GroupedParams& p, const std::uint8_t* stage_ptr,
+                                                uint32_t act, int n0, int steps,
+                                                float (&acc)[Config::tokens / 2]) {
+  using Shape = KernelShape<Config, true>;
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int r0 = (threadIdx.x / 32) * 16 + g;  // warps of a warpgroup own 16 rows each
+  const std::uint8_t* weights = stage_ptr + Shape::kActBytes;
+  uint32_t words0[8], words1[8];
+  *reinterpret_cast<uint4*>(&words0[0]) = *reinterpret_cast<const uint4*>(weights + r0 * 32);
+  *reinterpret_cast<uint4*>(&words0[4]) = *reinterpret_cast<const uint4*>(weights + r0 * 32 + 16);
+  *reinterpret_cast<uint4*>(&words1[0]) = *reinterpret_cast<const uint4*>(weights + (r0 + 8) * 32);
+  *reinterpret_cast<uint4*>(&words1[4]) =
+      *reinterpret_cast<const uint4*>(weights + (r0 + 8) * 32 + 16);
+  const std::uint8_t* scales = weights + Shape::kWeightBytes;
+  const uint32_t scales0 = stage_scales<Config>(p, scales, n0, r0);
+  const uint32_t scales1 = stage_scales<Config>(p, scales, n0, r0 + 8);
+
+  uint32_t frag[4][4];
+  const uint32_t pick = t | ((t + 4) << 4);
+#pragma unroll
+  for (int s = 0; s < 4; ++s) {
+    // Bytes t and t + 4 of the step's 8 code bytes hold k = 2t, 2t+1 and 2t+8, 2t+9.
+    const uint32_t lo = __byte_perm(words0[2 * s], words1[2 * s], pick);
+    const uint32_t hi = __byte_perm(words0[2 * s + 1], words1[2 * s + 1], pick);
+    decode_e2m1x8(__byte_perm(lo, hi, 0x5410), frag[s]);
+    const uint32_t pair = e4m3x2_to_bf16x2(__byte_perm(scales0, scales1, s | ((s + 4) << 4)));
+    const uint32_t scale_r0 = __byte_perm(pair, 0, 0x1010), scale_r1 = __byte_perm(pair, 0, 0x3232);
+    frag[s][0] = bf16x2_mul(frag[s][0], scale_r0);
+    frag[s][1] = bf16x2_mul(frag[s][1], scale_r1);
+    frag[s][2] = bf16x2_mul(frag[s][2], scale_r0);
+    frag[s][3] = bf16x2_mul(frag[s][3], scale_r1);
+  }
+  wgmma_fence();
+#pragma unroll
+  for (int s = 0; s < 4; ++s)
+    if (s < steps) Wgmma<Config::tokens>::rs(acc, frag[s], sw128_descriptor(act + s * 32), 1);
+  wgmma_commit();
+  wgmma_wait<0>();
+#pragma unroll
+  for (int s = 0; s < 4; ++s)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) fence_operand(frag[s][j]);
+}
+
+// Step 3b (bf16). Both operands from shared memory.
+template <class Config>
+__device__ __forceinline__ void mma_stage_bf16(uint32_t act, int steps,
+                                               float (&acc)[Config::tokens / 2]) {
+  using Shape = KernelShape<Config, false>;
+  const uint32_t weights = act + Shape::kActBytes + (threadIdx.x / 128) * 64 * kSwizzleRowBytes;
+  wgmma_fence();
+#pragma unroll
+  for (int s = 0; s < 4; ++s)
+    if (s < steps)
+      Wgmma<Config::tokens>::ss(acc, sw128_descriptor(weights + s * 32),
+                                sw128_descriptor(act + s * 32), 1);
+  wgmma_commit();
+  wgmma_wait<0>();
+}
+
+// Step 4. Accumulator (m64nNk16 fp32 layout) -> bf16 group rows.
+template <class Config>
+__device__ __forceinline__ void store_tile(const GroupedParams& p, std::uint16_t* out, float scale_2,
+                                           int n0, int row_begin, int row_end,
+                                           const float (&acc)[Config::tokens / 2]) {
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int channel = n0 + (threadIdx.x / 32) * 16 + g;
+#pragma unroll
+  for (int j = 0; j < Config::tokens / 8; ++j) {
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const int n = channel + (q >= 2 ? 8 : 0);
+      const int row = row_begin + 8 * j + 2 * t + (q & 1);
+      if (n < p.n && row < row_end)
+        out[static_cast<size_t>(row) * p.n + n] =
+            __bfloat16_as_ushort(__float2bfloat16_rn(__fmul_rn(acc[4 * j + q], scale_2)));
+    }
+  }
+}
+
+template <class Config, bool kNvfp4>
+__global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
+    grouped_gemm_kernel(const __grid_constant__ GroupedParams p) {
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using Shape = KernelShape<Config, kNvfp4>;
+  extern __shared__ std::uint8_t smem_raw[];
+  __shared__ int src_rows[Config::tokens];
+
+  // 1. locate
+  int expert, row_begin, row_end;
+  if (!locate_row_tile<Shape::kThreads, Config::tokens>(p, blockIdx.y, expert, row_begin, row_end))
+    return;
+  const ProjectionTable& table = p.proj[blockIdx.z];
+  const int n0 = blockIdx.x * Config::weight_rows;
+
+  // 2. gather
+  for (int r = threadIdx.x; r < Config::tokens; r += Shape::kThreads) {
+    const int i = row_begin + r;
+    int row = -1;
+    if (i < row_end) {
+      row = p.token_ids ? __ldg(p.token_ids + i) : i;
+      if (row < 0 || (p.a_rows > 0 && row >= p.a_rows)) row = -1;
+    }
+    src_rows[r] = row;
+  }
+  __syncthreads();
+
+  // 3. mainloop
+  const uint32_t base = (smem_address(smem_raw) + kSwizzleAtomBytes - 1) & ~(kSwizzleAtomBytes - 1);
+  std::uint8_t* base_ptr = smem_raw + (base - smem_address(smem_raw));
+  const int k_tiles = (p.k + kBlockK - 1) / kBlockK;
+  float acc[Config::tokens / 2];
+#pragma unroll
+  for (int i = 0; i < Config::tokens / 2; ++i) {
+    acc[i] = 0.f;
+    fence_operand(acc[i]);
+  }
+  for (int s = 0; s < Config::stages - 1; ++s) {
+    if (s < k_tiles)
+      load_stage<Config, kNvfp4>(p, table, expert, src_rows, n0, s, base + s * Shape::kStageBytes,
+                                  base_ptr + s * Shape::kStageBytes);
+    cp_async_commit();
+  }
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    cp_async_wait<Config::stages - 2>();
+    // cp.async wrote through the generic proxy; wgmma reads through the async proxy.
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    __syncthreads();
+    const int next = kt + Config::stages - 1;
+    if (next < k_tiles) {
+      const int slot = next % Config::stages;
+      load_stage<Config, kNvfp4>(p, table, expert, src_rows, n0, next,
+                                  base + slot * Shape::kStageBytes,
+                                  base_ptr + slot * Shape::kStageBytes);
+    }
+    cp_async_commit();
+    const int slot = kt % Config::stages;
+    const int steps = min(4, (p.k - kt * kBlockK + 15) / 16);
+    const uint32_t act = base + slot * Shape::kStageBytes;
+    if constexpr (kNvfp4)
+      mma_stage_nvfp4<Config>(p, base_ptr + slot * Shape::kStageBytes, act, n0, steps, acc);
+    else
+      mma_stage_bf16<Config>(act, steps, acc);
+  }
+#pragma unroll
+  for (int i = 0; i < Config::tokens / 2; ++i) fence_operand(acc[i]);
+
+  // 4. epilogue
+  const float scale_2 = kNvfp4 ? table.scale_2[expert] : 1.0f;
+  store_tile<Config>(p, p.out[blockIdx.z], scale_2, n0, row_begin, row_end, acc);
+#endif
+}
+
+}  // namespace metrale::cuda::sm90

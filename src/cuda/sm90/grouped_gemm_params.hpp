@@ -1,0 +1,62 @@
+// The parameter block of the sm_90a GEMM kernel (grouped_gemm.cuh) and its tile table, shared by
+// the host launcher (grouped_gemm.cpp) and the kernel's instantiations (grouped_gemm.cu).
+// Plain host-compatible types: bf16 travels as its raw 16 bits.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace metrale::cuda::sm90 {
+
+constexpr int kMaxExperts = 256;  // per-expert tables travel in the kernel parameters (~11 KB)
+constexpr int kBlockK = 64;       // K per pipeline stage: one 128-byte swizzled row of bf16
+
+struct TileConfig {
+  int tokens;       // wgmma N: group rows per CTA
+  int weight_rows;  // output channels per CTA, 64 per consumer warpgroup
+  int stages;       // cp.async pipeline depth
+};
+
+// Tiles by expected rows per expert. First guesses, not yet tuned: the bench that tunes them is
+// `metrale bench --ops gate_up,down` (docs/perf.md). Small tiles use one warpgroup so that a
+// decode step spreads over more CTAs; large ones share each activation tile between two.
+constexpr TileConfig kTiles[] = {
+    {8, 64, 8}, {16, 64, 8}, {32, 64, 6}, {64, 128, 4}, {128, 128, 4},
+};
+constexpr int kTileCount = sizeof(kTiles) / sizeof(kTiles[0]);
+
+// A kTiles entry as a type: what the kernel templates take (nvcc's launch stubs cannot carry
+// class-type template arguments).
+template <int kIndex>
+struct Tile {
+  static constexpr int tokens = kTiles[kIndex].tokens;
+  static constexpr int weight_rows = kTiles[kIndex].weight_rows;
+  static constexpr int stages = kTiles[kIndex].stages;
+};
+
+struct ProjectionTable {
+  const void* weight[kMaxExperts];          // bf16 [N, K] or packed e2m1 [N, K/2]
+  const std::uint8_t* scale[kMaxExperts];   // e4m3 block scales (NVFP4 only)
+  float scale_2[kMaxExperts];               // fp32 decode scale (1 for bf16 weights)
+};
+
+struct GroupedParams {
+  const std::uint16_t* a;         // bf16 [a_rows, K]
+  const std::int32_t* token_ids;  // [m_total] source row of each group row, or null
+  std::int32_t a_rows;            // 0: unchecked (rows are trusted)
+  std::int32_t n, k;
+  std::int32_t num_experts;
+  std::int32_t scale_sfb;         // 1: SFB scales, 0: [K/16, N] scales
+  std::int32_t scale_vec16;       // [K/16, N] scales may be read 16 bytes at a time
+  const std::int32_t* device_offsets;  // null: host_offsets
+  std::int32_t host_offsets[kMaxExperts + 1];
+  std::uint16_t* out[2];          // bf16 [m_total, N] per projection
+  ProjectionTable proj[2];
+};
+
+// Launches tile kTiles[tile] with NVFP4 (or bf16) weights; returns the launch's CUDA error.
+cudaError_t launch_grouped_gemm(int tile, bool nvfp4, const GroupedParams& params, dim3 grid,
+                                cudaStream_t stream);
+
+}  // namespace metrale::cuda::sm90

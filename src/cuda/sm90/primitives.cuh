@@ -1,0 +1,73 @@
+// Small sm_90a building blocks the GEMM kernels share: cp.async with zero fill, the wgmma
+// synchronisation instructions, operand fences, and the shared-memory matrix descriptor for a
+// K-major tile stored with the 128-byte swizzle (rows of 128 bytes, 16-byte chunk c of row r at
+// chunk position c ^ (r % 8), tile base aligned to 1024 bytes).
+#pragma once
+
+#include <cstdint>
+
+namespace metrale::cuda::sm90 {
+
+// Bytes of one swizzled row: 64 bf16 values of K, the GEMMs' k-tile.
+constexpr int kSwizzleRowBytes = 128;
+// Bytes between consecutive groups of 8 rows (the descriptor's stride byte offset).
+constexpr int kSwizzleAtomBytes = 8 * kSwizzleRowBytes;
+
+__device__ __forceinline__ uint32_t smem_address(const void* ptr) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(ptr));
+}
+
+// Byte offset of 16-byte chunk `chunk` of row `row` inside a 128-byte-swizzled tile.
+__device__ __forceinline__ uint32_t swizzled_offset(int row, int chunk) {
+  return row * kSwizzleRowBytes + ((chunk ^ (row & 7)) << 4);
+}
+
+// 16-byte asynchronous copy global -> shared; copies nothing and writes zeros when !valid.
+__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(valid ? 16 : 0)
+               : "memory");
+}
+
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+}
+
+// Orders this warpgroup's register and shared-memory accesses before the next wgmma.
+__device__ __forceinline__ void wgmma_fence() {
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void wgmma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+
+template <int kPending>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
+}
+
+// Pins a register at this point of the instruction stream, so that the compiler neither reads
+// an accumulator before the wgmma that writes it has completed nor reuses an A-fragment
+// register while a wgmma may still read it.
+__device__ __forceinline__ void fence_operand(float& reg) { asm volatile("" : "+f"(reg)::"memory"); }
+__device__ __forceinline__ void fence_operand(uint32_t& reg) {
+  asm volatile("" : "+r"(reg)::"memory");
+}
+
+// Descriptor of a K-major, 128-byte-swizzled tile starting at shared address `addr`
+// (1024-aligned for the tile; + 32 bytes per k16 step inside the 64-wide k tile).
+__device__ __forceinline__ uint64_t sw128_descriptor(uint32_t addr) {
+  constexpr uint64_t kLeadingByteOffset = 1;  // unused by swizzled K-major layouts
+  constexpr uint64_t kStrideByteOffset = kSwizzleAtomBytes >> 4;
+  constexpr uint64_t kSwizzle128B = 1;
+  return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) | (kLeadingByteOffset << 16) |
+         (kStrideByteOffset << 32) | (kSwizzle128B << 62);
+}
+
+}  // namespace metrale::cuda::sm90
