@@ -112,73 +112,126 @@ __device__ bool locate_row_tile(const GroupedParams& p, int tile, int& expert, i
   return expert >= 0;
 }
 
-// Step 3a. Issues the cp.async copies of k-tile `kt` into the stage at shared address `stage`.
+// Step 3a. The cp.async copies of one k-tile. Each thread's share of a tile is the same for
+// every k-tile, so its source pointers and shared offsets are computed once per CTA and a stage
+// costs a handful of instructions per copy. Chunks with nothing to copy (a token row past the
+// expert's end, a weight row past N) are skipped: the stages were zeroed at the start. Columns
+// past K are zero-filled, so a partial last k-tile runs all four k16 steps on zeros (SFB scale
+// padding is zero by the layout's contract; [K/16, N] scales past K are zero-filled too).
 template <class Config, bool kNvfp4>
-__device__ __forceinline__ void load_stage(const GroupedParams& p, const ProjectionTable& t,
-                                           int expert, const int* src_rows, int n0, int kt,
-                                           uint32_t stage, std::uint8_t* stage_ptr) {
+struct StageLoader {
   using Shape = KernelShape<Config, kNvfp4>;
-  const int tid = threadIdx.x;
-  const int k = p.k, n = p.n;
-  // Activations: tokens x 8 chunks of 8 bf16, swizzled.
-  for (int idx = tid; idx < Config::tokens * 8; idx += Shape::kThreads) {
-    const int r = idx / 8, c = idx % 8, col = kt * kBlockK + c * 8;
-    const int row = src_rows[r];
-    const bool valid = row >= 0 && col < k;
-    const std::uint16_t* src = valid ? p.a + static_cast<size_t>(row) * k + col : p.a;
-    cp_async_16(stage + swizzled_offset(r, c), src, valid);
-  }
-  const uint32_t weights = stage + Shape::kActBytes;
-  if constexpr (kNvfp4) {
-    // Packed weights: weight_rows x 2 chunks of 32 codes.
-    const auto* packed = static_cast<const std::uint8_t*>(t.weight[expert]);
-    const int row_bytes = k / 2;
-    for (int idx = tid; idx < Config::weight_rows * 2; idx += Shape::kThreads) {
-      const int w = idx / 2, c = idx % 2, byte = kt * (kBlockK / 2) + c * 16;
-      const bool valid = n0 + w < n && byte < row_bytes;
-      const std::uint8_t* src = valid ? packed + static_cast<size_t>(n0 + w) * row_bytes + byte : packed;
-      cp_async_16(weights + w * (kBlockK / 2) + c * 16, src, valid);
+  static constexpr int kActChunks = Config::tokens * 8;
+  static constexpr int kActPerThread = (kActChunks + Shape::kThreads - 1) / Shape::kThreads;
+  static constexpr int kWeightChunksPerRow = kNvfp4 ? 2 : 8;
+  static constexpr int kWeightChunks = Config::weight_rows * kWeightChunksPerRow;
+  static constexpr int kWeightPerThread = (kWeightChunks + Shape::kThreads - 1) / Shape::kThreads;
+  static constexpr int kWeightStride = kNvfp4 ? kBlockK / 2 : kBlockK * 2;  // bytes per k-tile
+
+  const std::uint8_t* act_src[kActPerThread];
+  uint32_t act_dst[kActPerThread];
+  int act_col[kActPerThread];  // first K index of the chunk
+  const std::uint8_t* weight_src[kWeightPerThread];
+  uint32_t weight_dst[kWeightPerThread];
+  int weight_col[kWeightPerThread];  // first byte of the chunk within a weight row
+  int weight_row_bytes;
+  const std::uint8_t* scale_src = nullptr;  // this thread's scale chunk at k-tile 0
+  uint32_t scale_dst = 0;
+  size_t scale_stride = 0;  // bytes per k-tile
+  int scale_block = 0;      // first K/16 block of the chunk ([K/16, N] layout)
+
+  __device__ StageLoader(const GroupedParams& p, const ProjectionTable& t, int expert,
+                         const int* src_rows, int n0) {
+    const int tid = threadIdx.x;
+#pragma unroll
+    for (int i = 0; i < kActPerThread; ++i) {
+      const int idx = tid + i * Shape::kThreads, r = idx / 8, c = idx % 8;
+      const int row = idx < kActChunks ? src_rows[r] : -1;
+      act_src[i] = row >= 0 ? reinterpret_cast<const std::uint8_t*>(p.a + static_cast<size_t>(row) * p.k) + c * 16
+                            : nullptr;
+      act_dst[i] = swizzled_offset(r, c);
+      act_col[i] = c * 8;
     }
-    const uint32_t scales = weights + Shape::kWeightBytes;
-    const std::uint8_t* scale = t.scale[expert];
+    const auto* weight = static_cast<const std::uint8_t*>(t.weight[expert]);
+    weight_row_bytes = kNvfp4 ? p.k / 2 : p.k * 2;
+#pragma unroll
+    for (int i = 0; i < kWeightPerThread; ++i) {
+      const int idx = tid + i * Shape::kThreads;
+      const int w = idx / kWeightChunksPerRow, c = idx % kWeightChunksPerRow;
+      const bool has = idx < kWeightChunks && n0 + w < p.n;
+      weight_src[i] = has ? weight + static_cast<size_t>(n0 + w) * weight_row_bytes + c * 16 : nullptr;
+      weight_dst[i] = Shape::kActBytes + (kNvfp4 ? w * (kBlockK / 2) + c * 16 : swizzled_offset(w, c));
+      weight_col[i] = c * 16;
+    }
+    if constexpr (kNvfp4) init_scales(p, t.scale[expert], n0);
+  }
+
+  __device__ void init_scales(const GroupedParams& p, const std::uint8_t* scale, int n0) {
+    const int tid = threadIdx.x;
+    const uint32_t slot = Shape::kActBytes + Shape::kWeightBytes;
     if (p.scale_sfb) {
-      // One 128-row x 4-block tile, contiguous in the SFB layout (rows padded to 128).
-      const int k_tiles = (k + kBlockK - 1) / kBlockK;
-      const std::uint8_t* chunk =
-          scale + (static_cast<size_t>(n0 / 128) * k_tiles + kt) * kSfbChunkBytes;
-      for (int idx = tid; idx < kSfbChunkBytes / 16; idx += Shape::kThreads)
-        cp_async_16(scales + idx * 16, chunk + idx * 16, true);
-    } else {
-      // [K/16, N]: 4 block rows of weight_rows scales.
-      const int blocks = k / 16;
-      std::uint8_t* scales_ptr = stage_ptr + Shape::kActBytes + Shape::kWeightBytes;
-      if (p.scale_vec16) {
-        constexpr int kChunksPerRow = Config::weight_rows / 16;
-        for (int idx = tid; idx < 4 * kChunksPerRow; idx += Shape::kThreads) {
-          const int i = idx / kChunksPerRow, c = idx % kChunksPerRow, b = kt * 4 + i;
-          const bool valid = b < blocks && n0 + c * 16 < n;
-          const std::uint8_t* src = valid ? scale + static_cast<size_t>(b) * n + n0 + c * 16 : scale;
-          cp_async_16(scales + i * Config::weight_rows + c * 16, src, valid);
-        }
-      } else {
-        for (int idx = tid; idx < 4 * Config::weight_rows; idx += Shape::kThreads) {
-          const int i = idx / Config::weight_rows, w = idx % Config::weight_rows, b = kt * 4 + i;
-          const bool valid = b < blocks && n0 + w < n;
-          scales_ptr[idx] = valid ? __ldg(scale + static_cast<size_t>(b) * n + n0 + w) : 0;
-        }
+      // One 128-row x 4-block tile, contiguous in the SFB layout (rows padded to 128). Byte
+      // (n % 32) * 16 + ((n / 32) % 4) * 4 + b % 4 holds row n: a 64-row CTA copies only the
+      // half of each 16-byte group that its rows' (n / 32) % 4 selects.
+      const int k_tiles = (p.k + kBlockK - 1) / kBlockK;
+      const int half = Config::weight_rows == 128 ? 0 : (n0 % 128) / 64 * 8;
+      if (tid < kSfbChunkBytes / 16) {
+        scale_src = scale + static_cast<size_t>(n0 / 128) * k_tiles * kSfbChunkBytes + tid * 16 + half;
+        scale_dst = slot + tid * 16 + half;
+        scale_stride = kSfbChunkBytes;
+      }
+    } else if (p.scale_vec16) {
+      // [K/16, N]: 4 block rows of weight_rows scales, 16 at a time.
+      constexpr int kChunksPerRow = Config::weight_rows / 16;
+      const int i = tid / kChunksPerRow, c = tid % kChunksPerRow;
+      if (tid < 4 * kChunksPerRow && n0 + c * 16 < p.n) {
+        scale_src = scale + static_cast<size_t>(i) * p.n + n0 + c * 16;
+        scale_dst = slot + i * Config::weight_rows + c * 16;
+        scale_stride = static_cast<size_t>(4) * p.n;
+        scale_block = i;
       }
     }
-  } else {
-    // bf16 weights: weight_rows x 8 chunks, swizzled like the activations.
-    const auto* weight = static_cast<const __nv_bfloat16*>(t.weight[expert]);
-    for (int idx = tid; idx < Config::weight_rows * 8; idx += Shape::kThreads) {
-      const int w = idx / 8, c = idx % 8, col = kt * kBlockK + c * 8;
-      const bool valid = n0 + w < n && col < k;
-      const __nv_bfloat16* src = valid ? weight + static_cast<size_t>(n0 + w) * k + col : weight;
-      cp_async_16(weights + swizzled_offset(w, c), src, valid);
+  }
+
+  __device__ __forceinline__ void load(const GroupedParams& p, const ProjectionTable& t,
+                                       int expert, int n0, int kt, uint32_t stage,
+                                       std::uint8_t* stage_ptr) const {
+#pragma unroll
+    for (int i = 0; i < kActPerThread; ++i)
+      if (act_src[i])
+        cp_async_16(stage + act_dst[i], act_src[i] + kt * kBlockK * 2, act_col[i] + kt * kBlockK < p.k);
+#pragma unroll
+    for (int i = 0; i < kWeightPerThread; ++i)
+      if (weight_src[i])
+        cp_async_16(stage + weight_dst[i], weight_src[i] + kt * kWeightStride,
+                    weight_col[i] + kt * kWeightStride < weight_row_bytes);
+    if constexpr (kNvfp4) {
+      if (p.scale_sfb) {
+        if (scale_src) {
+          if constexpr (Config::weight_rows == 128)
+            cp_async_16(stage + scale_dst, scale_src + kt * scale_stride, true);
+          else
+            cp_async_8(stage + scale_dst, scale_src + kt * scale_stride);
+        }
+      } else if (p.scale_vec16) {
+        if (scale_src)
+          cp_async_16(stage + scale_dst, scale_src + kt * scale_stride, kt * 4 + scale_block < p.k / 16);
+      } else {
+        load_scales_bytewise(p, t.scale[expert], n0, kt, stage_ptr + Shape::kActBytes + Shape::kWeightBytes);
+      }
     }
   }
-}
+
+  // [K/16, N] scales whose rows are not 16-byte aligned (N % 16 != 0): plain loads.
+  __device__ void load_scales_bytewise(const GroupedParams& p, const std::uint8_t* scale, int n0,
+                                       int kt, std::uint8_t* slot) const {
+    for (int idx = threadIdx.x; idx < 4 * Config::weight_rows; idx += Shape::kThreads) {
+      const int i = idx / Config::weight_rows, w = idx % Config::weight_rows, b = kt * 4 + i;
+      const bool valid = b < p.k / 16 && n0 + w < p.n;
+      slot[idx] = valid ? __ldg(scale + static_cast<size_t>(b) * p.n + n0 + w) : 0;
+    }
+  }
+};
 
 // The four block scales (one per k16 step of the stage) of local weight row `r`, byte s = step s.
 template <class Config>
@@ -192,11 +245,12 @@ __device__ __forceinline__ uint32_t stage_scales(const GroupedParams& p, const s
          (scales[2 * Config::weight_rows + r] << 16) | (scales[3 * Config::weight_rows + r] << 24);
 }
 
-// Step 3b (NVFP4). Decodes this thread's A fragments for the k16 steps of one stage and issues
-// the wgmmas with A from registers.
+// Step 3b (NVFP4). Decodes this thread's A fragments for the four k16 steps of one stage and
+// issues the wgmmas with A from registers. Each thread converts the two block scales of each
+// step itself (measured: a shared conversion one stage ahead was 5% slower, docs/perf.md).
 template <class Config>
 __device__ __forceinline__ void mma_stage_nvfp4(const GroupedParams& p, const std::uint8_t* stage_ptr,
-                                                uint32_t act, int n0, int steps,
+                                                uint32_t act, int n0,
                                                 float (&acc)[Config::tokens / 2]) {
   using Shape = KernelShape<Config, true>;
   const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
@@ -230,7 +284,7 @@ __device__ __forceinline__ void mma_stage_nvfp4(const GroupedParams& p, const st
   wgmma_fence();
 #pragma unroll
   for (int s = 0; s < 4; ++s)
-    if (s < steps) Wgmma<Config::tokens>::rs(acc, frag[s], sw128_descriptor(act + s * 32), 1);
+    Wgmma<Config::tokens>::rs(acc, frag[s], sw128_descriptor(act + s * 32), 1);
   wgmma_commit();
   wgmma_wait<0>();
 #pragma unroll
@@ -241,15 +295,14 @@ __device__ __forceinline__ void mma_stage_nvfp4(const GroupedParams& p, const st
 
 // Step 3b (bf16). Both operands from shared memory.
 template <class Config>
-__device__ __forceinline__ void mma_stage_bf16(uint32_t act, int steps,
+__device__ __forceinline__ void mma_stage_bf16(uint32_t act,
                                                float (&acc)[Config::tokens / 2]) {
   using Shape = KernelShape<Config, false>;
   const uint32_t weights = act + Shape::kActBytes + (threadIdx.x / 128) * 64 * kSwizzleRowBytes;
   wgmma_fence();
 #pragma unroll
   for (int s = 0; s < 4; ++s)
-    if (s < steps)
-      Wgmma<Config::tokens>::ss(acc, sw128_descriptor(weights + s * 32),
+    Wgmma<Config::tokens>::ss(acc, sw128_descriptor(weights + s * 32),
                                 sw128_descriptor(act + s * 32), 1);
   wgmma_commit();
   wgmma_wait<0>();
@@ -305,6 +358,14 @@ __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
   // 3. mainloop
   const uint32_t base = (smem_address(smem_raw) + kSwizzleAtomBytes - 1) & ~(kSwizzleAtomBytes - 1);
   std::uint8_t* base_ptr = smem_raw + (base - smem_address(smem_raw));
+  {
+    // Zero every stage once: rows the loader skips must read as zeros.
+    auto* words = reinterpret_cast<uint4*>(base_ptr);
+    for (int i = threadIdx.x; i < Config::stages * Shape::kStageBytes / 16; i += Shape::kThreads)
+      words[i] = make_uint4(0, 0, 0, 0);
+  }
+  const StageLoader<Config, kNvfp4> loader(p, table, expert, src_rows, n0);
+  __syncthreads();
   const int k_tiles = (p.k + kBlockK - 1) / kBlockK;
   float acc[Config::tokens / 2];
 #pragma unroll
@@ -314,8 +375,8 @@ __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
   }
   for (int s = 0; s < Config::stages - 1; ++s) {
     if (s < k_tiles)
-      load_stage<Config, kNvfp4>(p, table, expert, src_rows, n0, s, base + s * Shape::kStageBytes,
-                                  base_ptr + s * Shape::kStageBytes);
+      loader.load(p, table, expert, n0, s, base + s * Shape::kStageBytes,
+                  base_ptr + s * Shape::kStageBytes);
     cp_async_commit();
   }
   for (int kt = 0; kt < k_tiles; ++kt) {
@@ -326,18 +387,16 @@ __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
     const int next = kt + Config::stages - 1;
     if (next < k_tiles) {
       const int slot = next % Config::stages;
-      load_stage<Config, kNvfp4>(p, table, expert, src_rows, n0, next,
-                                  base + slot * Shape::kStageBytes,
-                                  base_ptr + slot * Shape::kStageBytes);
+      loader.load(p, table, expert, n0, next, base + slot * Shape::kStageBytes,
+                  base_ptr + slot * Shape::kStageBytes);
     }
     cp_async_commit();
     const int slot = kt % Config::stages;
-    const int steps = min(4, (p.k - kt * kBlockK + 15) / 16);
     const uint32_t act = base + slot * Shape::kStageBytes;
     if constexpr (kNvfp4)
-      mma_stage_nvfp4<Config>(p, base_ptr + slot * Shape::kStageBytes, act, n0, steps, acc);
+      mma_stage_nvfp4<Config>(p, base_ptr + slot * Shape::kStageBytes, act, n0, acc);
     else
-      mma_stage_bf16<Config>(act, steps, acc);
+      mma_stage_bf16<Config>(act, acc);
   }
 #pragma unroll
   for (int i = 0; i < Config::tokens / 2; ++i) fence_operand(acc[i]);
