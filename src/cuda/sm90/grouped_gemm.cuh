@@ -49,7 +49,7 @@ struct KernelShape {
   static_assert(Config::weight_rows == 64 || Config::weight_rows == 128,
                 "weight_rows: one or two consumer warpgroups of 64 rows");
   static_assert(Config::tokens % 8 == 0 && Config::tokens <= 128, "tokens: wgmma N in 8..128");
-  static_assert(Config::stages >= 2, "stages: the pipeline needs at least double buffering");
+  static_assert(Config::stages >= 3, "stages: one stage in the wgmmas, one landing, one loading");
   static_assert(4 * Config::weight_rows <= kSfbChunkBytes,
                 "a [K/16, N] scale stage must fit the SFB-sized scale slot");
   static_assert(kActBytes % kSwizzleAtomBytes == 0, "weight tile must stay 1024-aligned");
@@ -245,13 +245,13 @@ __device__ __forceinline__ uint32_t stage_scales(const GroupedParams& p, const s
          (scales[2 * Config::weight_rows + r] << 16) | (scales[3 * Config::weight_rows + r] << 24);
 }
 
-// Step 3b (NVFP4). Decodes this thread's A fragments for the four k16 steps of one stage and
-// issues the wgmmas with A from registers. Each thread converts the two block scales of each
-// step itself (measured: a shared conversion one stage ahead was 5% slower, docs/perf.md).
+// Step 3b (NVFP4). Decodes this thread's A fragments for the four k16 steps of one stage: the
+// codes of rows r0 and r0 + 8, e2m1 -> bf16 by table, times the block scale (exact in bf16).
+// Each thread converts the two block scales of each step itself (measured: a shared conversion
+// one stage ahead was 5% slower, docs/perf.md).
 template <class Config>
-__device__ __forceinline__ void mma_stage_nvfp4(const GroupedParams& p, const std::uint8_t* stage_ptr,
-                                                uint32_t act, int n0,
-                                                float (&acc)[Config::tokens / 2]) {
+__device__ __forceinline__ void decode_stage(const GroupedParams& p, const std::uint8_t* stage_ptr,
+                                             int n0, uint32_t (&frag)[4][4]) {
   using Shape = KernelShape<Config, true>;
   const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int r0 = (threadIdx.x / 32) * 16 + g;  // warps of a warpgroup own 16 rows each
@@ -265,8 +265,6 @@ __device__ __forceinline__ void mma_stage_nvfp4(const GroupedParams& p, const st
   const std::uint8_t* scales = weights + Shape::kWeightBytes;
   const uint32_t scales0 = stage_scales<Config>(p, scales, n0, r0);
   const uint32_t scales1 = stage_scales<Config>(p, scales, n0, r0 + 8);
-
-  uint32_t frag[4][4];
   const uint32_t pick = t | ((t + 4) << 4);
 #pragma unroll
   for (int s = 0; s < 4; ++s) {
@@ -281,31 +279,26 @@ __device__ __forceinline__ void mma_stage_nvfp4(const GroupedParams& p, const st
     frag[s][2] = bf16x2_mul(frag[s][2], scale_r0);
     frag[s][3] = bf16x2_mul(frag[s][3], scale_r1);
   }
-  wgmma_fence();
-#pragma unroll
-  for (int s = 0; s < 4; ++s)
-    Wgmma<Config::tokens>::rs(acc, frag[s], sw128_descriptor(act + s * 32), 1);
-  wgmma_commit();
-  wgmma_wait<0>();
-#pragma unroll
-  for (int s = 0; s < 4; ++s)
-#pragma unroll
-    for (int j = 0; j < 4; ++j) fence_operand(frag[s][j]);
 }
 
-// Step 3b (bf16). Both operands from shared memory.
-template <class Config>
-__device__ __forceinline__ void mma_stage_bf16(uint32_t act,
-                                               float (&acc)[Config::tokens / 2]) {
-  using Shape = KernelShape<Config, false>;
-  const uint32_t weights = act + Shape::kActBytes + (threadIdx.x / 128) * 64 * kSwizzleRowBytes;
+// Step 3c. Issues one stage's four k16 wgmmas into the accumulators: A from registers (NVFP4)
+// or from the stage's weight tile (bf16); B is the stage's activation tile.
+template <class Config, bool kNvfp4>
+__device__ __forceinline__ void issue_stage(uint32_t act, const uint32_t (&frag)[4][4],
+                                            float (&acc)[Config::tokens / 2]) {
+  using Shape = KernelShape<Config, kNvfp4>;
   wgmma_fence();
 #pragma unroll
-  for (int s = 0; s < 4; ++s)
-    Wgmma<Config::tokens>::ss(acc, sw128_descriptor(weights + s * 32),
-                                sw128_descriptor(act + s * 32), 1);
+  for (int s = 0; s < 4; ++s) {
+    const uint64_t b = sw128_descriptor(act + s * 32);
+    if constexpr (kNvfp4) {
+      Wgmma<Config::tokens>::rs(acc, frag[s], b, 1);
+    } else {
+      const uint32_t weights = act + Shape::kActBytes + (threadIdx.x / 128) * 64 * kSwizzleRowBytes;
+      Wgmma<Config::tokens>::ss(acc, sw128_descriptor(weights + s * 32), b, 1);
+    }
+  }
   wgmma_commit();
-  wgmma_wait<0>();
 }
 
 // Step 4. Accumulator (m64nNk16 fp32 layout) -> bf16 group rows.
@@ -379,9 +372,23 @@ __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
                   base_ptr + s * Shape::kStageBytes);
     cp_async_commit();
   }
-  for (int kt = 0; kt < k_tiles; ++kt) {
-    cp_async_wait<Config::stages - 2>();
-    // cp.async wrote through the generic proxy; wgmma reads through the async proxy.
+  // Software pipeline: while the wgmmas of stage kt run, the CTA waits for stage kt + 1, refills
+  // the slot stage kt - 1 used, and decodes stage kt + 1 into the other fragment buffer. The
+  // buffers alternate, so the loop is unrolled by two to keep their indices compile-time.
+  uint32_t frag[2][4][4];
+  cp_async_wait<Config::stages - 2>();
+  // cp.async wrote through the generic proxy; wgmma reads through the async proxy.
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  __syncthreads();
+  if constexpr (kNvfp4) decode_stage<Config>(p, base_ptr, n0, frag[0]);
+  auto step = [&](int kt, uint32_t(&current)[4][4], uint32_t(&other)[4][4]) {
+    issue_stage<Config, kNvfp4>(base + kt % Config::stages * Shape::kStageBytes, current, acc);
+    wgmma_wait<1>();  // stage kt - 1 is done: its slot and `other` are free
+#pragma unroll
+    for (int s = 0; s < 4; ++s)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) fence_operand(other[s][j]);
+    cp_async_wait<Config::stages - 3>();  // stage kt + 1 has landed
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     __syncthreads();
     const int next = kt + Config::stages - 1;
@@ -391,13 +398,21 @@ __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
                   base_ptr + slot * Shape::kStageBytes);
     }
     cp_async_commit();
-    const int slot = kt % Config::stages;
-    const uint32_t act = base + slot * Shape::kStageBytes;
     if constexpr (kNvfp4)
-      mma_stage_nvfp4<Config>(p, base_ptr + slot * Shape::kStageBytes, act, n0, acc);
-    else
-      mma_stage_bf16<Config>(act, acc);
+      if (kt + 1 < k_tiles)
+        decode_stage<Config>(p, base_ptr + (kt + 1) % Config::stages * Shape::kStageBytes, n0, other);
+  };
+  for (int kt = 0; kt < k_tiles; kt += 2) {
+    step(kt, frag[0], frag[1]);
+    if (kt + 1 < k_tiles) step(kt + 1, frag[1], frag[0]);
   }
+  wgmma_wait<0>();
+#pragma unroll
+  for (int b = 0; b < 2; ++b)
+#pragma unroll
+    for (int s = 0; s < 4; ++s)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) fence_operand(frag[b][s][j]);
 #pragma unroll
   for (int i = 0; i < Config::tokens / 2; ++i) fence_operand(acc[i]);
 
