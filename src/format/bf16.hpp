@@ -1,0 +1,27 @@
+// bfloat16 as raw 16 bits (the top half of an fp32): decode and round-to-nearest-even encode.
+// Host and device, any arch; bit-identical to cuda_bf16.h's __float2bfloat16_rn and to PTX
+// cvt.rn.bf16.f32, including NaN, which becomes the canonical quiet NaN 0x7FFF.
+#pragma once
+
+#include <cstdint>
+
+#include "format/host_device.hpp"
+
+namespace metrale::format {
+
+inline constexpr std::uint16_t kBf16CanonicalNan = 0x7FFF;
+
+METRALE_HD inline float bf16_to_float(std::uint16_t bits) {
+  return bits_to_float(static_cast<std::uint32_t>(bits) << 16);
+}
+
+// Round to nearest, ties to even: add 0x7FFF plus the lowest kept bit, then truncate. Finite
+// values above the largest bf16 round to ±Inf, as IEEE rounding does; Inf stays Inf.
+METRALE_HD inline std::uint16_t float_to_bf16(float value) {
+  if (is_nan_bits(value)) return kBf16CanonicalNan;
+  const std::uint32_t bits = float_to_bits(value);
+  const std::uint32_t lsb = (bits >> 16) & 1u;
+  return static_cast<std::uint16_t>((bits + 0x7FFFu + lsb) >> 16);
+}
+
+}  // namespace metrale::format
