@@ -13,11 +13,14 @@ if(NOT METRALE_CUDA STREQUAL "OFF")
   if(CMAKE_CUDA_COMPILER)
     if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
       # wgmma needs the arch-specific target: sm_90a.
-      set(CMAKE_CUDA_ARCHITECTURES 90a)
+      set(CMAKE_CUDA_ARCHITECTURES 90a-real)
     endif()
     enable_language(CUDA)
-    # CMake 3.25 has no CUDA20 dialect for nvcc: pass the standard ourselves.
-    string(APPEND CMAKE_CUDA_FLAGS " -std=c++20")
+    # CMake 3.25 does not know nvcc's C++20 flag yet: tell it.
+    set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+    set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+    set(CMAKE_CUDA_STANDARD 20)
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     find_package(CUDAToolkit REQUIRED)
     set(METRALE_HAS_CUDA ON)
   elseif(METRALE_CUDA STREQUAL "ON")
