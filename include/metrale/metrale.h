@@ -19,7 +19,7 @@
  *   act [M, K] bf16, weight [N, K] bf16, out [M, N] bf16 — out = act · weightᵀ.
  *   packed [N, K/2] uint8: two e2m1 codes a byte, even k in the low nibble.
  *   scale  [K/16, N] e4m3 ("_t" layout written by pack_bf16_weight_to_nvfp4_t), or the 128x4
- *          swizzled SFB layout written by pack_weight_sfb (docs/layouts.md).
+ *          swizzled SFB layout written by pack_weight_sfb (src/format/layouts.hpp).
  *   scale_2 fp32 per-tensor decode scale: w = e2m1 · e4m3 · scale_2.
  * A NULL workspace with workspace_size 0 selects the process-wide shared workspace
  * (METRALE_WORKSPACE_MB, allocated on first use).
@@ -120,6 +120,25 @@ METRALE_API metrale_status metrale_workspace_get(metrale_backend backend, void**
 METRALE_DECLARE_GEMMS(metrale_)
 METRALE_DECLARE_GEMMS(metrale_cutlass_)
 METRALE_DECLARE_GEMMS(metrale_cpu_)
+
+/* ---- the seeds' reference test hooks -------------------------------------------------------- */
+/* The CUTLASS Hopper bf16 GEMM with one fixed tile shape (METRALE_STATUS_NOT_BUILT without
+ * CUTLASS), and the cuBLASLt bf16 GEMM with the algo_index-th heuristic algorithm (algo_index < 0:
+ * the first; *returned_count, if not NULL, receives how many heuristics there are). Device
+ * pointers; for A/B comparisons of tile and algorithm choice. */
+#define METRALE_DECLARE_DENSE(name)                                                            \
+  METRALE_API metrale_status name(const void* act, const void* weight, void* out, int32_t m,   \
+                                  int32_t n, int32_t k, void* workspace, size_t workspace_size, \
+                                  void* stream);
+METRALE_DECLARE_DENSE(metrale_cutlass_bf16_gemm_act_weight_t_128x256)
+METRALE_DECLARE_DENSE(metrale_cutlass_bf16_gemm_act_weight_t_256x128)
+METRALE_DECLARE_DENSE(metrale_cutlass_bf16_gemm_act_weight_t_64x128)
+METRALE_DECLARE_DENSE(metrale_cutlass_bf16_gemm_act_weight_t_128x64)
+METRALE_DECLARE_DENSE(metrale_cutlass_bf16_gemm_act_weight_t_64x64)
+METRALE_API metrale_status metrale_cublaslt_bf16_gemm_act_weight_t_algo(
+    const void* act, const void* weight, void* out, int32_t m, int32_t n, int32_t k,
+    void* workspace, size_t workspace_size, void* stream, int32_t algo_index,
+    int32_t* returned_count);
 
 /* ---- extended entry points ------------------------------------------------------------------ */
 

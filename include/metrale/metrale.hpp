@@ -45,7 +45,7 @@ struct Exec {
 
 enum class ScaleLayout : std::int32_t {
   k16_by_n = 0,  // [K/16, N]: scale of (n, k) at (k/16)·N + n
-  sfb = 1,       // 128x4 swizzle (format/sfb_layout.hpp)
+  sfb = 1,       // 128x4 swizzle (src/format/layouts.hpp, NVFP4.md section 6)
 };
 
 // ---- single GEMMs: out[M, N] = act[M, K] · weight[N, K]ᵀ, fp32 accumulation, bf16 out -----------

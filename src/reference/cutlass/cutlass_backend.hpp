@@ -2,6 +2,18 @@
 // path. Compiled only when CUTLASS headers are found (METRALE_HAS_CUTLASS); reached only through
 // the metrale_cutlass_* entry points, Backend::cutlass, or dispatch with METRALE_CUTLASS_GEMM=1.
 // Arguments arrive validated, on device memory.
+//
+// What it runs (sm_90a only; another device gets Status::unsupported naming its arch):
+//   bf16_gemm      CUTLASS 3.x warp-specialized TMA/wgmma GEMM, one kernel per Tile.
+//   nvfp4_gemm     weight dequantized to bf16 in the workspace (e2m1 · e4m3, exact), then the bf16
+//                  GEMM with alpha = scale_2 in its fp32 epilogue.
+//   nvfp4_grouped  one CUTLASS kGrouped launch over every (projection, active expert), weights
+//                  dequantized and gathered rows materialised in the workspace, per-group alpha.
+//                  Host offsets only; not capturable in a CUDA graph.
+//   pack_nvfp4, swizzle_scales, transpose_packed
+//                  a second implementation from CUTLASS's converters and SFB layout.
+// Unsupported (Status::unsupported, the value named): N % 8 or K % 8 != 0 (TMA rows of 16
+// bytes), act/weight/out not 16-byte aligned, packed weights not 8-byte aligned, device offsets.
 #pragma once
 
 #include "cuda/cuda_backend.hpp"
@@ -20,7 +32,11 @@ void swizzle_scales(const SwizzleScales& args, void* stream);
 void transpose_packed(const TransposePacked& args, void* stream);
 void nvfp4_grouped(const GroupedNvfp4& args, cuda::Workspace ws, void* stream);
 
+// The bytes nvfp4_grouped carves for these host offsets (dequantized weights, gathered rows,
+// staged per-group arrays, CUTLASS's workspace); 0 for device offsets (refused by the call).
 std::size_t nvfp4_grouped_workspace_size(const ExpertGroups& groups, int n, int k, int proj_count);
+// One bound for both dense GEMMs: the NVFP4 call's (its dequantized N x K bf16 weight plus
+// CUTLASS's workspace); a bf16 call needs only CUTLASS's part (0 for these kernels).
 std::size_t gemm_workspace_size(int m, int n, int k);
 
 }  // namespace metrale::reference::cutlass

@@ -1,0 +1,171 @@
+// `metrale bench`: our grouped NVFP4 kernels against cuBLASLt, cuBLAS's grouped GEMM, the naive
+// dequantize-then-cuBLASLt path and (in a CUTLASS build, with METRALE_CUTLASS_GEMM=1) CUTLASS, on
+// the same device, stream, routing and weights, with the ceilings of PERF.md measured first.
+// Without a usable CUDA device it runs the CPU reference backend on a reduced default and says so.
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "bench/bench_config.hpp"
+#include "bench/bench_runners.hpp"
+#include "bench/report.hpp"
+#include "core/error.hpp"
+#include "metrale/cli_context.hpp"
+#include "metrale/commands.hpp"
+
+#ifndef METRALE_GIT_COMMIT
+#define METRALE_GIT_COMMIT ""
+#endif
+
+namespace metrale::cli {
+namespace {
+
+struct BenchOptions {
+  std::vector<std::string> models, ops, impls;
+  std::vector<int> tokens;
+  std::string shapes, name = "custom";
+  int hidden = 0, inter = 0, experts = 0, top_k = 0;
+  bench::BenchConfig config;
+};
+
+const std::vector<int> kDefaultTokens = {1, 8, 64, 512, 4096, 16384};
+
+// Builds the run's configuration from the flags: presets unless custom shapes were given.
+bench::BenchConfig resolve(BenchOptions& opt) {
+  bench::BenchConfig c = opt.config;
+  std::vector<int> file_tokens;
+  if (!opt.shapes.empty()) {
+    c.models = bench::load_shape_file(opt.shapes, &file_tokens);
+    c.user_models = true;
+  }
+  if (opt.hidden || opt.inter || opt.experts || opt.top_k) {
+    bench::ModelShape m{opt.name, opt.hidden, opt.inter, opt.experts, opt.top_k};
+    bench::validate_model(m);
+    c.models.push_back(m);
+    c.user_models = true;
+  }
+  for (const std::string& name : opt.models) {
+    if (name == "all") {
+      for (const auto& m : bench::model_presets()) c.models.push_back(m);
+    } else {
+      c.models.push_back(bench::find_preset(name));
+    }
+    c.user_models = true;
+  }
+  if (c.models.empty()) c.models = bench::model_presets();
+  c.tokens = !opt.tokens.empty() ? opt.tokens : file_tokens;
+  c.user_tokens = !c.tokens.empty();
+  if (c.tokens.empty()) c.tokens = kDefaultTokens;
+  for (int t : c.tokens) {
+    METRALE_REQUIRE(t > 0, "bench: --tokens {} must be positive", t);
+  }
+  for (const std::string& op : opt.ops) c.ops.push_back(bench::parse_op(op));
+  c.user_ops = !c.ops.empty();
+  if (c.ops.empty()) c.ops = {bench::Op::gate_up, bench::Op::down};
+  for (const std::string& impl : opt.impls) c.impls.push_back(bench::parse_impl(impl));
+  c.user_impls = !c.impls.empty();
+  if (c.impls.empty()) {
+    c.impls = {bench::Impl::metrale, bench::Impl::cublaslt, bench::Impl::cublas_grouped,
+               bench::Impl::dequant_cublaslt, bench::Impl::cutlass};
+  }
+  METRALE_REQUIRE(c.budget_ms > 0, "bench: --budget-ms {} must be positive", c.budget_ms);
+  METRALE_REQUIRE(c.skew >= 0, "bench: --skew {} must be >= 0", c.skew);
+  if (c.commit.empty()) c.commit = METRALE_GIT_COMMIT;
+  return c;
+}
+
+// The CPU fallback's reduced default: one Qwen3 shape, T in {1, 8}, our CPU backend only;
+// whatever the user named explicitly is kept.
+void reduce_for_cpu(bench::BenchConfig& c) {
+  if (!c.user_models) c.models = {bench::model_presets()[0]};
+  if (!c.user_tokens) c.tokens = {1, 8};
+  c.impls = {bench::Impl::metrale_cpu};
+}
+
+int run_bench(BenchOptions& opt) {
+  bench::BenchConfig config = resolve(opt);
+  bench::Report report;
+  report.info.version = version();
+  report.info.date = bench::utc_now_iso8601();
+  report.info.commit = config.commit.empty() ? "unknown" : config.commit;
+  report.info.command = command_line();
+
+  std::string why = "this build has no CUDA backend";
+  bool gpu = false;
+#if defined(METRALE_HAS_CUDA)
+  if (config.force_cpu) {
+    why = "--cpu was given";
+  } else {
+    gpu = bench::cuda_device_usable(config.device, &why);
+  }
+#endif
+  if (gpu) {
+#if defined(METRALE_HAS_CUDA)
+    bench::run_cuda_bench(config, report);
+#endif
+  } else {
+    fmt::print(
+        "metrale bench: no CUDA device in use ({}); running the CPU reference backend on "
+        "a reduced default. These are CPU numbers, labelled metrale-cpu, not GPU "
+        "numbers.\n",
+        why);
+    report.info.notes.push_back("CPU run: " + why);
+    reduce_for_cpu(config);
+    bench::run_cpu_bench(config, report);
+  }
+  if (!config.json_path.empty()) {
+    report.write_json(config.json_path, config);
+    fmt::print("wrote {}\n", config.json_path);
+  }
+  return report.aborted.empty() ? 0 : 1;
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app, int& exit_code) {
+  auto opt = std::make_shared<BenchOptions>();
+  bench::BenchConfig& c = opt->config;
+  CLI::App* cmd = app.add_subcommand(
+      "bench", "Grouped NVFP4 GEMMs against cuBLASLt / cuBLAS / CUTLASS, with in-run ceilings");
+  cmd->add_option("--model,-m", opt->models,
+                  "presets: qwen3-30b-a3b, deepseek-v3, gpt-oss-120b, mixtral-8x7b, all "
+                  "(default: all four)")
+      ->delimiter(',');
+  cmd->add_option("--shapes", opt->shapes,
+                  "JSON shape file: [{\"name\", \"hidden\", \"inter\", \"experts\", \"top_k\"}] or "
+                  "{\"models\": [...], \"tokens\": [...]}");
+  cmd->add_option("--name", opt->name, "name of the custom shape given by the flags below");
+  cmd->add_option("--hidden", opt->hidden, "custom shape: model width (K of gate_up)");
+  cmd->add_option("--inter", opt->inter, "custom shape: expert width (N of gate and of up)");
+  cmd->add_option("--experts", opt->experts, "custom shape: number of experts");
+  cmd->add_option("--top-k", opt->top_k, "custom shape: experts per token");
+  cmd->add_option("--tokens,-t", opt->tokens, "token counts (default 1,8,64,512,4096,16384)")
+      ->delimiter(',');
+  cmd->add_option("--ops", opt->ops, "gate_up, down, dense, pack (default gate_up,down)")
+      ->delimiter(',');
+  cmd->add_option("--impls", opt->impls,
+                  "metrale, cublaslt, cublas-grouped, dequant-cublaslt, cutlass (default: all "
+                  "that can run; cutlass needs a CUTLASS build and METRALE_CUTLASS_GEMM=1)")
+      ->delimiter(',');
+  cmd->add_option("--skew", c.skew, "routing skew: logit_e -= skew*ln(1+e) (default 0, uniform)");
+  cmd->add_option("--seed", c.seed, "seed of routing, activations and weights (default 1)");
+  cmd->add_option("--budget-ms", c.budget_ms,
+                  "measured time per implementation and shape, after warm-up (default 150)");
+  cmd->add_option("--device", c.device, "CUDA device index (default 0)");
+  cmd->add_flag("--cpu", c.force_cpu, "run the CPU reference backend even if a GPU is present");
+  cmd->add_option("--json", c.json_path, "write every row and the run's metadata to FILE");
+  cmd->add_option("--commit", c.commit, "git commit to record (default: the one built from)");
+  cmd->callback([opt, &exit_code] {
+    try {
+      exit_code = run_bench(*opt);
+    } catch (const Error& e) {
+      exit_code = report_failure("bench", Result{e.status(), e.what()});
+    }
+  });
+}
+
+}  // namespace metrale::cli

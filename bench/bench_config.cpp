@@ -1,0 +1,151 @@
+// Presets, names and the shape file of `metrale bench` (bench_config.hpp).
+#include "bench/bench_config.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+
+namespace metrale::bench {
+namespace {
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+struct NamedImpl {
+  Impl impl;
+  const char* label;  // printed beside every number
+  const char* flag;   // spelled in --impls
+};
+
+constexpr NamedImpl kImpls[] = {
+    {Impl::metrale, "metrale", "metrale"},
+    {Impl::cublaslt, "cuBLASLt", "cublaslt"},
+    {Impl::cublas_grouped, "cuBLAS-grouped", "cublas-grouped"},
+    {Impl::dequant_cublaslt, "dequant+cuBLASLt", "dequant-cublaslt"},
+    {Impl::cutlass, "CUTLASS", "cutlass"},
+    {Impl::metrale_cpu, "metrale-cpu", "metrale-cpu"},
+};
+
+}  // namespace
+
+const std::vector<ModelShape>& model_presets() {
+  static const std::vector<ModelShape> presets = {
+      {"Qwen3-30B-A3B", 2048, 768, 128, 8},
+      {"DeepSeek-V3", 7168, 2048, 256, 8},
+      {"gpt-oss-120b", 2880, 2880, 128, 4},
+      {"Mixtral-8x7B", 4096, 14336, 8, 2},
+  };
+  return presets;
+}
+
+const ModelShape& find_preset(const std::string& name) {
+  const std::string key = lower(name);
+  const std::pair<const char*, int> aliases[] = {
+      {"qwen3", 0},       {"qwen3-30b-a3b", 0},  {"deepseek", 1}, {"deepseek-v3", 1},
+      {"deepseek-r1", 1}, {"deepseek-v3/r1", 1}, {"gpt-oss", 2},  {"gpt-oss-120b", 2},
+      {"mixtral", 3},     {"mixtral-8x7b", 3}};
+  for (const auto& [alias, index] : aliases) {
+    if (key == alias) return model_presets()[index];
+  }
+  fail(Status::invalid_argument,
+       "bench: --model {} is not a preset (qwen3-30b-a3b, deepseek-v3, gpt-oss-120b, "
+       "mixtral-8x7b, or all)",
+       name);
+}
+
+const char* op_name(Op op) {
+  switch (op) {
+    case Op::gate_up: return "gate_up";
+    case Op::down: return "down";
+    case Op::dense: return "dense";
+    case Op::pack: return "pack";
+  }
+  return "?";
+}
+
+Op parse_op(const std::string& name) {
+  const std::string key = lower(name);
+  for (Op op : {Op::gate_up, Op::down, Op::dense, Op::pack}) {
+    if (key == op_name(op)) return op;
+  }
+  fail(Status::invalid_argument, "bench: --ops {} is not one of gate_up, down, dense, pack", name);
+}
+
+const char* impl_label(Impl impl) {
+  for (const NamedImpl& n : kImpls) {
+    if (n.impl == impl) return n.label;
+  }
+  return "?";
+}
+
+Impl parse_impl(const std::string& name) {
+  const std::string key = lower(name);
+  for (const NamedImpl& n : kImpls) {
+    if (key == n.flag || key == lower(n.label)) return n.impl;
+  }
+  fail(Status::invalid_argument,
+       "bench: --impls {} is not one of metrale, cublaslt, cublas-grouped, dequant-cublaslt, "
+       "cutlass, metrale-cpu",
+       name);
+}
+
+void validate_model(const ModelShape& m) {
+  METRALE_REQUIRE(m.hidden > 0 && m.hidden % 16 == 0,
+                  "bench: model {}: hidden = {} must be a positive multiple of 16", m.name,
+                  m.hidden);
+  METRALE_REQUIRE(m.inter > 0 && m.inter % 16 == 0,
+                  "bench: model {}: inter = {} must be a positive multiple of 16", m.name, m.inter);
+  METRALE_REQUIRE(m.experts > 0, "bench: model {}: experts = {} must be positive", m.name,
+                  m.experts);
+  METRALE_REQUIRE(m.top_k > 0 && m.top_k <= m.experts,
+                  "bench: model {}: top_k = {} must be in [1, experts = {}]", m.name, m.top_k,
+                  m.experts);
+}
+
+std::vector<ModelShape> load_shape_file(const std::string& path, std::vector<int>* tokens) {
+  std::ifstream file(path);
+  if (!file) fail(Status::invalid_argument, "bench: cannot open --shapes {}", path);
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(file);
+  } catch (const nlohmann::json::exception& e) {
+    fail(Status::invalid_argument, "bench: --shapes {} is not valid JSON: {}", path, e.what());
+  }
+  const nlohmann::json& list = doc.is_object() && doc.contains("models") ? doc["models"] : doc;
+  METRALE_REQUIRE(list.is_array(), "bench: --shapes {}: expected an array of models", path);
+  if (doc.is_object() && doc.contains("tokens") && tokens) {
+    for (const auto& t : doc["tokens"]) tokens->push_back(t.get<int>());
+  }
+  std::vector<ModelShape> models;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const nlohmann::json& item = list[i];
+    ModelShape m;
+    try {
+      if (item.is_string()) {
+        m = find_preset(item.get<std::string>());
+      } else {
+        m.name = item.value("name", "custom-" + std::to_string(i));
+        m.hidden = item.at("hidden").get<int>();
+        m.inter = item.at("inter").get<int>();
+        m.experts = item.at("experts").get<int>();
+        m.top_k = item.at("top_k").get<int>();
+      }
+    } catch (const nlohmann::json::exception& e) {
+      fail(Status::invalid_argument,
+           "bench: --shapes {}: model {} needs integer hidden, inter, experts, top_k: {}", path, i,
+           e.what());
+    }
+    validate_model(m);
+    models.push_back(m);
+  }
+  return models;
+}
+
+}  // namespace metrale::bench

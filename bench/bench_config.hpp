@@ -1,0 +1,64 @@
+// What one `metrale bench` run measures: models (PERF.md presets or custom shapes), token counts,
+// operations and implementations, routing and timing knobs. Host only.
+//
+// Operations (out = act · Wᵀ, row-major):
+//   gate_up  [rows, hidden] × [E, 2·inter, hidden]ᵀ — our fused op computes gate and up, N = inter
+//            each, rows gathered through the routing's token ids
+//   down     [rows, inter] × [E, hidden, inter]ᵀ — rows already in expert order
+//   dense    [T, hidden] × [2·inter, hidden]ᵀ in bf16 — one dense FFN-sized GEMM
+//   pack     pack_bf16_weight_to_nvfp4_t on stacked expert weights (≥ 256 MiB of bf16)
+// with rows = T · top_k.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace metrale::bench {
+
+struct ModelShape {
+  std::string name;
+  int hidden = 0;  // model width: K of gate_up, N of down
+  int inter = 0;   // one expert's intermediate width: N of gate and of up, K of down
+  int experts = 0;
+  int top_k = 0;
+};
+
+// The four models of PERF.md.
+const std::vector<ModelShape>& model_presets();
+
+enum class Op { gate_up, down, dense, pack };
+// Who produced a number. metrale_cpu is our CPU backend (machines without a GPU).
+enum class Impl { metrale, cublaslt, cublas_grouped, dequant_cublaslt, cutlass, metrale_cpu };
+
+const char* op_name(Op op);
+const char* impl_label(Impl impl);  // "metrale", "cuBLASLt", "cuBLAS-grouped", ...
+Op parse_op(const std::string& name);
+Impl parse_impl(const std::string& name);
+
+struct BenchConfig {
+  std::vector<ModelShape> models;
+  std::vector<int> tokens;
+  std::vector<Op> ops;
+  std::vector<Impl> impls;
+  double skew = 0.0;         // 0: uniform routing; larger favours low-numbered experts
+  std::uint64_t seed = 1;    // routing, activations and weights derive from it
+  double budget_ms = 150.0;  // measured time per implementation and shape, after warm-up
+  int device = 0;
+  bool force_cpu = false;
+  std::string json_path;
+  std::string commit;
+  // Set when the user named them; the CPU fallback keeps them instead of its reduced default.
+  bool user_models = false, user_tokens = false, user_ops = false, user_impls = false;
+};
+
+// Models from a JSON shape file: [{"name", "hidden", "inter", "experts", "top_k"}, ...] or
+// {"models": [...], "tokens": [...]}; tokens, when present, are appended to `tokens`.
+std::vector<ModelShape> load_shape_file(const std::string& path, std::vector<int>* tokens);
+
+// Throws Status::invalid_argument naming the field when a shape cannot be benchmarked.
+void validate_model(const ModelShape& model);
+
+const ModelShape& find_preset(const std::string& name);
+
+}  // namespace metrale::bench

@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""Plot a `metrale bench --json` file: % of floor against tokens, per model, one line per
+implementation, gate_up and down side by side.
+
+    python3 bench/plot.py results.json out.png
+
+% of floor = floor / measured time, where the floor (PERF.md) is the larger of the bytes floor
+(active experts' NVFP4 weights + activations + outputs over the read ceiling) and the compute
+floor (2·rows·N·K over the bf16 ceiling), both ceilings measured in the same run. 100 % is the
+floor itself; the dotted lines are PERF.md's targets for our kernels (80 % decode, 85 % prefill).
+"""
+import json
+import sys
+
+OPS = ("gate_up", "down")
+# One colour and marker per producer, stable across plots.
+STYLE = {
+    "metrale": ("tab:red", "o"),
+    "cuBLASLt": ("tab:blue", "s"),
+    "cuBLAS-grouped": ("tab:cyan", "D"),
+    "dequant+cuBLASLt": ("tab:gray", "v"),
+    "CUTLASS": ("tab:green", "^"),
+}
+
+
+def load(path):
+    with open(path) as f:
+        doc = json.load(f)
+    rows = [
+        r
+        for r in doc.get("rows", [])
+        if r.get("op") in OPS and r.get("status") == "ok" and r.get("pct_floor") is not None
+    ]
+    return doc.get("metadata", {}), rows
+
+
+def title(meta):
+    gpu = meta.get("gpu", {}).get("name", "no GPU")
+    return (
+        f"metrale bench — {gpu}, driver {meta.get('driver', '?')}, CUDA {meta.get('cuda_runtime', '?')}, "
+        f"commit {meta.get('commit', '?')}, {meta.get('date', '?')}"
+    )
+
+
+def main(argv):
+    if len(argv) != 3:
+        print("usage: python3 bench/plot.py results.json out.png", file=sys.stderr)
+        return 2
+    meta, rows = load(argv[1])
+    if not rows:
+        print(
+            f"plot.py: {argv[1]} has no gate_up/down rows with a floor "
+            "(a CPU run measures no ceilings, so it has nothing to plot)",
+            file=sys.stderr,
+        )
+        return 1
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    fig, axes = plt.subplots(
+        len(models), len(OPS), figsize=(12, 3.2 * len(models)), squeeze=False, sharex=True
+    )
+    for i, model in enumerate(models):
+        for j, op in enumerate(OPS):
+            ax = axes[i][j]
+            selected = [r for r in rows if r["model"] == model and r["op"] == op]
+            for impl in dict.fromkeys(r["impl"] for r in selected):
+                points = sorted((r["tokens"], r["pct_floor"]) for r in selected if r["impl"] == impl)
+                color, marker = STYLE.get(impl, (None, "x"))
+                ax.plot(
+                    [t for t, _ in points],
+                    [p for _, p in points],
+                    label=impl,
+                    color=color,
+                    marker=marker,
+                    linewidth=2.2 if impl == "metrale" else 1.2,
+                )
+            ax.axhline(100, color="black", linewidth=0.8)
+            ax.axhline(80, color="tab:red", linewidth=0.6, linestyle=":")
+            ax.axhline(85, color="tab:red", linewidth=0.6, linestyle="--")
+            ax.set_xscale("log", base=2)
+            ticks = sorted({r["tokens"] for r in rows})
+            ax.set_xticks(ticks)
+            ax.set_xticklabels([str(t) for t in ticks], fontsize=8)
+            ax.set_ylim(bottom=0)
+            ax.grid(True, which="major", alpha=0.3)
+            ax.set_title(f"{model} — {op}", fontsize=10)
+            if j == 0:
+                ax.set_ylabel("% of floor")
+            if i == len(models) - 1:
+                ax.set_xlabel("tokens T (rows = T·top-k)")
+            if selected:
+                ax.legend(fontsize=7, loc="best")
+    fig.suptitle(title(meta), fontsize=9)
+    fig.tight_layout(rect=(0, 0, 1, 0.97))
+    fig.savefig(argv[2], dpi=120)
+    print(f"wrote {argv[2]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,214 @@
+// Terminal table and JSON of a bench run (report.hpp).
+#include "bench/report.hpp"
+
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+
+namespace metrale::bench {
+namespace {
+
+using ordered_json = nlohmann::ordered_json;
+
+std::string fixed(double value, int digits) {
+  return fmt::format("{:.{}f}", value, digits);
+}
+
+// Time in µs with three significant figures at most, so the column stays narrow.
+std::string time_us(double us) {
+  if (us >= 1000) return fixed(us, 0);
+  if (us >= 100) return fixed(us, 1);
+  return fixed(us, 2);
+}
+
+// Rates with two or three significant figures, so CPU-sized numbers do not print as 0.
+std::string rate(double value) {
+  if (value >= 100) return fixed(value, 0);
+  if (value >= 10) return fixed(value, 1);
+  if (value >= 0.01) return fixed(value, 2);
+  return fmt::format("{:.1e}", value);
+}
+
+std::string check_text(const Row& row) {
+  if (!row.check.done) return "";
+  if (row.check.nan_count > 0) return fmt::format("NaN x{}", row.check.nan_count);
+  return fmt::format("{:.1e}", row.check.rel_diff());
+}
+
+ordered_json stats_json(const Stats& s) {
+  return ordered_json{{"median_us", s.median_us}, {"min_us", s.min_us},
+                      {"p10_us", s.p10_us},       {"p90_us", s.p90_us},
+                      {"max_us", s.max_us},       {"spread_pct", s.spread_pct()},
+                      {"samples", s.samples},     {"iterations_per_sample", s.iterations},
+                      {"timing", s.timing}};
+}
+
+ordered_json row_json(const Row& r) {
+  ordered_json j{{"model", r.model},
+                 {"op", op_name(r.op)},
+                 {"tokens", r.tokens},
+                 {"rows", r.rows},
+                 {"n", r.n},
+                 {"k", r.k},
+                 {"projections", r.projections},
+                 {"experts", r.experts},
+                 {"top_k", r.top_k},
+                 {"experts_active", r.experts_active},
+                 {"impl", r.impl},
+                 {"status", r.ok ? "ok" : "error"}};
+  if (!r.ok) j["error"] = r.error;
+  j["flops"] = r.work.flops;
+  j["bytes"] = r.work.bytes;
+  // No floor (a CPU run measures no ceilings): null, not a 0 that would plot as a number.
+  const bool has_floor = r.floor.floor_us() > 0;
+  j["bytes_floor_us"] = has_floor ? ordered_json(r.floor.bytes_us) : ordered_json();
+  j["compute_floor_us"] = has_floor ? ordered_json(r.floor.compute_us) : ordered_json();
+  j["floor_us"] = has_floor ? ordered_json(r.floor.floor_us()) : ordered_json();
+  if (r.ok) {
+    j.update(stats_json(r.stats));
+    j["tflops"] = r.tflops();
+    j["gbps"] = r.gbps();
+    j["pct_floor"] = has_floor ? ordered_json(r.pct_floor()) : ordered_json();
+  }
+  j["weight_copies"] = r.weight_copies;
+  ordered_json ratios = ordered_json::object();
+  for (const auto& [impl, ratio] : r.time_ratio) ratios[impl] = ratio;
+  j["time_ratio"] = ratios;  // this implementation's time over each other one's
+  if (r.check.done) {
+    j["check"] = ordered_json{{"against", r.check.against},
+                              {"max_abs_diff", r.check.max_abs_diff},
+                              {"max_abs_ref", r.check.max_abs_ref},
+                              {"rel_diff", r.check.rel_diff()},
+                              {"nan_count", r.check.nan_count}};
+  }
+  if (!r.note.empty()) j["note"] = r.note;
+  return j;
+}
+
+}  // namespace
+
+double Row::tflops() const {
+  return ok && stats.median_us > 0 ? work.flops / stats.median_us / 1e6 : 0;
+}
+double Row::gbps() const {
+  return ok && stats.median_us > 0 ? work.bytes / stats.median_us / 1e3 : 0;
+}
+double Row::pct_floor() const {
+  return ok && stats.median_us > 0 ? 100.0 * floor.floor_us() / stats.median_us : 0;
+}
+
+std::string utc_now_iso8601() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
+
+void Report::print_ceilings() const {
+  if (!ceilings.measured) return;
+  fmt::print("ceilings, measured in this run (median over samples, spread = p90-p10):\n");
+  const auto line = [](const char* what, const Stats& s, const std::string& rate) {
+    fmt::print("  {:<34} {:>9} us  +-{:>4.1f}%  {}\n", what, time_us(s.median_us), s.spread_pct(),
+               rate);
+  };
+  line("read stream, 1 GiB (metrale)", ceilings.read,
+       fmt::format("{:.0f} GB/s", ceilings.read_gbps));
+  line("copy stream, 1 GiB each way (metrale)", ceilings.copy,
+       fmt::format("{:.0f} GB/s (read + write)", ceilings.copy_gbps));
+  line("bf16 GEMM 8192^3 (cuBLASLt)", ceilings.bf16,
+       fmt::format("{:.0f} TFLOP/s", ceilings.bf16_tflops));
+  fmt::print(
+      "floor = max(bytes / read ceiling, 2*rows*N*K / bf16 ceiling); pack uses the copy "
+      "ceiling. %floor = floor / time.\n\n");
+}
+
+void Report::print_table_header() const {
+  fmt::print(
+      "{:<14} {:<7} {:>6} {:>7} {:>4}  {:<17} {:>9} {:>6} {:>8} {:>7} {:>9} {:>6} {:>8} {:>8}\n",
+      "model", "op", "T", "rows", "act", "impl", "median us", "+-%", "TFLOP/s", "GB/s", "floor us",
+      "%floor", "metrale", "check");
+  fmt::print(
+      "{:<14} {:<7} {:>6} {:>7} {:>4}  {:<17} {:>9} {:>6} {:>8} {:>7} {:>9} {:>6} {:>8} {:>8}\n",
+      "", "", "", "", "", "", "", "", "", "", "", "", "speedup", "rel diff");
+}
+
+void Report::finish_group(std::size_t first) {
+  if (progress) progress->clear();
+  const Row* ours = nullptr;
+  for (std::size_t i = first; i < rows.size(); ++i) {
+    if (rows[i].ok && (rows[i].impl == "metrale" || rows[i].impl == "metrale-cpu")) ours = &rows[i];
+  }
+  for (std::size_t i = first; i < rows.size(); ++i) {
+    Row& r = rows[i];
+    for (std::size_t j = first; j < rows.size(); ++j) {
+      if (i == j || !r.ok || !rows[j].ok) continue;
+      r.time_ratio.emplace_back(rows[j].impl, r.stats.median_us / rows[j].stats.median_us);
+    }
+  }
+  for (std::size_t i = first; i < rows.size(); ++i) {
+    const Row& r = rows[i];
+    const bool grouped = r.op == Op::gate_up || r.op == Op::down;
+    const std::string head =
+        fmt::format("{:<14} {:<7} {:>6} {:>7} {:>4}  {:<17}", r.model, op_name(r.op),
+                    r.op == Op::pack ? std::string("-") : std::to_string(r.tokens), r.rows,
+                    grouped ? std::to_string(r.experts_active) : std::string("-"), r.impl);
+    if (!r.ok) {
+      fmt::print("{} not run: {}\n", head, r.error);
+      continue;
+    }
+    const bool has_floor = r.floor.floor_us() > 0;
+    const std::string speedup =
+        ours && ours != &r ? fmt::format("{:.2f}x", r.stats.median_us / ours->stats.median_us)
+                           : std::string();
+    fmt::print("{} {:>9} {:>6.1f} {:>8} {:>7} {:>9} {:>6} {:>8} {:>8}{}\n", head,
+               time_us(r.stats.median_us), r.stats.spread_pct(),
+               r.work.flops > 0 ? rate(r.tflops()) : "-", rate(r.gbps()),
+               has_floor ? time_us(r.floor.floor_us()) : "-",
+               has_floor ? fixed(r.pct_floor(), 1) : "-", speedup, check_text(r),
+               r.note.empty() ? "" : "  " + r.note);
+  }
+  std::fflush(stdout);
+}
+
+void Report::write_json(const std::string& path, const BenchConfig& config) const {
+  ordered_json meta{{"tool", "metrale bench"}, {"version", info.version}, {"date", info.date},
+                    {"commit", info.commit},   {"command", info.command}, {"mode", info.mode}};
+  if (info.mode == "cuda") {
+    meta["gpu"] = ordered_json{{"name", info.gpu_name},
+                               {"compute_capability", info.compute_capability},
+                               {"sms", info.sms},
+                               {"memory_gib", info.memory_gib},
+                               {"l2_mib", info.l2_mib}};
+    meta["driver"] = info.driver;
+    meta["cuda_runtime"] = info.cuda_runtime;
+    meta["cuda_driver_api"] = info.cuda_driver_api;
+    meta["cublaslt"] = info.cublaslt;
+    meta["cutlass_arm"] = info.cutlass_arm;
+  }
+  meta["routing"] = ordered_json{{"seed", config.seed}, {"skew", config.skew}};
+  meta["budget_ms_per_measurement"] = config.budget_ms;
+  meta["notes"] = info.notes;
+  if (!aborted.empty()) meta["aborted"] = aborted;
+  ordered_json doc{{"metadata", meta}};
+  if (ceilings.measured) {
+    doc["ceilings"] = ordered_json{
+        {"read_gbps", ceilings.read_gbps},     {"copy_gbps", ceilings.copy_gbps},
+        {"bf16_tflops", ceilings.bf16_tflops}, {"read", stats_json(ceilings.read)},
+        {"copy", stats_json(ceilings.copy)},   {"bf16_8192", stats_json(ceilings.bf16)}};
+  }
+  ordered_json list = ordered_json::array();
+  for (const Row& r : rows) list.push_back(row_json(r));
+  doc["rows"] = list;
+  std::ofstream file(path, std::ios::trunc);
+  file << doc.dump(1) << "\n";
+  if (!file) fail(Status::invalid_argument, "bench: cannot write --json {}", path);
+}
+
+}  // namespace metrale::bench

@@ -1,0 +1,74 @@
+// The rows of a bench run and how they are shown: a terminal table (one line per implementation,
+// grouped by model, operation and token count) and a JSON document with every field plus the
+// run's metadata (bench/plot.py reads it). Host only.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bench/bench_config.hpp"
+#include "bench/measure.hpp"
+#include "bench/progress.hpp"
+
+namespace metrale::bench {
+
+// An implementation's output compared with the group's reference output (metrale's when it ran).
+struct Check {
+  bool done = false;
+  std::string against;
+  double max_abs_diff = 0, max_abs_ref = 0;
+  long long nan_count = 0;
+  double rel_diff() const { return max_abs_ref > 0 ? max_abs_diff / max_abs_ref : max_abs_diff; }
+};
+
+struct Row {
+  std::string model;
+  Op op = Op::gate_up;
+  int tokens = 0, rows = 0, n = 0, k = 0;  // n, k of one projection
+  int experts = 0, top_k = 0, experts_active = 0, projections = 1;
+  std::string impl;  // the label: who produced the number
+  bool ok = false;
+  std::string error;  // why the implementation did not run
+  Stats stats;
+  Work work;
+  Floor floor;
+  int weight_copies = 0;  // rotated weight sets (cold L2)
+  std::string note;
+  Check check;
+  std::vector<std::pair<std::string, double>> time_ratio;  // impl -> this time / its time
+
+  double tflops() const;
+  double gbps() const;       // minimal bytes over measured time
+  double pct_floor() const;  // 100 · floor / time; 0 when no floor
+};
+
+struct RunInfo {
+  std::string mode;  // "cuda" or "cpu"
+  std::string date, commit, command, version;
+  std::string gpu_name, compute_capability, driver, cuda_runtime, cuda_driver_api, cublaslt;
+  std::string cutlass_arm;
+  int sms = 0, l2_mib = 0;
+  double memory_gib = 0;
+  std::vector<std::string> notes;
+};
+
+class Report {
+ public:
+  RunInfo info;
+  Ceilings ceilings;
+  std::vector<Row> rows;
+  Progress* progress = nullptr;  // cleared before a group is printed
+  std::string aborted;           // why the run stopped early (a sticky CUDA error), or empty
+
+  void print_ceilings() const;
+  void print_table_header() const;
+  // Called once the implementations of one (model, op, T) group have run (rows[first..end)):
+  // fills the cross-implementation ratios and prints the group.
+  void finish_group(std::size_t first);
+  void write_json(const std::string& path, const BenchConfig& config) const;
+};
+
+std::string utc_now_iso8601();
+
+}  // namespace metrale::bench

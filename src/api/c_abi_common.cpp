@@ -1,0 +1,57 @@
+// The C ABI boundary helpers (c_abi_common.hpp).
+#include "api/c_abi_common.hpp"
+
+#include <span>
+
+#include "api/dispatch.hpp"
+#include "core/last_error.hpp"
+#include "core/validate.hpp"
+
+namespace metrale::api {
+
+metrale_status finish(const Result& r) {
+  if (r.ok()) {
+    core::clear_last_error();
+  } else {
+    core::set_last_error(r.message);
+  }
+  return static_cast<metrale_status>(r.status);
+}
+
+Exec make_exec(Backend backend, void* workspace, std::size_t workspace_size, void* stream) {
+  return Exec{backend, workspace, workspace_size, stream};
+}
+
+Exec make_exec(const metrale_exec* exec) {
+  if (exec == nullptr) return Exec{};
+  return Exec{static_cast<Backend>(exec->backend), exec->workspace, exec->workspace_size,
+              exec->stream};
+}
+
+void run_seed_grouped(std::string_view who, const SeedGrouped& call, const Exec& exec) {
+  // M_total comes from the offsets themselves, so check them before reading offsets[E].
+  core::require_non_negative(who, "num_experts", call.num_experts);
+  core::require_not_null(who, "expert_offsets", call.offsets);
+  core::require_aligned(who, "expert_offsets", call.offsets, alignof(std::int32_t), "int32 data");
+  const std::span<const std::int32_t> offsets(call.offsets,
+                                              static_cast<std::size_t>(call.num_experts) + 1);
+  core::ensure_group_arrays(who, call.num_experts, {}, offsets);
+  const std::int32_t m_total = offsets.back();
+
+  GroupedNvfp4 args{};
+  args.a = static_cast<const bf16_bits*>(call.a);
+  args.a_rows = call.token_ids == nullptr ? m_total : 0;
+  args.token_ids = call.token_ids;
+  args.proj_count = call.proj_count;
+  for (int p = 0; p < call.proj_count; ++p) {
+    args.proj[p] = call.proj[p];
+    args.out[p] = static_cast<bf16_bits*>(call.c[p]);
+  }
+  args.scale_layout = call.layout;
+  args.groups = ExpertGroups{call.offsets, false, call.num_experts, m_total, 0};
+  args.n = call.n;
+  args.k = call.k;
+  run(who, args, exec);
+}
+
+}  // namespace metrale::api

@@ -1,0 +1,39 @@
+// Shared by the C ABI files: the status + last-error boundary, and the translation of the seeds'
+// parameter lists into the C++ API's argument structs.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "api/guard.hpp"
+#include "metrale/metrale.h"
+#include "metrale/metrale.hpp"
+
+namespace metrale::api {
+
+// Records r.message as this thread's last error ("" on success) and returns r's status.
+metrale_status finish(const Result& r);
+
+template <class Body>
+metrale_status c_call(std::string_view who, Body&& body) noexcept {
+  return finish(guarded(who, body));
+}
+
+Exec make_exec(Backend backend, void* workspace, std::size_t workspace_size, void* stream);
+Exec make_exec(const metrale_exec* exec);  // null: automatic backend, shared workspace
+
+// A seed-shaped grouped call: host offsets with M_total = offsets[num_experts], a_rows = M_total
+// without a gather and 0 ("unknown") with one. proj[1]/c[1] are unused when proj_count is 1.
+struct SeedGrouped {
+  const void* a;
+  const std::int32_t* token_ids;
+  ExpertWeights proj[2];
+  void* c[2];
+  std::int32_t proj_count;
+  ScaleLayout layout;
+  const std::int32_t* offsets;
+  std::int32_t num_experts, n, k;
+};
+void run_seed_grouped(std::string_view who, const SeedGrouped& call, const Exec& exec);
+
+}  // namespace metrale::api

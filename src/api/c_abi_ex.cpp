@@ -1,0 +1,173 @@
+// The C ABI beyond the seeds' parameter lists: library information, the shared workspace and the
+// size queries, the extended (_ex) entry points that carry M_total, device offsets, the gathered
+// row count and a backend, and the seeds' reference test hooks (fixed CUTLASS tile, cuBLASLt
+// algorithm index).
+#include "api/c_abi_common.hpp"
+#include "api/dispatch.hpp"
+#include "api/select.hpp"
+#include "core/error.hpp"
+#include "core/last_error.hpp"
+#include "core/status.hpp"
+#include "core/validate.hpp"
+#include "core/workspace.hpp"
+
+namespace api = metrale::api;
+namespace core = metrale::core;
+using metrale::Backend;
+
+namespace {
+
+metrale::ExpertGroups to_groups(const metrale_groups& g) {
+  return metrale::ExpertGroups{g.offsets, g.offsets_on_device != 0, g.num_experts, g.m_total,
+                               g.max_rows_per_expert};
+}
+
+metrale::DenseGemm dense(const void* act, const void* weight, void* out, int32_t m, int32_t n,
+                         int32_t k) {
+  using metrale::bf16_bits;
+  return {static_cast<const bf16_bits*>(act),
+          static_cast<const bf16_bits*>(weight),
+          static_cast<bf16_bits*>(out),
+          m,
+          n,
+          k};
+}
+
+metrale_status cutlass_tile(const char* who, api::CutlassTile tile, const void* act,
+                            const void* weight, void* out, int32_t m, int32_t n, int32_t k,
+                            void* workspace, size_t workspace_size, void* stream) {
+  return api::c_call(who, [&] {
+    api::run_cutlass_tile(who, dense(act, weight, out, m, n, k),
+                          api::make_exec(Backend::cutlass, workspace, workspace_size, stream),
+                          tile);
+  });
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* metrale_last_error(void) {
+  return core::last_error();
+}
+
+const char* metrale_version(void) {
+  return metrale::version();
+}
+
+const char* metrale_status_name(metrale_status status) {
+  return core::status_name(status);
+}
+
+int32_t metrale_backend_built(metrale_backend backend) {
+  const auto value = static_cast<int32_t>(backend);
+  return core::is_backend(value) && metrale::backend_built(static_cast<Backend>(value)) ? 1 : 0;
+}
+
+metrale_status metrale_workspace_get(metrale_backend backend, void** workspace,
+                                     size_t* workspace_size) {
+  constexpr const char* kWho = "metrale_workspace_get";
+  return api::c_call(kWho, [&] {
+    core::require_not_null(kWho, "workspace", workspace);
+    core::require_not_null(kWho, "workspace_size", workspace_size);
+    const core::Buffer buffer =
+        api::shared_workspace_for(kWho, api::select_backend(kWho, static_cast<Backend>(backend)));
+    *workspace = buffer.ptr;
+    *workspace_size = buffer.size;
+  });
+}
+
+metrale_status metrale_pack_bf16_weight_to_nvfp4_ex(const void* weight_bf16, void* packed_t,
+                                                    void* scale_t, float* scale_2_out, int32_t n,
+                                                    int32_t k, const metrale_exec* exec) {
+  constexpr const char* kWho = "metrale_pack_bf16_weight_to_nvfp4_ex";
+  const metrale::PackNvfp4 args{static_cast<const metrale::bf16_bits*>(weight_bf16),
+                                static_cast<std::uint8_t*>(packed_t),
+                                static_cast<std::uint8_t*>(scale_t),
+                                scale_2_out,
+                                n,
+                                k};
+  return api::c_call(kWho, [&] { api::run(kWho, args, api::make_exec(exec)); });
+}
+
+metrale_status metrale_nvfp4_grouped_ex(const void* a_bf16, int32_t a_rows,
+                                        const int32_t* token_ids,
+                                        const metrale_expert_weights* proj, void* const* out,
+                                        int32_t proj_count, metrale_scale_layout scale_layout,
+                                        const metrale_groups* groups, int32_t n, int32_t k,
+                                        const metrale_exec* exec) {
+  constexpr const char* kWho = "metrale_nvfp4_grouped_ex";
+  return api::c_call(kWho, [&] {
+    core::require_not_null(kWho, "groups", groups);
+    core::require_not_null(kWho, "proj", proj);
+    core::require_not_null(kWho, "out", out);
+    METRALE_REQUIRE(proj_count == 1 || proj_count == 2,
+                    "{}: proj_count = {}, expected 1 (down) or 2 (gate and up)", kWho, proj_count);
+    metrale::GroupedNvfp4 args{};
+    args.a = static_cast<const metrale::bf16_bits*>(a_bf16);
+    args.a_rows = a_rows;
+    args.token_ids = token_ids;
+    args.proj_count = proj_count;
+    for (int p = 0; p < proj_count; ++p) {
+      args.proj[p] = {proj[p].packed_ptrs, proj[p].scale_ptrs, proj[p].scale2_vals};
+      args.out[p] = static_cast<metrale::bf16_bits*>(out[p]);
+    }
+    args.scale_layout = static_cast<metrale::ScaleLayout>(scale_layout);
+    args.groups = to_groups(*groups);
+    args.n = n;
+    args.k = k;
+    api::run(kWho, args, api::make_exec(exec));
+  });
+}
+
+metrale_status metrale_nvfp4_grouped_workspace_size(metrale_backend backend,
+                                                    const metrale_groups* groups, int32_t n,
+                                                    int32_t k, int32_t proj_count, size_t* bytes) {
+  constexpr const char* kWho = "metrale_nvfp4_grouped_workspace_size";
+  return api::c_call(kWho, [&] {
+    core::require_not_null(kWho, "groups", groups);
+    core::require_not_null(kWho, "bytes", bytes);
+    *bytes = api::grouped_workspace_size(kWho, static_cast<Backend>(backend), to_groups(*groups), n,
+                                         k, proj_count);
+  });
+}
+
+metrale_status metrale_gemm_workspace_size(metrale_backend backend, int32_t m, int32_t n, int32_t k,
+                                           size_t* bytes) {
+  constexpr const char* kWho = "metrale_gemm_workspace_size";
+  return api::c_call(kWho, [&] {
+    core::require_not_null(kWho, "bytes", bytes);
+    *bytes = api::gemm_workspace_size(kWho, static_cast<Backend>(backend), m, n, k);
+  });
+}
+
+#define METRALE_DEFINE_TILE(suffix, tile)                                                          \
+  metrale_status metrale_cutlass_bf16_gemm_act_weight_t_##suffix(                                  \
+      const void* act, const void* weight, void* out, int32_t m, int32_t n, int32_t k,             \
+      void* workspace, size_t workspace_size, void* stream) {                                      \
+    return cutlass_tile("metrale_cutlass_bf16_gemm_act_weight_t_" #suffix, tile, act, weight, out, \
+                        m, n, k, workspace, workspace_size, stream);                               \
+  }
+METRALE_DEFINE_TILE(128x256, api::CutlassTile::m128n256)
+METRALE_DEFINE_TILE(256x128, api::CutlassTile::m256n128)
+METRALE_DEFINE_TILE(64x128, api::CutlassTile::m64n128)
+METRALE_DEFINE_TILE(128x64, api::CutlassTile::m128n64)
+METRALE_DEFINE_TILE(64x64, api::CutlassTile::m64n64)
+
+metrale_status metrale_cublaslt_bf16_gemm_act_weight_t_algo(const void* act, const void* weight,
+                                                            void* out, int32_t m, int32_t n,
+                                                            int32_t k, void* workspace,
+                                                            size_t workspace_size, void* stream,
+                                                            int32_t algo_index,
+                                                            int32_t* returned_count) {
+  constexpr const char* kWho = "metrale_cublaslt_bf16_gemm_act_weight_t_algo";
+  return api::c_call(kWho, [&] {
+    int count = 0;
+    api::run_cublaslt_algo(kWho, dense(act, weight, out, m, n, k),
+                           api::make_exec(Backend::cublaslt, workspace, workspace_size, stream),
+                           algo_index, returned_count != nullptr ? &count : nullptr);
+    if (returned_count != nullptr) *returned_count = count;
+  });
+}
+
+}  // extern "C"

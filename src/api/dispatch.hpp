@@ -1,0 +1,31 @@
+// The body of every operation: validate -> select the backend -> resolve the workspace -> run.
+// These throw metrale::Error; the C++ API (cpp_api.cpp) and the C ABI (c_abi*.cpp) turn that into
+// a Result or a status. `who` is the name the caller used, so messages name the function called.
+#pragma once
+
+#include <string_view>
+
+#include "metrale/metrale.hpp"
+
+namespace metrale::api {
+
+void run(std::string_view who, const DenseGemm& args, const Exec& exec);
+void run(std::string_view who, const Nvfp4Gemm& args, const Exec& exec);
+void run(std::string_view who, const PackNvfp4& args, const Exec& exec);
+void run(std::string_view who, const SwizzleScales& args, const Exec& exec);
+void run(std::string_view who, const TransposePacked& args, const Exec& exec);
+void run(std::string_view who, const GroupedNvfp4& args, const Exec& exec);
+
+// The seeds' cfg(test) hooks: the CUTLASS bf16 GEMM with a fixed tile, cuBLASLt with the n-th
+// heuristic algorithm.
+enum class CutlassTile { m128n256, m256n128, m64n128, m128n64, m64n64 };
+void run_cutlass_tile(std::string_view who, const DenseGemm& args, const Exec& exec,
+                      CutlassTile tile);
+void run_cublaslt_algo(std::string_view who, const DenseGemm& args, const Exec& exec,
+                       int algo_index, int* returned_count);
+
+std::size_t gemm_workspace_size(std::string_view who, Backend backend, int m, int n, int k);
+std::size_t grouped_workspace_size(std::string_view who, Backend backend,
+                                   const ExpertGroups& groups, int n, int k, int proj_count);
+
+}  // namespace metrale::api

@@ -1,0 +1,79 @@
+// Dispatch of the packing operations: the NVFP4 quantizer, the SFB swizzle of block scales and
+// the packed [N, K/2] <-> [K/2, N] transposes. cuBLASLt has none of them.
+#include "api/dispatch.hpp"
+#include "api/select.hpp"
+#include "api/validate.hpp"
+#include "core/error.hpp"
+#include "cpu/cpu_backend.hpp"
+
+#ifdef METRALE_HAS_CUTLASS
+#include "reference/cutlass/cutlass_backend.hpp"
+#endif
+
+namespace metrale::api {
+
+namespace {
+
+[[noreturn]] void not_implemented(std::string_view who, Backend backend) {
+  fail(Status::unsupported,
+       "{}: the {} backend does not implement this operation; use the cuda or cpu backend", who,
+       backend_name(backend));
+}
+
+}  // namespace
+
+void run(std::string_view who, const PackNvfp4& args, const Exec& exec) {
+  validate(who, args);
+  const Backend backend = select_backend(who, exec.backend);
+  if (backend == Backend::cpu) return cpu::pack_nvfp4(args);
+  if (backend == Backend::cublaslt) not_implemented(who, backend);
+  require_device(who, backend);
+  // The quantizer has no size query (its amax reduction needs a few bytes at most): it gets the
+  // caller's workspace, or the shared one.
+  [[maybe_unused]] const auto ws = select_workspace_any(who, backend, exec);
+  switch (backend) {
+#ifdef METRALE_HAS_CUDA
+    case Backend::cuda: return cuda::pack_nvfp4(args, ws, exec.stream);
+#endif
+#ifdef METRALE_HAS_CUTLASS
+    case Backend::cutlass: return reference::cutlass::pack_nvfp4(args, ws, exec.stream);
+#endif
+    default: not_implemented(who, backend);
+  }
+}
+
+void run(std::string_view who, const SwizzleScales& args, const Exec& exec) {
+  validate(who, args);
+  const Backend backend = select_backend(who, exec.backend);
+  if (backend == Backend::cpu) return cpu::swizzle_scales(args);
+  if (backend == Backend::cublaslt) not_implemented(who, backend);
+  require_device(who, backend);
+  switch (backend) {
+#ifdef METRALE_HAS_CUDA
+    case Backend::cuda: return cuda::swizzle_scales(args, exec.stream);
+#endif
+#ifdef METRALE_HAS_CUTLASS
+    case Backend::cutlass: return reference::cutlass::swizzle_scales(args, exec.stream);
+#endif
+    default: not_implemented(who, backend);
+  }
+}
+
+void run(std::string_view who, const TransposePacked& args, const Exec& exec) {
+  validate(who, args);
+  const Backend backend = select_backend(who, exec.backend);
+  if (backend == Backend::cpu) return cpu::transpose_packed(args);
+  if (backend == Backend::cublaslt) not_implemented(who, backend);
+  require_device(who, backend);
+  switch (backend) {
+#ifdef METRALE_HAS_CUDA
+    case Backend::cuda: return cuda::transpose_packed(args, exec.stream);
+#endif
+#ifdef METRALE_HAS_CUTLASS
+    case Backend::cutlass: return reference::cutlass::transpose_packed(args, exec.stream);
+#endif
+    default: not_implemented(who, backend);
+  }
+}
+
+}  // namespace metrale::api

@@ -1,0 +1,36 @@
+// The exception boundary: runs a body that may throw and returns a Result instead. Everything the
+// library throws is caught here; nothing escapes the C++ API or the C ABI.
+#pragma once
+
+#include <exception>
+#include <new>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+
+namespace metrale::api {
+
+template <class Body>
+Result guarded(std::string_view who, Body&& body) noexcept {
+  try {
+    try {
+      body();
+      return {};
+    } catch (const Error& e) {
+      return {e.status(), e.what()};
+    } catch (const std::bad_alloc&) {
+      return {Status::internal, fmt::format("{}: out of host memory", who)};
+    } catch (const std::exception& e) {
+      return {Status::internal, fmt::format("{}: internal error: {}", who, e.what())};
+    } catch (...) {
+      return {Status::internal, fmt::format("{}: unknown internal error", who)};
+    }
+  } catch (...) {
+    // Formatting the message itself failed (out of memory): report the status alone.
+    return {Status::internal, {}};
+  }
+}
+
+}  // namespace metrale::api

@@ -1,0 +1,89 @@
+// Validation of the single-matrix operations: dense and NVFP4 GEMM, the quantizer, the SFB
+// swizzle and the packed transposes. Null pointers are refused only when the call has work
+// (M = 0 reads and writes nothing); bf16 buffers must be 2-byte aligned, fp32 ones 4-byte.
+#include "api/validate.hpp"
+#include "core/error.hpp"
+#include "core/validate.hpp"
+
+namespace metrale::api {
+
+using core::require_aligned;
+using core::require_multiple_of;
+using core::require_non_negative;
+using core::require_not_null;
+using core::require_positive;
+
+namespace {
+
+constexpr int kNvfp4Block = 16;  // elements per e4m3 block scale, along K
+
+void require_bf16(std::string_view who, std::string_view name, const void* ptr) {
+  require_not_null(who, name, ptr);
+  require_aligned(who, name, ptr, alignof(bf16_bits), "bf16 data");
+}
+
+void require_bytes(std::string_view who, std::string_view name, const void* ptr) {
+  require_not_null(who, name, ptr);
+}
+
+void require_nvfp4_shape(std::string_view who, std::int32_t n, std::int32_t k) {
+  require_positive(who, "N", n);
+  require_positive(who, "K", k);
+  require_multiple_of(who, "K", k, kNvfp4Block);
+}
+
+}  // namespace
+
+void require_scale_layout(std::string_view who, ScaleLayout layout) {
+  METRALE_REQUIRE(layout == ScaleLayout::k16_by_n || layout == ScaleLayout::sfb,
+                  "{}: scale_layout = {}, expected 0 ([K/16, N]) or 1 (SFB)", who,
+                  static_cast<int>(layout));
+}
+
+void validate(std::string_view who, const DenseGemm& args) {
+  require_non_negative(who, "M", args.m);
+  require_positive(who, "N", args.n);
+  require_positive(who, "K", args.k);
+  if (args.m == 0) return;
+  require_bf16(who, "act", args.act);
+  require_bf16(who, "weight", args.weight);
+  require_bf16(who, "out", args.out);
+}
+
+void validate(std::string_view who, const Nvfp4Gemm& args) {
+  require_non_negative(who, "M", args.m);
+  require_nvfp4_shape(who, args.n, args.k);
+  require_scale_layout(who, args.scale_layout);
+  core::require_scale2(who, "weight_scale_2", args.scale_2);
+  if (args.m == 0) return;
+  require_bf16(who, "act", args.act);
+  require_bytes(who, "weight_packed_t", args.packed);
+  require_bytes(who, "weight_scale_t", args.scale);
+  require_bf16(who, "out", args.out);
+}
+
+void validate(std::string_view who, const PackNvfp4& args) {
+  require_nvfp4_shape(who, args.n, args.k);
+  require_bf16(who, "weight_bf16", args.weight);
+  require_bytes(who, "packed_t", args.packed);
+  require_bytes(who, "scale_t", args.scale);
+  require_aligned(who, "scale_2_out", args.scale_2_out, alignof(float), "fp32 data");
+}
+
+void validate(std::string_view who, const SwizzleScales& args) {
+  require_nvfp4_shape(who, args.n, args.k);
+  require_bytes(who, "scale_in", args.scale_in);
+  require_bytes(who, "scale_out", args.scale_out);
+}
+
+void validate(std::string_view who, const TransposePacked& args) {
+  METRALE_REQUIRE(args.dir == TransposeDir::k_to_n || args.dir == TransposeDir::n_to_k,
+                  "{}: dir = {}, expected 0 (k_to_n) or 1 (n_to_k)", who,
+                  static_cast<int>(args.dir));
+  require_nvfp4_shape(who, args.n, args.k);
+  const bool k_to_n = args.dir == TransposeDir::k_to_n;
+  require_bytes(who, k_to_n ? "src_packed_t" : "src_packed", args.src);
+  require_bytes(who, k_to_n ? "dst_packed" : "dst_packed_t", args.dst);
+}
+
+}  // namespace metrale::api

@@ -1,0 +1,216 @@
+// Tests of `metrale bench`'s host side: the routing (softmax-then-top-k, group order, skew), the
+// floors against the figures PERF.md gives for its presets, the statistics, the shape file, and
+// the CPU runner end to end down to its JSON. The GPU runner is exercised on the H200 only.
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <numeric>
+#include <set>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "bench/bench_config.hpp"
+#include "bench/bench_runners.hpp"
+#include "bench/measure.hpp"
+#include "bench/random.hpp"
+#include "bench/routing.hpp"
+#include "core/error.hpp"
+
+namespace metrale::bench {
+namespace {
+
+// The logits routing draws, recomputed here so the top-k choice can be checked by a full sort.
+std::vector<double> logits(const Routing& r, int token, double skew, std::uint64_t seed) {
+  const std::uint64_t logit_seed = derive_seed(seed, 0x726F757465ull);
+  std::vector<double> l(r.experts);
+  for (int e = 0; e < r.experts; ++e) {
+    l[e] = normal_at(logit_seed, static_cast<std::uint64_t>(token) * r.experts + e) -
+           skew * std::log1p(static_cast<double>(e));
+  }
+  return l;
+}
+
+TEST(BenchRouting, GroupsAreTheTopKOfEachToken) {
+  const int tokens = 37, experts = 16, top_k = 4;
+  const Routing r = route(tokens, experts, top_k, 0.0, 5);
+  ASSERT_EQ(r.offsets.size(), static_cast<std::size_t>(experts + 1));
+  EXPECT_EQ(r.offsets.front(), 0);
+  EXPECT_EQ(r.offsets.back(), tokens * top_k);
+  ASSERT_EQ(r.sorted_token_ids.size(), static_cast<std::size_t>(tokens * top_k));
+  // Rebuild each token's expert set from the groups.
+  std::vector<std::set<int>> chosen(tokens);
+  int max_rows = 0;
+  std::vector<int> active;
+  for (int e = 0; e < experts; ++e) {
+    ASSERT_LE(r.offsets[e], r.offsets[e + 1]);
+    max_rows = std::max(max_rows, r.offsets[e + 1] - r.offsets[e]);
+    if (r.offsets[e + 1] > r.offsets[e]) active.push_back(e);
+    for (int i = r.offsets[e]; i < r.offsets[e + 1]; ++i) {
+      const int t = r.sorted_token_ids[i];
+      ASSERT_GE(t, 0);
+      ASSERT_LT(t, tokens);
+      if (i > r.offsets[e]) {
+        EXPECT_LT(r.sorted_token_ids[i - 1], t) << "tokens ascend in a group";
+      }
+      EXPECT_TRUE(chosen[t].insert(e).second) << "token " << t << " twice on expert " << e;
+    }
+  }
+  EXPECT_EQ(r.max_rows, max_rows);
+  EXPECT_EQ(r.active_experts, active);
+  for (int t = 0; t < tokens; ++t) {
+    const std::vector<double> l = logits(r, t, 0.0, 5);
+    std::vector<int> order(experts);
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(), [&](int a, int b) { return l[a] > l[b]; });
+    EXPECT_EQ(chosen[t], std::set<int>(order.begin(), order.begin() + top_k)) << "token " << t;
+  }
+}
+
+TEST(BenchRouting, SeededAndDeterministic) {
+  const Routing a = route(64, 32, 8, 0.0, 1), b = route(64, 32, 8, 0.0, 1);
+  const Routing c = route(64, 32, 8, 0.0, 2);
+  EXPECT_EQ(a.sorted_token_ids, b.sorted_token_ids);
+  EXPECT_EQ(a.offsets, b.offsets);
+  EXPECT_NE(a.offsets, c.offsets);
+}
+
+TEST(BenchRouting, SkewFavoursLowExperts) {
+  const int tokens = 4096, experts = 64, top_k = 4;
+  const Routing flat = route(tokens, experts, top_k, 0.0, 3);
+  const Routing skewed = route(tokens, experts, top_k, 2.0, 3);
+  const auto rows = [](const Routing& r, int e) { return r.offsets[e + 1] - r.offsets[e]; };
+  // Uniform: every expert near tokens·top_k / experts = 256 rows.
+  for (int e = 0; e < experts; ++e) {
+    EXPECT_GT(rows(flat, e), 150) << e;
+    EXPECT_LT(rows(flat, e), 380) << e;
+  }
+  EXPECT_GT(rows(skewed, 0), 3 * rows(skewed, experts - 1));
+  EXPECT_EQ(skewed.offsets.back(), tokens * top_k);
+}
+
+// PERF.md's floors: 4.6 TB/s read, 700 TFLOP/s bf16 (gate_up: N = 2·inter in its table, here two
+// projections of inter; activations and outputs add a little to its weight-only byte counts).
+TEST(BenchFloor, MatchesPerfMdTable) {
+  struct Case {
+    const char* model;
+    int tokens, active;
+    double floor_us;
+  };
+  const Case cases[] = {{"Qwen3-30B-A3B", 1, 8, 3.1},       {"DeepSeek-V3", 1, 8, 28.7},
+                        {"gpt-oss-120b", 1, 4, 8.1},        {"Mixtral-8x7B", 1, 2, 28.7},
+                        {"DeepSeek-V3", 16384, 256, 10967}, {"Mixtral-8x7B", 16384, 8, 10967}};
+  for (const Case& c : cases) {
+    const ModelShape& m = find_preset(c.model);
+    const int rows = c.tokens * m.top_k;
+    const Work w = grouped_work(c.active, 2, m.inter, m.hidden, c.tokens, rows);
+    const Floor f = floor_of(w, 4600, 700);
+    EXPECT_NEAR(f.floor_us(), c.floor_us, 0.02 * c.floor_us) << c.model << " T=" << c.tokens;
+  }
+}
+
+TEST(BenchFloor, WorkCountsEveryTerm) {
+  const Work w = grouped_work(3, 1, 64, 32, 10, 20);
+  EXPECT_DOUBLE_EQ(w.flops, 2.0 * 20 * 64 * 32);
+  EXPECT_DOUBLE_EQ(w.bytes, 3 * 64 * 32 * 0.5625 + 2.0 * 10 * 32 + 2.0 * 20 * 64);
+  const Floor f = floor_of(w, 1.0, 1e-6);  // 1 GB/s, 1 MFLOP/s
+  EXPECT_DOUBLE_EQ(f.bytes_us, w.bytes / 1e3);
+  EXPECT_DOUBLE_EQ(f.compute_us, w.flops);
+  EXPECT_DOUBLE_EQ(f.floor_us(), std::max(f.bytes_us, f.compute_us));
+}
+
+TEST(BenchStats, MedianQuantilesAndSpread) {
+  const Stats s = summarize({5, 1, 4, 2, 3}, 7, "events");
+  EXPECT_DOUBLE_EQ(s.median_us, 3);
+  EXPECT_DOUBLE_EQ(s.min_us, 1);
+  EXPECT_DOUBLE_EQ(s.max_us, 5);
+  EXPECT_DOUBLE_EQ(s.p10_us, 1.4);
+  EXPECT_DOUBLE_EQ(s.p90_us, 4.6);
+  EXPECT_NEAR(s.spread_pct(), 100.0 * 3.2 / 3, 1e-9);
+  EXPECT_EQ(s.samples, 5);
+  EXPECT_EQ(s.iterations, 7);
+}
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(BenchShapes, FileWithPresetsCustomShapesAndTokens) {
+  const std::string path =
+      write_temp("shapes.json",
+                 R"({"models": ["mixtral", {"name": "tiny", "hidden": 64, "inter": 32, "experts": 4,
+          "top_k": 2}], "tokens": [3, 5]})");
+  std::vector<int> tokens;
+  const std::vector<ModelShape> models = load_shape_file(path, &tokens);
+  ASSERT_EQ(models.size(), 2u);
+  EXPECT_EQ(models[0].name, "Mixtral-8x7B");
+  EXPECT_EQ(models[1].name, "tiny");
+  EXPECT_EQ(models[1].experts, 4);
+  EXPECT_EQ(tokens, (std::vector<int>{3, 5}));
+}
+
+TEST(BenchShapes, RejectsWhatCannotRun) {
+  const std::string missing =
+      write_temp("missing.json", R"([{"hidden": 64, "inter": 32, "experts": 4}])");
+  try {
+    load_shape_file(missing, nullptr);
+    FAIL() << "a shape without top_k was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("top_k"), std::string::npos) << e.what();
+  }
+  const std::string bad_k =
+      write_temp("bad_k.json", R"([{"hidden": 72, "inter": 32, "experts": 4, "top_k": 2}])");
+  EXPECT_THROW(load_shape_file(bad_k, nullptr), Error);
+  const std::string too_many =
+      write_temp("top_k.json", R"([{"hidden": 64, "inter": 32, "experts": 4, "top_k": 5}])");
+  EXPECT_THROW(load_shape_file(too_many, nullptr), Error);
+  EXPECT_THROW(find_preset("llama"), Error);
+}
+
+// The CPU runner end to end on a tiny shape: every row runs, the JSON holds what docs/perf.md
+// promises, and CPU rows carry no floor.
+TEST(BenchCpuRunner, RunsEveryOpAndWritesJson) {
+  BenchConfig cfg;
+  cfg.models = {ModelShape{"tiny", 64, 32, 6, 2}};
+  cfg.tokens = {1, 5};
+  cfg.ops = {Op::gate_up, Op::down, Op::dense, Op::pack};
+  cfg.impls = {Impl::metrale_cpu};
+  cfg.budget_ms = 1;
+  Report report;
+  run_cpu_bench(cfg, report);
+  ASSERT_EQ(report.rows.size(), 7u);  // 2 T × (gate_up, down, dense) + one pack
+  for (const Row& row : report.rows) {
+    EXPECT_TRUE(row.ok) << op_name(row.op) << " T=" << row.tokens << ": " << row.error;
+    EXPECT_EQ(row.impl, "metrale-cpu");
+    EXPECT_GE(row.stats.samples, 3);
+    EXPECT_GT(row.stats.median_us, 0);
+  }
+  const Row& gate_up = report.rows[0];
+  EXPECT_EQ(gate_up.op, Op::gate_up);
+  EXPECT_EQ(gate_up.rows, 2);
+  EXPECT_EQ(gate_up.projections, 2);
+  EXPECT_EQ(gate_up.n, 32);
+  EXPECT_EQ(gate_up.k, 64);
+
+  const std::string path = ::testing::TempDir() + "bench.json";
+  report.info.mode = "cpu";
+  report.write_json(path, cfg);
+  std::ifstream file(path);
+  const nlohmann::json doc = nlohmann::json::parse(file);
+  EXPECT_EQ(doc["metadata"]["mode"], "cpu");
+  ASSERT_EQ(doc["rows"].size(), 7u);
+  const nlohmann::json& row = doc["rows"][0];
+  for (const char* key :
+       {"model", "op", "tokens", "rows", "impl", "status", "median_us", "p10_us", "p90_us",
+        "spread_pct", "flops", "bytes", "floor_us", "pct_floor", "time_ratio"}) {
+    EXPECT_TRUE(row.contains(key)) << key;
+  }
+  EXPECT_TRUE(row["floor_us"].is_null());
+  EXPECT_TRUE(row["pct_floor"].is_null());
+  EXPECT_EQ(row["status"], "ok");
+}
+
+}  // namespace
+}  // namespace metrale::bench

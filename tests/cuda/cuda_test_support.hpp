@@ -1,0 +1,91 @@
+// Shared pieces of the GPU tests (tests/cuda): the skip rule (no usable CUDA device or arch: the
+// test says why and ctest reports it skipped), case builders, the verdict on a check case, and
+// the shape lists taken from the CUDA backend's constraints (docs/testing.md):
+//   M       1, 2, 3, 63, 64, 65, 127, 128, 129   (1, 2, 3, tile-1, tile, tile+1 for 64 and 128)
+//   N       1, 8, 63, 64, 65, 200
+//   K       32, 64, 96, 2048                      (multiples of 32: the NVFP4 kernels' rule)
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "check/check.hpp"
+#include "metrale/metrale.hpp"
+
+namespace metrale::cuda_test {
+
+inline constexpr std::array<int, 9> kRowsM = {1, 2, 3, 63, 64, 65, 127, 128, 129};
+inline constexpr std::array<int, 6> kColsN = {1, 8, 63, 64, 65, 200};
+inline constexpr std::array<int, 4> kDepthK = {32, 64, 96, 2048};
+
+#define METRALE_SKIP_WITHOUT_GPU()                                   \
+  do {                                                               \
+    std::string why_;                                                \
+    if (!::metrale::check::cuda_usable(&why_)) GTEST_SKIP() << why_; \
+  } while (0)
+
+// Runs the case and requires a pass: a skip is a failure here (the device is present, so a
+// refusal of a supported shape is a bug). The message carries the reproduction command.
+inline bool expect_pass(const check::Case& c) {
+  const check::Report r = check::run_case(c);
+  EXPECT_TRUE(r.passed()) << check::summary(c, r);
+  return r.passed();
+}
+
+inline check::Case gemm_case(check::Op op, check::Mode mode, int m, int n, int k,
+                             std::uint64_t seed = 1) {
+  check::Case c;
+  c.op = op;
+  c.mode = mode;
+  c.backend = Backend::cuda;
+  c.m = m;
+  c.n = n;
+  c.k = k;
+  c.seed = seed;
+  return c;
+}
+
+inline check::Case grouped_case(check::Op op, check::Mode mode, int n, int k,
+                                check::Routing routing, std::uint64_t seed = 1) {
+  check::Case c = gemm_case(op, mode, 0, n, k, seed);
+  c.routing = routing;
+  return c;
+}
+
+// Stops a shape sweep after this many failures: the first ones say it all.
+inline constexpr int kMaxReportedFailures = 8;
+
+}  // namespace metrale::cuda_test
+
+namespace metrale::cuda_test {
+
+// Grouped shapes: routing edge cases (one token, no tokens, an empty expert, every row on one
+// expert, hot experts, 256 experts with most of them empty) crossed with N and K at and around
+// the alignments.
+struct GroupedShape {
+  int n, k;
+  check::Routing routing;
+};
+
+inline std::vector<GroupedShape> grouped_shapes() {
+  using check::RoutingKind;
+  return {
+      {8, 32, {1, 1, 1, RoutingKind::uniform}},
+      {1, 32, {2, 4, 2, RoutingKind::uniform}},
+      {63, 64, {3, 4, 2, RoutingKind::uniform}},
+      {65, 96, {17, 8, 2, RoutingKind::skew}},
+      {64, 64, {33, 8, 2, RoutingKind::empty_expert}},
+      {64, 64, {20, 8, 2, RoutingKind::one_expert}},
+      {200, 2048, {64, 8, 2, RoutingKind::uniform}},
+      {129, 128, {64, 16, 4, RoutingKind::skew}},
+      {64, 64, {5, 256, 8, RoutingKind::uniform}},
+      {8, 32, {64, 256, 8, RoutingKind::skew}},
+      {64, 96, {48, 256, 8, RoutingKind::one_expert}},
+      {8, 32, {0, 4, 2, RoutingKind::uniform}},
+  };
+}
+
+}  // namespace metrale::cuda_test

@@ -1,0 +1,143 @@
+// Every operation of the CUDA backend against the CPU oracle over the constraint-derived shapes
+// of cuda_test_support.hpp, through the shared harness (tools/check): exact mode bit for bit, then
+// realistic mode (GEMMs within the derived tolerance; packing always bit for bit). Each case also
+// poisons the outputs with NaN, checks the guard bands around every buffer and requires a second
+// run to be bitwise identical.
+#include <span>
+
+#include <gtest/gtest.h>
+
+#include "cuda_test_support.hpp"
+
+namespace metrale::cuda_test {
+namespace {
+
+using check::Mode;
+using check::Op;
+
+void sweep_gemm(Op op, Mode mode, std::span<const int> ms, std::span<const int> ns,
+                std::span<const int> ks) {
+  int failures = 0;
+  for (int m : ms)
+    for (int n : ns)
+      for (int k : ks)
+        if (!expect_pass(gemm_case(op, mode, m, n, k, 1000 + m * 31 + n * 7 + k)) &&
+            ++failures >= kMaxReportedFailures)
+          return;
+}
+
+// pack, sfb and transpose: N x K with K at and around 16-element blocks and 64-wide SFB tiles.
+void sweep_pack(Op op, Mode mode) {
+  static constexpr int kPackN[] = {1, 8, 63, 64, 65, 127, 128, 129, 200};
+  static constexpr int kPackK[] = {16, 32, 48, 64, 96, 2048};
+  int failures = 0;
+  for (int n : kPackN) {
+    for (int k : kPackK) {
+      for (int variant = 0; variant < 2; ++variant) {
+        check::Case c = gemm_case(op, mode, 0, n, k, 2000 + n * 13 + k + variant);
+        c.pack_scale_2 = variant == 0;
+        c.sfb_src_n_major = variant == 0;
+        c.transpose_dir = variant == 0 ? TransposeDir::k_to_n : TransposeDir::n_to_k;
+        if (!expect_pass(c) && ++failures >= kMaxReportedFailures) return;
+      }
+    }
+  }
+}
+
+void sweep_grouped(Op op, Mode mode) {
+  int failures = 0;
+  std::uint64_t seed = 3000;
+  for (const GroupedShape& s : grouped_shapes())
+    if (!expect_pass(grouped_case(op, mode, s.n, s.k, s.routing, ++seed)) &&
+        ++failures >= kMaxReportedFailures)
+      return;
+}
+
+TEST(ExactSweep, Bf16Gemm) {
+  METRALE_SKIP_WITHOUT_GPU();
+  sweep_gemm(Op::bf16_gemm, Mode::exact, kRowsM, kColsN, kDepthK);
+}
+
+TEST(ExactSweep, Nvfp4Gemm) {
+  METRALE_SKIP_WITHOUT_GPU();
+  sweep_gemm(Op::nvfp4_gemm, Mode::exact, kRowsM, kColsN, kDepthK);
+}
+
+TEST(ExactSweep, Pack) {
+  METRALE_SKIP_WITHOUT_GPU();
+  sweep_pack(Op::pack, Mode::exact);
+}
+
+TEST(ExactSweep, Sfb) {
+  METRALE_SKIP_WITHOUT_GPU();
+  sweep_pack(Op::sfb, Mode::exact);
+}
+
+TEST(ExactSweep, Transpose) {
+  METRALE_SKIP_WITHOUT_GPU();
+  sweep_pack(Op::transpose, Mode::exact);
+}
+
+TEST(ExactSweep, GroupedGateUp) {
+  METRALE_SKIP_WITHOUT_GPU();
+  sweep_grouped(Op::grouped_gate_up, Mode::exact);
+}
+
+TEST(ExactSweep, GroupedGateUpFused) {
+  METRALE_SKIP_WITHOUT_GPU();
+  sweep_grouped(Op::grouped_gate_up_fused, Mode::exact);
+}
+
+TEST(ExactSweep, GroupedDown) {
+  METRALE_SKIP_WITHOUT_GPU();
+  sweep_grouped(Op::grouped_down, Mode::exact);
+}
+
+// Realistic mode: every M, the N and K that cross the alignments, random normal inputs.
+constexpr int kRealisticN[] = {1, 63, 64, 65, 200};
+constexpr int kRealisticK[] = {32, 96, 2048};
+
+TEST(RealisticSweep, Bf16Gemm) {
+  METRALE_SKIP_WITHOUT_GPU();
+  sweep_gemm(Op::bf16_gemm, Mode::realistic, kRowsM, kRealisticN, kRealisticK);
+}
+
+TEST(RealisticSweep, Nvfp4Gemm) {
+  METRALE_SKIP_WITHOUT_GPU();
+  sweep_gemm(Op::nvfp4_gemm, Mode::realistic, kRowsM, kRealisticN, kRealisticK);
+}
+
+// The quantizer stress tensor: zero, large, small and subnormal blocks, exact ties, signed zeros,
+// NaN; magnitudes to 1e±30 in the seeds' scale_2 = 1 form.
+TEST(RealisticSweep, Pack) {
+  METRALE_SKIP_WITHOUT_GPU();
+  sweep_pack(Op::pack, Mode::realistic);
+}
+
+TEST(RealisticSweep, GroupedGateUp) {
+  METRALE_SKIP_WITHOUT_GPU();
+  sweep_grouped(Op::grouped_gate_up, Mode::realistic);
+}
+
+TEST(RealisticSweep, GroupedGateUpFused) {
+  METRALE_SKIP_WITHOUT_GPU();
+  sweep_grouped(Op::grouped_gate_up_fused, Mode::realistic);
+}
+
+TEST(RealisticSweep, GroupedDown) {
+  METRALE_SKIP_WITHOUT_GPU();
+  sweep_grouped(Op::grouped_down, Mode::realistic);
+}
+
+// A large quantizer input: many CTAs of the grid-stride loops, the amax reduction across them.
+TEST(RealisticSweep, PackLarge) {
+  METRALE_SKIP_WITHOUT_GPU();
+  for (bool recipe : {true, false}) {
+    check::Case c = gemm_case(Op::pack, Mode::realistic, 0, 4096, 7168, 77);
+    c.pack_scale_2 = recipe;
+    expect_pass(c);
+  }
+}
+
+}  // namespace
+}  // namespace metrale::cuda_test

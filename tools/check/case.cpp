@@ -1,0 +1,210 @@
+// Names, model presets, the one-line summary and the reproduction command of a check case.
+#include <algorithm>
+#include <array>
+#include <cctype>
+
+#include <fmt/format.h>
+
+#include "check/check.hpp"
+
+#ifdef METRALE_HAS_CUDA
+#include <cuda_runtime.h>
+
+#include "cuda/cuda_backend.hpp"
+#endif
+
+namespace metrale::check {
+namespace {
+
+constexpr std::array<Op, 8> kOps = {Op::bf16_gemm,
+                                    Op::nvfp4_gemm,
+                                    Op::pack,
+                                    Op::sfb,
+                                    Op::transpose,
+                                    Op::grouped_gate_up,
+                                    Op::grouped_gate_up_fused,
+                                    Op::grouped_down};
+
+// docs/PERF.md's shapes.
+constexpr std::array<ModelPreset, 4> kModels = {{
+    {"qwen3-30b-a3b", 2048, 768, 128, 8},
+    {"deepseek-v3", 7168, 2048, 256, 8},
+    {"gpt-oss-120b", 2880, 2880, 128, 4},
+    {"mixtral-8x7b", 4096, 14336, 8, 2},
+}};
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+std::string shape_text(const Case& c) {
+  switch (c.op) {
+    case Op::bf16_gemm:
+    case Op::nvfp4_gemm: return fmt::format("{}x{}x{}", c.m, c.n, c.k);
+    default: return fmt::format("{}x{}", c.n, c.k);
+  }
+}
+
+std::string variant_text(const Case& c) {
+  switch (c.op) {
+    case Op::pack: return c.pack_scale_2 ? "" : " (scale_2 = 1)";
+    case Op::sfb: return c.sfb_src_n_major ? " (from [K/16, N])" : " (from [N, K/16])";
+    case Op::transpose: return c.transpose_dir == TransposeDir::k_to_n ? " (k_to_n)" : " (n_to_k)";
+    default: break;
+  }
+  if (!is_grouped(c.op)) return "";
+  return fmt::format(" T={} E={} top_k={} routing {}", c.routing.tokens, c.routing.experts,
+                     c.routing.top_k, routing_name(c.routing.kind));
+}
+
+}  // namespace
+
+std::string_view op_name(Op op) {
+  switch (op) {
+    case Op::bf16_gemm: return "bf16_gemm";
+    case Op::nvfp4_gemm: return "nvfp4_gemm";
+    case Op::pack: return "pack";
+    case Op::sfb: return "sfb";
+    case Op::transpose: return "transpose";
+    case Op::grouped_gate_up: return "grouped_gate_up";
+    case Op::grouped_gate_up_fused: return "grouped_gate_up_fused";
+    case Op::grouped_down: return "grouped_down";
+  }
+  return "unknown";
+}
+
+std::optional<Op> parse_op(std::string_view name) {
+  for (Op op : kOps)
+    if (iequals(name, op_name(op))) return op;
+  return std::nullopt;
+}
+
+std::span<const Op> all_ops() {
+  return kOps;
+}
+
+bool is_grouped(Op op) {
+  return op == Op::grouped_gate_up || op == Op::grouped_gate_up_fused || op == Op::grouped_down;
+}
+
+std::string_view mode_name(Mode mode) {
+  return mode == Mode::exact ? "exact" : "realistic";
+}
+
+std::optional<Mode> parse_mode(std::string_view name) {
+  if (iequals(name, "exact")) return Mode::exact;
+  if (iequals(name, "realistic")) return Mode::realistic;
+  return std::nullopt;
+}
+
+std::string_view routing_name(RoutingKind kind) {
+  switch (kind) {
+    case RoutingKind::uniform: return "uniform";
+    case RoutingKind::skew: return "skew";
+    case RoutingKind::one_expert: return "one_expert";
+    case RoutingKind::empty_expert: return "empty_expert";
+  }
+  return "unknown";
+}
+
+std::optional<RoutingKind> parse_routing(std::string_view name) {
+  for (RoutingKind kind : {RoutingKind::uniform, RoutingKind::skew, RoutingKind::one_expert,
+                           RoutingKind::empty_expert})
+    if (iequals(name, routing_name(kind))) return kind;
+  return std::nullopt;
+}
+
+std::optional<Backend> parse_backend(std::string_view name) {
+  for (Backend b : {Backend::cpu, Backend::cuda, Backend::cutlass, Backend::cublaslt})
+    if (iequals(name, backend_name(b))) return b;
+  return std::nullopt;
+}
+
+std::span<const ModelPreset> model_presets() {
+  return kModels;
+}
+
+const ModelPreset* find_model(std::string_view name) {
+  for (const ModelPreset& m : kModels)
+    if (iequals(name, m.name)) return &m;
+  return nullptr;
+}
+
+void apply_model(Case& c, const ModelPreset& model, std::int32_t tokens) {
+  const bool down = c.op == Op::grouped_down;
+  c.model = model.name;
+  c.n = down ? model.hidden : model.inter;
+  c.k = down ? model.inter : model.hidden;
+  c.routing.tokens = tokens;
+  c.routing.experts = model.experts;
+  c.routing.top_k = model.top_k;
+}
+
+std::string reproduce_command(const Case& c) {
+  std::string cmd = fmt::format("metrale check --op {} --backend {} --mode {} --seed {}",
+                                op_name(c.op), backend_name(c.backend), mode_name(c.mode), c.seed);
+  if (is_grouped(c.op)) {
+    if (!c.model.empty()) {
+      cmd += fmt::format(" --model {}", c.model);
+    } else {
+      cmd += fmt::format(" --shape {}x{} --experts {} --topk {}", c.n, c.k, c.routing.experts,
+                         c.routing.top_k);
+    }
+    cmd += fmt::format(" --tokens {}", c.routing.tokens);
+    if (c.routing.kind != RoutingKind::uniform)
+      cmd += fmt::format(" --routing {}", routing_name(c.routing.kind));
+  } else {
+    cmd += fmt::format(" --shape {}", shape_text(c));
+  }
+  if (c.op == Op::pack && !c.pack_scale_2) cmd += " --scale2-one";
+  if (c.op == Op::sfb && !c.sfb_src_n_major) cmd += " --src-n-by-k16";
+  if (c.op == Op::transpose && c.transpose_dir == TransposeDir::n_to_k) cmd += " --n-to-k";
+  if (c.sample_rows >= 0) cmd += fmt::format(" --sample-rows {}", c.sample_rows);
+  return cmd;
+}
+
+std::string summary(const Case& c, const Report& r) {
+  const char* outcome = r.outcome == Outcome::pass   ? "PASS"
+                        : r.outcome == Outcome::fail ? "FAIL"
+                                                     : "SKIP";
+  std::string line =
+      fmt::format("{} {} {} {} {}{}{} seed {}: {}", outcome, op_name(c.op), backend_name(c.backend),
+                  mode_name(c.mode), shape_text(c), c.model.empty() ? "" : " " + c.model,
+                  variant_text(c), c.seed, r.detail);
+  if (r.rows_total > 0 && r.rows_compared < r.rows_total)
+    line += fmt::format(" [oracle on {} sampled rows of {}]", r.rows_compared, r.rows_total);
+  if (r.outcome == Outcome::fail) line += fmt::format("\n  reproduce: {}", r.reproduce);
+  return line;
+}
+
+bool cuda_usable(std::string* why) {
+#ifdef METRALE_HAS_CUDA
+  return cuda::available(why);
+#else
+  if (why) *why = "the CUDA backend was not built (configure with a CUDA toolkit)";
+  return false;
+#endif
+}
+
+bool cuda_device_present(std::string* why) {
+#ifdef METRALE_HAS_CUDA
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err == cudaSuccess && count > 0) return true;
+  cudaGetLastError();
+  if (why) {
+    *why = err == cudaSuccess ? std::string("no CUDA device")
+                              : fmt::format("no CUDA device ({}: {})", cudaGetErrorName(err),
+                                            cudaGetErrorString(err));
+  }
+  return false;
+#else
+  if (why) *why = "the CUDA backend was not built (configure with a CUDA toolkit)";
+  return false;
+#endif
+}
+
+}  // namespace metrale::check

@@ -1,0 +1,209 @@
+// `metrale check`: one operation, one shape (or model preset and routing), one seed, one mode, on
+// one or every CUDA-side backend against the CPU oracle, through the harness the GPU tests use
+// (tools/check). One line per backend with the error and PASS/FAIL/SKIP; exit 1 when any case
+// fails, 2 for bad options. Without a usable device it says why and still times the CPU oracle.
+#include <charconv>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "check/check.hpp"
+#include "metrale/commands.hpp"
+
+namespace metrale::cli {
+namespace {
+
+struct CheckOptions {
+  std::string op, shape, model, mode = "exact", backend = "all", routing = "uniform";
+  std::int64_t tokens = 64, experts = 0, topk = 0, sample_rows = -1;
+  std::uint64_t seed = 1;
+  bool no_determinism = false, scale2_one = false, src_n_by_k16 = false, n_to_k = false;
+};
+
+// A bad option: one line, exit code 2.
+struct BadOption {
+  std::string message;
+};
+
+// "129x200x2048" -> {129, 200, 2048}.
+std::vector<std::int32_t> parse_dims(const std::string& text) {
+  std::vector<std::int32_t> dims;
+  const char* p = text.data();
+  const char* end = text.data() + text.size();
+  while (p < end) {
+    std::int32_t value = 0;
+    const auto [next, ec] = std::from_chars(p, end, value);
+    if (ec != std::errc() || value < 0)
+      throw BadOption{
+          fmt::format("--shape {}: not a list of "
+                      "non-negative integers "
+                      "joined by x",
+                      text)};
+    dims.push_back(value);
+    p = next;
+    if (p < end && (*p == 'x' || *p == 'X'))
+      ++p;
+    else if (p < end)
+      throw BadOption{fmt::format("--shape {}: unexpected '{}'", text, *p)};
+  }
+  return dims;
+}
+
+void apply_shape(check::Case& c, const CheckOptions& o) {
+  const bool gemm = c.op == check::Op::bf16_gemm || c.op == check::Op::nvfp4_gemm;
+  if (o.shape.empty())
+    throw BadOption{fmt::format("--op {} needs --shape {}", o.op, gemm ? "MxNxK" : "NxK")};
+  const std::vector<std::int32_t> dims = parse_dims(o.shape);
+  if (gemm && dims.size() == 3) {
+    c.m = dims[0], c.n = dims[1], c.k = dims[2];
+  } else if (!gemm && dims.size() == 2) {
+    c.n = dims[0], c.k = dims[1];
+  } else {
+    throw BadOption{fmt::format("--shape {}: {} takes {}", o.shape, o.op, gemm ? "MxNxK" : "NxK")};
+  }
+}
+
+void apply_grouped(check::Case& c, const CheckOptions& o) {
+  c.routing.tokens = static_cast<std::int32_t>(o.tokens);
+  if (!o.model.empty()) {
+    const check::ModelPreset* model = check::find_model(o.model);
+    if (!model) {
+      std::string names;
+      for (const auto& m : check::model_presets()) names += fmt::format(" {}", m.name);
+      throw BadOption{fmt::format("--model {}: unknown; expected one of{}", o.model, names)};
+    }
+    check::apply_model(c, *model, c.routing.tokens);
+  } else {
+    apply_shape(c, o);
+    if (o.experts < 1 || o.topk < 1 || o.topk > o.experts)
+      throw BadOption{
+          fmt::format("--op {} without --model needs --experts E >= 1 and --topk k "
+                      "in [1, E] (got E = {}, k = {})",
+                      o.op, o.experts, o.topk)};
+    c.routing.experts = static_cast<std::int32_t>(o.experts);
+    c.routing.top_k = static_cast<std::int32_t>(o.topk);
+  }
+  if (o.experts > 0 && !o.model.empty()) c.routing.experts = static_cast<std::int32_t>(o.experts);
+  if (o.topk > 0 && !o.model.empty()) c.routing.top_k = static_cast<std::int32_t>(o.topk);
+  const auto kind = check::parse_routing(o.routing);
+  if (!kind)
+    throw BadOption{
+        fmt::format("--routing {}: expected uniform, skew, one_expert or "
+                    "empty_expert",
+                    o.routing)};
+  c.routing.kind = *kind;
+}
+
+check::Case make_case(const CheckOptions& o) {
+  check::Case c;
+  const auto op = check::parse_op(o.op);
+  if (!op) {
+    std::string names;
+    for (check::Op each : check::all_ops()) names += fmt::format(" {}", check::op_name(each));
+    throw BadOption{fmt::format("--op {}: unknown; expected one of{}", o.op, names)};
+  }
+  c.op = *op;
+  const auto mode = check::parse_mode(o.mode);
+  if (!mode) throw BadOption{fmt::format("--mode {}: expected exact or realistic", o.mode)};
+  c.mode = *mode;
+  if (o.tokens < 0) throw BadOption{fmt::format("--tokens {}: expected >= 0", o.tokens)};
+  if (check::is_grouped(c.op)) {
+    apply_grouped(c, o);
+  } else {
+    if (!o.model.empty())
+      throw BadOption{fmt::format("--model applies to grouped ops, not {}", o.op)};
+    apply_shape(c, o);
+  }
+  c.seed = o.seed;
+  c.sample_rows = o.sample_rows;
+  c.check_determinism = !o.no_determinism;
+  c.pack_scale_2 = !o.scale2_one;
+  c.sfb_src_n_major = !o.src_n_by_k16;
+  c.transpose_dir = o.n_to_k ? TransposeDir::n_to_k : TransposeDir::k_to_n;
+  return c;
+}
+
+std::vector<Backend> backends_to_run(const std::string& name) {
+  if (name == "all") return {Backend::cuda, Backend::cutlass, Backend::cublaslt};
+  const auto backend = check::parse_backend(name);
+  if (!backend || *backend == Backend::cpu)
+    throw BadOption{
+        fmt::format("--backend {}: expected cuda, cutlass, cublaslt or all (the CPU "
+                    "backend is the oracle)",
+                    name)};
+  return {*backend};
+}
+
+int run_check(const CheckOptions& o) {
+  check::Case c;
+  std::vector<Backend> backends;
+  try {
+    c = make_case(o);
+    backends = backends_to_run(o.backend);
+  } catch (const BadOption& bad) {
+    fmt::print(stderr, "metrale check: {}\n", bad.message);
+    return 2;
+  }
+  std::string why;
+  if (!check::cuda_usable(&why)) {
+    fmt::print("metrale check: the CUDA backend is unavailable: {}\n", why);
+    // With no device at all, one oracle run says it all; with a device our kernels cannot run
+    // on, the reference arms still can.
+    if (o.backend == "all" && !check::cuda_device_present(nullptr)) backends = {Backend::cuda};
+  }
+  int failures = 0;
+  for (Backend b : backends) {
+    c.backend = b;
+    if (!backend_built(b) && b != Backend::cuda) {  // cuda: run_case still times the oracle
+      fmt::print("SKIP {} {}: the {} backend was not built\n", check::op_name(c.op),
+                 backend_name(b), backend_name(b));
+      continue;
+    }
+    const check::Report r = check::run_case(c);
+    fmt::print("{}\n", check::summary(c, r));
+    std::fflush(stdout);
+    if (r.outcome == check::Outcome::fail) ++failures;
+  }
+  return failures > 0 ? 1 : 0;
+}
+
+}  // namespace
+
+void add_check_command(CLI::App& app, int& exit_code) {
+  auto options = std::make_shared<CheckOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "check", "Run one operation on the CUDA-side backends and on the CPU oracle and compare");
+  cmd->add_option("--op", options->op,
+                  "bf16_gemm, nvfp4_gemm, pack, sfb, transpose, grouped_gate_up, "
+                  "grouped_gate_up_fused, grouped_down")
+      ->required();
+  cmd->add_option("--shape", options->shape, "MxNxK (GEMMs) or NxK (packing, grouped)");
+  cmd->add_option("--model", options->model,
+                  "grouped: a preset of docs/PERF.md (qwen3-30b-a3b, deepseek-v3, gpt-oss-120b, "
+                  "mixtral-8x7b)");
+  cmd->add_option("--tokens", options->tokens, "grouped: tokens T (rows = T x top-k)")
+      ->capture_default_str();
+  cmd->add_option("--experts", options->experts, "grouped: experts E (without --model)");
+  cmd->add_option("--topk", options->topk, "grouped: experts per token (without --model)");
+  cmd->add_option("--routing", options->routing, "uniform, skew, one_expert, empty_expert")
+      ->capture_default_str();
+  cmd->add_option("--seed", options->seed, "seed of every input")->capture_default_str();
+  cmd->add_option("--mode", options->mode, "exact (bit for bit) or realistic (tolerance)")
+      ->capture_default_str();
+  cmd->add_option("--backend", options->backend, "cuda, cutlass, cublaslt or all")
+      ->capture_default_str();
+  cmd->add_option("--sample-rows", options->sample_rows,
+                  "rows the CPU oracle computes: -1 auto (bounded time), 0 all")
+      ->capture_default_str();
+  cmd->add_flag("--no-determinism", options->no_determinism, "skip the second, bitwise run");
+  cmd->add_flag("--scale2-one", options->scale2_one, "pack: the seeds' form (scale_2 = 1)");
+  cmd->add_flag("--src-n-by-k16", options->src_n_by_k16, "sfb: source scales are [N, K/16]");
+  cmd->add_flag("--n-to-k", options->n_to_k, "transpose: [K/2, N] -> [N, K/2]");
+  cmd->callback([options, &exit_code] { exit_code = run_check(*options); });
+}
+
+}  // namespace metrale::cli

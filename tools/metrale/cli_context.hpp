@@ -1,0 +1,17 @@
+// Process-wide facts the subcommands share: the command line as typed (recorded by the bench in
+// its JSON), and the one-line error report every subcommand uses.
+#pragma once
+
+#include <string>
+
+#include "metrale/metrale.hpp"
+
+namespace metrale::cli {
+
+void set_command_line(int argc, char** argv);
+const std::string& command_line();
+
+// Prints "metrale <command>: <status>: <message>" on stderr and returns the exit code (1).
+int report_failure(const char* command, const Result& result);
+
+}  // namespace metrale::cli
