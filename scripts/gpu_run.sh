@@ -20,6 +20,7 @@ OUT=$(mkdir -p "$1" && cd "$1" && pwd)
 TOTAL_BUDGET=530          # seconds for the whole run (the caller's limit is 600)
 JOBS=$(nproc)
 declare -A RESULT         # step -> one line for the summary
+STATUS=0                  # exit status: 1 when the build, a test or a sanitizer failed
 
 log() { printf '[gpu_run %4ds] %s\n' "$SECONDS" "$*"; }
 left() { echo $((TOTAL_BUDGET - SECONDS)); }
@@ -62,6 +63,7 @@ log "building with $JOBS jobs"
 timeout "$(step_timeout 270)" cmake --build build/release --parallel "$JOBS" -- -k 0 \
   >>"$OUT/build.log" 2>&1
 rc=$?
+((rc != 0)) && STATUS=1
 RESULT[build]="build rc=$rc ($(grep -c 'error' "$OUT/build.log") lines mention error)"
 if ((rc != 0)); then
   log "build failed (rc=$rc); first errors:"
@@ -74,12 +76,14 @@ if [[ -f build/release/CTestTestfile.cmake ]]; then
   (cd build/release && timeout "$(step_timeout 200)" ctest --output-on-failure -j 4 \
     --timeout 180 --output-junit "$OUT/ctest.xml") >"$OUT/ctest.log" 2>&1
   rc=$?
+  ((rc != 0)) && STATUS=1
   summary_line=$(grep -E "tests passed|tests failed" "$OUT/ctest.log" | tail -1)
   skipped=$(grep -c "(Skipped)" "$OUT/ctest.log")
   RESULT[ctest]="ctest rc=$rc: ${summary_line:-no summary} ($skipped skipped)"
   grep -E "\*\*\*Failed|\(Failed\)|\(Timeout\)|\(SEGFAULT\)|Not Run" "$OUT/ctest.log" | head -20
 else
   RESULT[ctest]="ctest: not run (no build)"
+  STATUS=1
 fi
 
 # ---- 4. compute-sanitizer over the small-shape subset ----------------------------------------
@@ -95,6 +99,7 @@ for tool in memcheck racecheck synccheck; do
     "$TEST_BIN" --gtest_filter='*Small*' >"$OUT/$tool.log" 2>&1
   rc=$?
   errors=$(grep -oE "ERROR SUMMARY: [0-9]+" "$OUT/$tool.log" | tail -1 | grep -oE "[0-9]+")
+  [[ $rc -ne 0 || ${errors:-1} -ne 0 ]] && STATUS=1
   gtest=$(grep -E "^\[  (PASSED|FAILED)  \]" "$OUT/$tool.log" | head -2 | tr '\n' ' ')
   RESULT[$tool]="$tool rc=$rc: ${errors:-?} errors; $gtest"
 done
@@ -147,3 +152,4 @@ if [[ -f $OUT/ctest.log ]]; then
   echo "  first failing cases (reproduce with the command shown):"
   grep -E "^FAIL |reproduce: " "$OUT/ctest.log" | head -16 | cut -c1-300
 fi
+exit "$STATUS"
