@@ -36,4 +36,16 @@ std::size_t workspace_bytes() {
   return workspace_megabytes() << 20;
 }
 
+std::optional<int> forced_sm90_tile(int tile_count) {
+  const char* raw = std::getenv("METRALE_SM90_TILE");
+  if (raw == nullptr || *raw == '\0') return std::nullopt;
+  const std::string_view value = raw;
+  int tile = -1;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), tile);
+  if (ec != std::errc{} || end != value.data() + value.size() || tile < 0 || tile >= tile_count)
+    fail(Status::invalid_argument, "METRALE_SM90_TILE = '{}', expected a tile index in [0, {})",
+         value, tile_count);
+  return tile;
+}
+
 }  // namespace metrale::core
