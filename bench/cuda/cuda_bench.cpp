@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cctype>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -26,7 +27,8 @@ namespace {
 
 constexpr std::size_t kCublasWorkspaceBytes = std::size_t{32} << 20;
 
-// "580.95.05" from the kernel module's version line; the CUDA driver API version otherwise.
+// "580.159.04": the first dotted number after "Kernel Module" in the module's version line
+// ("... Open Kernel Module for x86_64  580.159.04  Release Build ..."), or "unknown".
 std::string driver_version() {
   std::ifstream file("/proc/driver/nvidia/version");
   std::string line;
@@ -34,8 +36,9 @@ std::string driver_version() {
     const auto at = line.find("Kernel Module");
     if (at != std::string::npos) {
       std::istringstream rest(line.substr(at + 13));
-      std::string version;
-      if (rest >> version) return version;
+      for (std::string word; rest >> word;)
+        if (std::isdigit(static_cast<unsigned char>(word[0])) && word.find('.') != std::string::npos)
+          return word;
     }
   }
   return "unknown";
