@@ -16,8 +16,13 @@
 //     in a 128-byte-swizzled K-major tile read by wgmma through a descriptor. NVFP4 weights land
 //     as packed bytes plus their block scales; each thread decodes its A fragment (e2m1 x e4m3 in
 //     bf16, exact) into registers and issues wgmma with A from registers. bf16 weights land in a
-//     swizzled tile and wgmma reads both operands from shared memory.
+//     swizzled tile and wgmma reads both operands from shared memory. Software-pipelined: while
+//     the wgmmas of k-tile kt run, the CTA waits for kt + 1, refills kt - 1's slot and decodes
+//     kt + 1. Every tile accumulates K in the same order (k16 steps, ascending), so the products
+//     do not depend on the tile chosen.
 //  4. epilogue: fp32 accumulators x scale_2 (fp32) -> bf16, stored to the group rows.
+//
+// Speed: docs/perf.md records each change to this kernel with its prediction and measurement.
 #pragma once
 
 #include <cuda_bf16.h>
