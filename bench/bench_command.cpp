@@ -159,13 +159,8 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--cpu", c.force_cpu, "run the CPU reference backend even if a GPU is present");
   cmd->add_option("--json", c.json_path, "write every row and the run's metadata to FILE");
   cmd->add_option("--commit", c.commit, "git commit to record (default: the one built from)");
-  cmd->callback([opt, &exit_code] {
-    try {
-      exit_code = run_bench(*opt);
-    } catch (const Error& e) {
-      exit_code = report_failure("bench", Result{e.status(), e.what()});
-    }
-  });
+  cmd->callback(
+      [opt, &exit_code] { exit_code = exit_code_of("bench", [&] { return run_bench(*opt); }); });
 }
 
 }  // namespace metrale::cli

@@ -158,6 +158,14 @@ bool CudaContext::wants(Impl impl) const {
   return false;
 }
 
+bool CudaContext::hides(Impl impl) const {
+  return impl == Impl::cutlass && !cutlass_enabled && !cfg.user_impls;
+}
+
+void CudaContext::require_enabled(Impl impl) const {
+  if (impl == Impl::cutlass && !cutlass_enabled) fail(Status::not_built, "{}", cutlass_why);
+}
+
 int CudaContext::copies_for(double bytes_per_call) const {
   if (bytes_per_call <= 0) return 2;
   const double copies = std::ceil(kColdL2Multiple * static_cast<double>(l2_bytes) / bytes_per_call);

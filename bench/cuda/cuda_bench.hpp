@@ -7,7 +7,9 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <exception>
 #include <string>
+#include <utility>
 
 #include "bench/bench_config.hpp"
 #include "bench/cuda/device_memory.hpp"
@@ -33,6 +35,10 @@ struct CudaContext {
   std::string cutlass_why;       // why not, when it is not
 
   bool wants(Impl impl) const;
+  // CUTLASS when it is not enabled is dark by default: no row at all unless --impls named it...
+  bool hides(Impl impl) const;
+  // ...and then its row fails with Status::not_built and cutlass_why.
+  void require_enabled(Impl impl) const;
   // The rotation that makes one timed pass over `bytes_per_call` touch kColdL2Multiple × L2.
   int copies_for(double bytes_per_call) const;
   TimingPolicy policy(int rotation) const;
@@ -56,5 +62,18 @@ void record_failure(Row& row, const std::exception& e);
 
 // Raises a metrale::Error from a failed Result.
 void check(const Result& result);
+
+// Measures one implementation's row: `measure()` fills in its numbers and the row is ok; if it
+// throws, the row records the failure instead (record_failure). Then the row moves to the report.
+template <class Measure>
+void add_row(Report& report, Row& row, Measure&& measure) {
+  try {
+    measure();
+    row.ok = true;
+  } catch (const std::exception& e) {
+    record_failure(row, e);
+  }
+  report.rows.push_back(std::move(row));
+}
 
 }  // namespace metrale::bench

@@ -98,17 +98,15 @@ void bench_dense(CudaContext& ctx, const ModelShape& m, int tokens, DeviceArena&
   std::string ref_impl;
   for (Impl impl : ctx.cfg.impls) {
     if (impl != Impl::metrale && impl != Impl::cublaslt && impl != Impl::cutlass) continue;
+    if (ctx.hides(impl)) continue;
     Row row = base_row(m, Op::dense, tokens, n, k, impl);
     row.work.flops = 2.0 * tokens * static_cast<double>(n) * k;
     row.work.bytes = 2.0 * (static_cast<double>(weight_elems) + static_cast<double>(tokens) * k +
                             static_cast<double>(out_elems));
     row.floor = floor_of(row.work, ctx.ceilings.read_gbps, ctx.ceilings.bf16_tflops);
     row.weight_copies = copies;
-    try {
-      if (impl == Impl::cutlass && !ctx.cutlass_enabled) {
-        if (!ctx.cfg.user_impls) continue;
-        fail(Status::not_built, "{}", ctx.cutlass_why);
-      }
+    add_row(report, row, [&] {
+      ctx.require_enabled(impl);
       METRALE_CUDA_CHECK(cudaMemsetAsync(out, 0xFF, out_elems * sizeof(bf16_bits), ctx.stream));
       if (impl == Impl::cublaslt) {
         row.stats = best_cublaslt(ctx, gemms, row);
@@ -130,11 +128,7 @@ void bench_dense(CudaContext& ctx, const ModelShape& m, int tokens, DeviceArena&
         have_ref = true;
         ref_impl = row.impl;
       }
-      row.ok = true;
-    } catch (const std::exception& e) {
-      record_failure(row, e);
-    }
-    report.rows.push_back(std::move(row));
+    });
   }
   report.finish_group(first);
 }
@@ -164,18 +158,14 @@ void bench_pack(CudaContext& ctx, const ModelShape& m, DeviceArena& scratch, Rep
   row.floor = floor_of(row.work, ctx.ceilings.copy_gbps, 0);
   row.weight_copies = kCopies;
   row.note = fmt::format("[{} x {}] bf16, scale_2 computed", n, k);
-  try {
+  add_row(report, row, [&] {
     const Enqueue call = [&](int i) {
       check(
           pack_bf16_weight_to_nvfp4_t(PackNvfp4{weights[i % kCopies], packed, scale, scale_2, n, k},
                                       Exec{Backend::cuda, nullptr, 0, ctx.stream}));
     };
     row.stats = time_device(call, ctx.stream, ctx.policy(kCopies), nullptr);
-    row.ok = true;
-  } catch (const std::exception& e) {
-    record_failure(row, e);
-  }
-  report.rows.push_back(std::move(row));
+  });
   report.finish_group(first);
 }
 

@@ -297,15 +297,12 @@ void bench_grouped(CudaContext& ctx, const ModelShape& m, Op op, const Routing& 
 
   const std::size_t first = report.rows.size();
   for (Impl impl : ctx.cfg.impls) {
-    if (impl == Impl::metrale_cpu) continue;
+    if (impl == Impl::metrale_cpu || ctx.hides(impl)) continue;
     Row row = group_row(m, op, r, s, impl, ctx.ceilings);
     const bool bf16_impl = impl == Impl::cublaslt || impl == Impl::cublas_grouped;
     row.weight_copies = bf16_impl ? s.bf_copies : s.nv_copies;
-    try {
-      if (impl == Impl::cutlass && !ctx.cutlass_enabled) {
-        if (!ctx.cfg.user_impls) continue;  // dark by default: not even a row
-        fail(Status::not_built, "{}", ctx.cutlass_why);
-      }
+    add_row(report, row, [&] {
+      ctx.require_enabled(impl);
       if (!setup_error.empty()) fail(Status::internal, "{}", setup_error);
       if (bf16_impl && s.bf_copies == 0) fail(Status::workspace_too_small, "{}", memory_note);
       GroupedTables tables;
@@ -319,18 +316,14 @@ void bench_grouped(CudaContext& ctx, const ModelShape& m, Op op, const Routing& 
           tables = make_tables(s, pool, scratch, ctx.stream);
           call = cublas_grouped_call(ctx, s, tables);
           break;
-        default: continue;
+        case Impl::metrale_cpu: fail(Status::internal, "the CUDA bench has no {} row", row.impl);
       }
       poison(s, ctx.stream);
       call(0);
       METRALE_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
       verify(s, row, ctx.stream);
       row.stats = time_device(call, ctx.stream, ctx.policy(row.weight_copies), &row.note);
-      row.ok = true;
-    } catch (const std::exception& e) {
-      record_failure(row, e);
-    }
-    report.rows.push_back(std::move(row));
+    });
   }
   report.finish_group(first);
 }

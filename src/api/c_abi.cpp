@@ -14,14 +14,8 @@ using u8 = std::uint8_t;
 metrale_status bf16_gemm(const char* who, Backend backend, const void* act, const void* weight,
                          void* out, int32_t m, int32_t n, int32_t k, void* workspace,
                          size_t workspace_size, void* stream) {
-  const DenseGemm args{static_cast<const bf16_bits*>(act),
-                       static_cast<const bf16_bits*>(weight),
-                       static_cast<bf16_bits*>(out),
-                       m,
-                       n,
-                       k};
-  return c_call(who,
-                [&] { run(who, args, make_exec(backend, workspace, workspace_size, stream)); });
+  return c_run(who, dense_gemm(act, weight, out, m, n, k),
+               make_exec(backend, workspace, workspace_size, stream));
 }
 
 metrale_status nvfp4_gemm(const char* who, Backend backend, const void* act, const void* packed,
@@ -36,8 +30,7 @@ metrale_status nvfp4_gemm(const char* who, Backend backend, const void* act, con
                        m,
                        n,
                        k};
-  return c_call(who,
-                [&] { run(who, args, make_exec(backend, workspace, workspace_size, stream)); });
+  return c_run(who, args, make_exec(backend, workspace, workspace_size, stream));
 }
 
 // The seed form fixes scale_2 = 1 (no output for it); _ex runs the full recipe.
@@ -49,7 +42,7 @@ metrale_status pack(const char* who, Backend backend, const void* weight, void* 
                        nullptr,
                        n,
                        k};
-  return c_call(who, [&] { run(who, args, make_exec(backend, nullptr, 0, stream)); });
+  return c_run(who, args, make_exec(backend, nullptr, 0, stream));
 }
 
 metrale_status swizzle(const char* who, Backend backend, const void* scale_in, void* scale_out,
@@ -67,7 +60,7 @@ metrale_status swizzle(const char* who, Backend backend, const void* scale_in, v
 metrale_status transpose(const char* who, Backend backend, TransposeDir dir, const void* src,
                          void* dst, int32_t n, int32_t k, void* stream) {
   const TransposePacked args{static_cast<const u8*>(src), static_cast<u8*>(dst), n, k, dir};
-  return c_call(who, [&] { run(who, args, make_exec(backend, nullptr, 0, stream)); });
+  return c_run(who, args, make_exec(backend, nullptr, 0, stream));
 }
 
 metrale_status grouped(const char* who, Backend backend, const SeedGrouped& call, void* workspace,
@@ -79,6 +72,42 @@ metrale_status grouped(const char* who, Backend backend, const SeedGrouped& call
 
 ExpertWeights weights(const uint64_t* packed, const uint64_t* scale, const float* scale2) {
   return ExpertWeights{packed, scale, scale2};
+}
+
+// nvfp4_grouped_gate_up ([K/16, N] scales, a in group order) and its fused form (SFB scales, a
+// gathered through sorted_token_ids): two projections.
+metrale_status gate_up(const char* who, Backend backend, ScaleLayout layout, const void* a,
+                       const int32_t* token_ids, const ExpertWeights& gate, const ExpertWeights& up,
+                       void* c_gate, void* c_up, const int32_t* offsets, int32_t num_experts,
+                       int32_t n, int32_t k, void* workspace, size_t workspace_size, void* stream) {
+  const SeedGrouped call{.a = a,
+                         .token_ids = token_ids,
+                         .proj = {gate, up},
+                         .c = {c_gate, c_up},
+                         .proj_count = 2,
+                         .layout = layout,
+                         .offsets = offsets,
+                         .num_experts = num_experts,
+                         .n = n,
+                         .k = k};
+  return grouped(who, backend, call, workspace, workspace_size, stream);
+}
+
+// nvfp4_grouped_down: one projection, SFB scales, a in group order.
+metrale_status down(const char* who, Backend backend, const void* a, const ExpertWeights& weight,
+                    void* c, const int32_t* offsets, int32_t num_experts, int32_t n, int32_t k,
+                    void* workspace, size_t workspace_size, void* stream) {
+  const SeedGrouped call{.a = a,
+                         .token_ids = nullptr,
+                         .proj = {weight, {}},
+                         .c = {c, nullptr},
+                         .proj_count = 1,
+                         .layout = ScaleLayout::sfb,
+                         .offsets = offsets,
+                         .num_experts = num_experts,
+                         .n = n,
+                         .k = k};
+  return grouped(who, backend, call, workspace, workspace_size, stream);
 }
 
 }  // namespace
@@ -117,20 +146,11 @@ namespace api = metrale::api;
       const uint64_t* up_scale_ptrs, const float* up_scale2_vals, void* c_gate_bf16,               \
       void* c_up_bf16, const int32_t* expert_offsets_host, int32_t num_experts, int32_t n,         \
       int32_t k, void* workspace, size_t workspace_size, void* stream) {                           \
-    const api::SeedGrouped call{                                                                   \
-        a_bf16,                                                                                    \
-        nullptr,                                                                                   \
-        {api::weights(gate_packed_ptrs, gate_scale_ptrs, gate_scale2_vals),                        \
-         api::weights(up_packed_ptrs, up_scale_ptrs, up_scale2_vals)},                             \
-        {c_gate_bf16, c_up_bf16},                                                                  \
-        2,                                                                                         \
-        ScaleLayout::k16_by_n,                                                                     \
-        expert_offsets_host,                                                                       \
-        num_experts,                                                                               \
-        n,                                                                                         \
-        k};                                                                                        \
-    return api::grouped(#prefix "nvfp4_grouped_gate_up", backend, call, workspace, workspace_size, \
-                        stream);                                                                   \
+    return api::gate_up(                                                                           \
+        #prefix "nvfp4_grouped_gate_up", backend, ScaleLayout::k16_by_n, a_bf16, nullptr,          \
+        api::weights(gate_packed_ptrs, gate_scale_ptrs, gate_scale2_vals),                         \
+        api::weights(up_packed_ptrs, up_scale_ptrs, up_scale2_vals), c_gate_bf16, c_up_bf16,       \
+        expert_offsets_host, num_experts, n, k, workspace, workspace_size, stream);                \
   }                                                                                                \
   metrale_status prefix##nvfp4_grouped_gate_up_fused(                                              \
       const void* a_bf16, const int32_t* sorted_token_ids, const uint64_t* gate_packed_ptrs,       \
@@ -138,37 +158,20 @@ namespace api = metrale::api;
       const uint64_t* up_packed_ptrs, const uint64_t* up_sfb_ptrs, const float* up_scale2_vals,    \
       void* c_gate_bf16, void* c_up_bf16, const int32_t* expert_offsets_host, int32_t num_experts, \
       int32_t n, int32_t k, void* workspace, size_t workspace_size, void* stream) {                \
-    const api::SeedGrouped call{a_bf16,                                                            \
-                                sorted_token_ids,                                                  \
-                                {api::weights(gate_packed_ptrs, gate_sfb_ptrs, gate_scale2_vals),  \
-                                 api::weights(up_packed_ptrs, up_sfb_ptrs, up_scale2_vals)},       \
-                                {c_gate_bf16, c_up_bf16},                                          \
-                                2,                                                                 \
-                                ScaleLayout::sfb,                                                  \
-                                expert_offsets_host,                                               \
-                                num_experts,                                                       \
-                                n,                                                                 \
-                                k};                                                                \
-    return api::grouped(#prefix "nvfp4_grouped_gate_up_fused", backend, call, workspace,           \
-                        workspace_size, stream);                                                   \
+    return api::gate_up(                                                                           \
+        #prefix "nvfp4_grouped_gate_up_fused", backend, ScaleLayout::sfb, a_bf16,                  \
+        sorted_token_ids, api::weights(gate_packed_ptrs, gate_sfb_ptrs, gate_scale2_vals),         \
+        api::weights(up_packed_ptrs, up_sfb_ptrs, up_scale2_vals), c_gate_bf16, c_up_bf16,         \
+        expert_offsets_host, num_experts, n, k, workspace, workspace_size, stream);                \
   }                                                                                                \
   metrale_status prefix##nvfp4_grouped_down(                                                       \
       const void* a_bf16, const uint64_t* packed_ptrs, const uint64_t* sfb_ptrs,                   \
       const float* scale2_vals, void* c_bf16, const int32_t* expert_offsets_host,                  \
       int32_t num_experts, int32_t n, int32_t k, void* workspace, size_t workspace_size,           \
       void* stream) {                                                                              \
-    const api::SeedGrouped call{a_bf16,                                                            \
-                                nullptr,                                                           \
-                                {api::weights(packed_ptrs, sfb_ptrs, scale2_vals), {}},            \
-                                {c_bf16, nullptr},                                                 \
-                                1,                                                                 \
-                                ScaleLayout::sfb,                                                  \
-                                expert_offsets_host,                                               \
-                                num_experts,                                                       \
-                                n,                                                                 \
-                                k};                                                                \
-    return api::grouped(#prefix "nvfp4_grouped_down", backend, call, workspace, workspace_size,    \
-                        stream);                                                                   \
+    return api::down(#prefix "nvfp4_grouped_down", backend, a_bf16,                                \
+                     api::weights(packed_ptrs, sfb_ptrs, scale2_vals), c_bf16,                     \
+                     expert_offsets_host, num_experts, n, k, workspace, workspace_size, stream);   \
   }                                                                                                \
   metrale_status prefix##pack_weight_sfb(const void* scale_in, void* scale_out, int32_t n,         \
                                          int32_t k, int32_t src_n_major, void* stream) {           \

@@ -3,7 +3,6 @@
 
 #include <span>
 
-#include "api/dispatch.hpp"
 #include "core/last_error.hpp"
 #include "core/validate.hpp"
 
@@ -26,6 +25,16 @@ Exec make_exec(const metrale_exec* exec) {
   if (exec == nullptr) return Exec{};
   return Exec{static_cast<Backend>(exec->backend), exec->workspace, exec->workspace_size,
               exec->stream};
+}
+
+DenseGemm dense_gemm(const void* act, const void* weight, void* out, std::int32_t m, std::int32_t n,
+                     std::int32_t k) {
+  return {static_cast<const bf16_bits*>(act),
+          static_cast<const bf16_bits*>(weight),
+          static_cast<bf16_bits*>(out),
+          m,
+          n,
+          k};
 }
 
 void run_seed_grouped(std::string_view who, const SeedGrouped& call, const Exec& exec) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "api/dispatch.hpp"
 #include "api/guard.hpp"
 #include "metrale/metrale.h"
 #include "metrale/metrale.hpp"
@@ -19,8 +20,18 @@ metrale_status c_call(std::string_view who, Body&& body) noexcept {
   return finish(guarded(who, body));
 }
 
+// One operation (dispatch.hpp's run) inside the boundary.
+template <class Args>
+metrale_status c_run(std::string_view who, const Args& args, const Exec& exec) noexcept {
+  return c_call(who, [&] { run(who, args, exec); });
+}
+
 Exec make_exec(Backend backend, void* workspace, std::size_t workspace_size, void* stream);
 Exec make_exec(const metrale_exec* exec);  // null: automatic backend, shared workspace
+
+// The dense GEMM's arguments from the C ABI's untyped pointers.
+DenseGemm dense_gemm(const void* act, const void* weight, void* out, std::int32_t m, std::int32_t n,
+                     std::int32_t k);
 
 // A seed-shaped grouped call: host offsets with M_total = offsets[num_experts], a_rows = M_total
 // without a gather and 0 ("unknown") with one. proj[1]/c[1] are unused when proj_count is 1.

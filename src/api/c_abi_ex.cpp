@@ -5,11 +5,10 @@
 #include "api/c_abi_common.hpp"
 #include "api/dispatch.hpp"
 #include "api/select.hpp"
-#include "core/error.hpp"
+#include "api/validate.hpp"
 #include "core/last_error.hpp"
 #include "core/status.hpp"
 #include "core/validate.hpp"
-#include "core/workspace.hpp"
 
 namespace api = metrale::api;
 namespace core = metrale::core;
@@ -22,22 +21,11 @@ metrale::ExpertGroups to_groups(const metrale_groups& g) {
                                g.max_rows_per_expert};
 }
 
-metrale::DenseGemm dense(const void* act, const void* weight, void* out, int32_t m, int32_t n,
-                         int32_t k) {
-  using metrale::bf16_bits;
-  return {static_cast<const bf16_bits*>(act),
-          static_cast<const bf16_bits*>(weight),
-          static_cast<bf16_bits*>(out),
-          m,
-          n,
-          k};
-}
-
 metrale_status cutlass_tile(const char* who, api::CutlassTile tile, const void* act,
                             const void* weight, void* out, int32_t m, int32_t n, int32_t k,
                             void* workspace, size_t workspace_size, void* stream) {
   return api::c_call(who, [&] {
-    api::run_cutlass_tile(who, dense(act, weight, out, m, n, k),
+    api::run_cutlass_tile(who, api::dense_gemm(act, weight, out, m, n, k),
                           api::make_exec(Backend::cutlass, workspace, workspace_size, stream),
                           tile);
   });
@@ -68,12 +56,7 @@ metrale_status metrale_workspace_get(metrale_backend backend, void** workspace,
                                      size_t* workspace_size) {
   constexpr const char* kWho = "metrale_workspace_get";
   return api::c_call(kWho, [&] {
-    core::require_not_null(kWho, "workspace", workspace);
-    core::require_not_null(kWho, "workspace_size", workspace_size);
-    const core::Buffer buffer =
-        api::shared_workspace_for(kWho, api::select_backend(kWho, static_cast<Backend>(backend)));
-    *workspace = buffer.ptr;
-    *workspace_size = buffer.size;
+    api::get_shared_workspace(kWho, static_cast<Backend>(backend), workspace, workspace_size);
   });
 }
 
@@ -87,7 +70,7 @@ metrale_status metrale_pack_bf16_weight_to_nvfp4_ex(const void* weight_bf16, voi
                                 scale_2_out,
                                 n,
                                 k};
-  return api::c_call(kWho, [&] { api::run(kWho, args, api::make_exec(exec)); });
+  return api::c_run(kWho, args, api::make_exec(exec));
 }
 
 metrale_status metrale_nvfp4_grouped_ex(const void* a_bf16, int32_t a_rows,
@@ -101,8 +84,7 @@ metrale_status metrale_nvfp4_grouped_ex(const void* a_bf16, int32_t a_rows,
     core::require_not_null(kWho, "groups", groups);
     core::require_not_null(kWho, "proj", proj);
     core::require_not_null(kWho, "out", out);
-    METRALE_REQUIRE(proj_count == 1 || proj_count == 2,
-                    "{}: proj_count = {}, expected 1 (down) or 2 (gate and up)", kWho, proj_count);
+    api::require_proj_count(kWho, proj_count);  // before proj[] and out[] are read
     metrale::GroupedNvfp4 args{};
     args.a = static_cast<const metrale::bf16_bits*>(a_bf16);
     args.a_rows = a_rows;
@@ -126,19 +108,16 @@ metrale_status metrale_nvfp4_grouped_workspace_size(metrale_backend backend,
   constexpr const char* kWho = "metrale_nvfp4_grouped_workspace_size";
   return api::c_call(kWho, [&] {
     core::require_not_null(kWho, "groups", groups);
-    core::require_not_null(kWho, "bytes", bytes);
-    *bytes = api::grouped_workspace_size(kWho, static_cast<Backend>(backend), to_groups(*groups), n,
-                                         k, proj_count);
+    api::grouped_workspace_size(kWho, static_cast<Backend>(backend), to_groups(*groups), n, k,
+                                proj_count, bytes);
   });
 }
 
 metrale_status metrale_gemm_workspace_size(metrale_backend backend, int32_t m, int32_t n, int32_t k,
                                            size_t* bytes) {
   constexpr const char* kWho = "metrale_gemm_workspace_size";
-  return api::c_call(kWho, [&] {
-    core::require_not_null(kWho, "bytes", bytes);
-    *bytes = api::gemm_workspace_size(kWho, static_cast<Backend>(backend), m, n, k);
-  });
+  return api::c_call(
+      kWho, [&] { api::gemm_workspace_size(kWho, static_cast<Backend>(backend), m, n, k, bytes); });
 }
 
 #define METRALE_DEFINE_TILE(suffix, tile)                                                          \
@@ -163,7 +142,7 @@ metrale_status metrale_cublaslt_bf16_gemm_act_weight_t_algo(const void* act, con
   constexpr const char* kWho = "metrale_cublaslt_bf16_gemm_act_weight_t_algo";
   return api::c_call(kWho, [&] {
     int count = 0;
-    api::run_cublaslt_algo(kWho, dense(act, weight, out, m, n, k),
+    api::run_cublaslt_algo(kWho, api::dense_gemm(act, weight, out, m, n, k),
                            api::make_exec(Backend::cublaslt, workspace, workspace_size, stream),
                            algo_index, returned_count != nullptr ? &count : nullptr);
     if (returned_count != nullptr) *returned_count = count;

@@ -24,8 +24,11 @@ void run_cutlass_tile(std::string_view who, const DenseGemm& args, const Exec& e
 void run_cublaslt_algo(std::string_view who, const DenseGemm& args, const Exec& exec,
                        int algo_index, int* returned_count);
 
-std::size_t gemm_workspace_size(std::string_view who, Backend backend, int m, int n, int k);
-std::size_t grouped_workspace_size(std::string_view who, Backend backend,
-                                   const ExpertGroups& groups, int n, int k, int proj_count);
+// The size queries: `bytes` is checked first, then the shape; the selected backend's need is
+// written to *bytes.
+void gemm_workspace_size(std::string_view who, Backend backend, int m, int n, int k,
+                         std::size_t* bytes);
+void grouped_workspace_size(std::string_view who, Backend backend, const ExpertGroups& groups,
+                            int n, int k, int proj_count, std::size_t* bytes);
 
 }  // namespace metrale::api

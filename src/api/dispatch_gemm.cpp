@@ -1,26 +1,21 @@
 // Dispatch of the dense bf16 and NVFP4 GEMMs (out[M,N] = act[M,K] · weight[N,K]ᵀ) and of the
 // seeds' reference test hooks. Each backend is referenced only under its build gate.
+#include "api/backends.hpp"
 #include "api/dispatch.hpp"
 #include "api/select.hpp"
 #include "api/validate.hpp"
-#include "core/error.hpp"
 #include "core/validate.hpp"
-#include "cpu/cpu_backend.hpp"
-
-#ifdef METRALE_HAS_CUDA
-#include "reference/cublaslt/cublaslt_backend.hpp"
-#endif
-#ifdef METRALE_HAS_CUTLASS
-#include "reference/cutlass/cutlass_backend.hpp"
-#endif
 
 namespace metrale::api {
 
 namespace {
 
-// Selection has already refused backends that are not built; this is the impossible rest.
-[[noreturn]] void unreachable(std::string_view who, Backend backend) {
-  fail(Status::internal, "{}: no dispatch for backend {}", who, backend_name(backend));
+// A device backend's turn (M > 0): its device must be there, then the workspace it needs.
+template <class Gemm>
+cuda::Workspace device_workspace(std::string_view who, Backend backend, const Exec& exec,
+                                 const Gemm& args) {
+  require_device(who, backend);
+  return select_workspace(who, exec, gemm_workspace_bytes(backend, args.m, args.n, args.k));
 }
 
 }  // namespace
@@ -30,9 +25,7 @@ void run(std::string_view who, const DenseGemm& args, const Exec& exec) {
   const Backend backend = select_backend(who, exec.backend);
   if (args.m == 0) return;  // nothing to compute, and nothing to read
   if (backend == Backend::cpu) return cpu::bf16_gemm(args);
-  require_device(who, backend);
-  [[maybe_unused]] const auto ws =
-      select_workspace(who, exec, gemm_workspace_bytes(backend, args.m, args.n, args.k));
+  [[maybe_unused]] const auto ws = device_workspace(who, backend, exec, args);
   switch (backend) {
 #ifdef METRALE_HAS_CUDA
     case Backend::cuda: return cuda::bf16_gemm(args, ws, exec.stream);
@@ -41,7 +34,7 @@ void run(std::string_view who, const DenseGemm& args, const Exec& exec) {
 #ifdef METRALE_HAS_CUTLASS
     case Backend::cutlass: return reference::cutlass::bf16_gemm(args, ws, exec.stream);
 #endif
-    default: unreachable(who, backend);
+    default: no_dispatch(who, backend);
   }
 }
 
@@ -50,9 +43,7 @@ void run(std::string_view who, const Nvfp4Gemm& args, const Exec& exec) {
   const Backend backend = select_backend(who, exec.backend);
   if (args.m == 0) return;
   if (backend == Backend::cpu) return cpu::nvfp4_gemm(args);
-  require_device(who, backend);
-  [[maybe_unused]] const auto ws =
-      select_workspace(who, exec, gemm_workspace_bytes(backend, args.m, args.n, args.k));
+  [[maybe_unused]] const auto ws = device_workspace(who, backend, exec, args);
   switch (backend) {
 #ifdef METRALE_HAS_CUDA
     case Backend::cuda: return cuda::nvfp4_gemm(args, ws, exec.stream);
@@ -61,7 +52,7 @@ void run(std::string_view who, const Nvfp4Gemm& args, const Exec& exec) {
 #ifdef METRALE_HAS_CUTLASS
     case Backend::cutlass: return reference::cutlass::nvfp4_gemm(args, ws, exec.stream);
 #endif
-    default: unreachable(who, backend);
+    default: no_dispatch(who, backend);
   }
 }
 
@@ -70,18 +61,16 @@ void run_cutlass_tile(std::string_view who, const DenseGemm& args, const Exec& e
   validate(who, args);
   const Backend backend = select_backend(who, Backend::cutlass);
   if (args.m == 0) return;
-  require_device(who, backend);
 #ifdef METRALE_HAS_CUTLASS
   using reference::cutlass::Tile;
   constexpr Tile kTiles[] = {Tile::m128n256, Tile::m256n128, Tile::m64n128, Tile::m128n64,
                              Tile::m64n64};
-  const auto ws =
-      select_workspace(who, exec, gemm_workspace_bytes(backend, args.m, args.n, args.k));
+  const auto ws = device_workspace(who, backend, exec, args);
   reference::cutlass::bf16_gemm(args, ws, exec.stream, kTiles[static_cast<int>(tile)]);
 #else
   (void)exec;
   (void)tile;
-  unreachable(who, backend);
+  no_dispatch(who, backend);
 #endif
 }
 
@@ -90,24 +79,24 @@ void run_cublaslt_algo(std::string_view who, const DenseGemm& args, const Exec& 
   validate(who, args);
   const Backend backend = select_backend(who, Backend::cublaslt);
   if (args.m == 0) return;
-  require_device(who, backend);
 #ifdef METRALE_HAS_CUDA
-  const auto ws =
-      select_workspace(who, exec, gemm_workspace_bytes(backend, args.m, args.n, args.k));
+  const auto ws = device_workspace(who, backend, exec, args);
   reference::cublaslt::bf16_gemm(args, ws, exec.stream, algo_index, returned_count);
 #else
   (void)exec;
   (void)algo_index;
   (void)returned_count;
-  unreachable(who, backend);
+  no_dispatch(who, backend);
 #endif
 }
 
-std::size_t gemm_workspace_size(std::string_view who, Backend backend, int m, int n, int k) {
+void gemm_workspace_size(std::string_view who, Backend backend, int m, int n, int k,
+                         std::size_t* bytes) {
+  core::require_not_null(who, "bytes", bytes);
   core::require_non_negative(who, "M", m);
   core::require_positive(who, "N", n);
   core::require_positive(who, "K", k);
-  return gemm_workspace_bytes(select_backend(who, backend), m, n, k);
+  *bytes = gemm_workspace_bytes(select_backend(who, backend), m, n, k);
 }
 
 }  // namespace metrale::api

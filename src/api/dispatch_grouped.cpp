@@ -3,34 +3,27 @@
 // device. With host offsets the API fills in max_rows_per_expert, so every backend can size its
 // launch from it whichever side the offsets live on.
 #include <algorithm>
-#include <span>
 
+#include "api/backends.hpp"
 #include "api/dispatch.hpp"
 #include "api/select.hpp"
 #include "api/validate.hpp"
-#include "core/error.hpp"
 #include "core/validate.hpp"
-#include "cpu/cpu_backend.hpp"
-
-#ifdef METRALE_HAS_CUDA
-#include "reference/cublaslt/cublaslt_backend.hpp"
-#endif
-#ifdef METRALE_HAS_CUTLASS
-#include "reference/cutlass/cutlass_backend.hpp"
-#endif
 
 namespace metrale::api {
 
 namespace {
 
-GroupedNvfp4 with_max_rows(const GroupedNvfp4& args) {
-  GroupedNvfp4 out = args;
-  if (!args.groups.offsets_on_device) {
+// With host offsets, max_rows_per_expert is their largest expert (the caller's value is not
+// read); device offsets keep the caller's bound.
+ExpertGroups with_max_rows(const ExpertGroups& groups) {
+  ExpertGroups out = groups;
+  if (!groups.offsets_on_device) {
     std::int32_t max_rows = 0;
-    for (std::int32_t e = 0; e < args.groups.num_experts; ++e) {
-      max_rows = std::max(max_rows, args.groups.offsets[e + 1] - args.groups.offsets[e]);
+    for (std::int32_t e = 0; e < groups.num_experts; ++e) {
+      max_rows = std::max(max_rows, groups.offsets[e + 1] - groups.offsets[e]);
     }
-    out.groups.max_rows_per_expert = max_rows;
+    out.max_rows_per_expert = max_rows;
   }
   return out;
 }
@@ -53,7 +46,8 @@ void infer_a_rows(GroupedNvfp4& args) {
 void run(std::string_view who, const GroupedNvfp4& raw, const Exec& exec) {
   validate(who, raw);
   const Backend backend = select_backend(who, exec.backend);
-  GroupedNvfp4 args = with_max_rows(raw);
+  GroupedNvfp4 args = raw;
+  args.groups = with_max_rows(raw.groups);
   if (backend == Backend::cpu) {
     validate_for_cpu(who, args);
     if (args.groups.m_total == 0 || args.groups.num_experts == 0) return;
@@ -72,32 +66,21 @@ void run(std::string_view who, const GroupedNvfp4& raw, const Exec& exec) {
 #ifdef METRALE_HAS_CUTLASS
     case Backend::cutlass: return reference::cutlass::nvfp4_grouped(args, ws, exec.stream);
 #endif
-    default: fail(Status::internal, "{}: no dispatch for backend {}", who, backend_name(backend));
+    default: no_dispatch(who, backend);
   }
 }
 
-std::size_t grouped_workspace_size(std::string_view who, Backend backend,
-                                   const ExpertGroups& groups, int n, int k, int proj_count) {
-  METRALE_REQUIRE(proj_count == 1 || proj_count == 2,
-                  "{}: proj_count = {}, expected 1 (down) or 2 (gate and up)", who, proj_count);
-  core::require_positive(who, "N", n);
-  core::require_positive(who, "K", k);
-  core::require_multiple_of(who, "K", k, 16);
-  core::require_non_negative(who, "num_experts", groups.num_experts);
-  core::require_non_negative(who, "M_total", groups.m_total);
+void grouped_workspace_size(std::string_view who, Backend backend, const ExpertGroups& groups,
+                            int n, int k, int proj_count, std::size_t* bytes) {
+  core::require_not_null(who, "bytes", bytes);
+  require_proj_count(who, proj_count);
+  require_grouped_dims(who, groups, n, k);
   core::require_non_negative(who, "max_rows_per_expert", groups.max_rows_per_expert);
-  ExpertGroups sized = groups;
-  if (!groups.offsets_on_device && groups.offsets != nullptr) {
-    // Size it exactly as run() will: from the host offsets' largest expert.
-    const std::span<const std::int32_t> offsets(groups.offsets,
-                                                static_cast<std::size_t>(groups.num_experts) + 1);
-    core::ensure_group_arrays(who, groups.num_experts, {}, offsets);
-    core::require_offsets_within(who, offsets, groups.m_total);
-    GroupedNvfp4 probe{};
-    probe.groups = groups;
-    sized = with_max_rows(probe).groups;
-  }
-  return grouped_workspace_bytes(select_backend(who, backend), sized, n, k, proj_count);
+  // Size it exactly as run() will: from the host offsets' largest expert.
+  const bool host_offsets = !groups.offsets_on_device && groups.offsets != nullptr;
+  if (host_offsets) require_host_offsets(who, groups);
+  *bytes = grouped_workspace_bytes(select_backend(who, backend),
+                                   host_offsets ? with_max_rows(groups) : groups, n, k, proj_count);
 }
 
 }  // namespace metrale::api

@@ -1,14 +1,10 @@
 // Dispatch of the packing operations: the NVFP4 quantizer, the SFB swizzle of block scales and
 // the packed [N, K/2] <-> [K/2, N] transposes. cuBLASLt has none of them.
+#include "api/backends.hpp"
 #include "api/dispatch.hpp"
 #include "api/select.hpp"
 #include "api/validate.hpp"
 #include "core/error.hpp"
-#include "cpu/cpu_backend.hpp"
-
-#ifdef METRALE_HAS_CUTLASS
-#include "reference/cutlass/cutlass_backend.hpp"
-#endif
 
 namespace metrale::api {
 
@@ -20,14 +16,20 @@ namespace {
        backend_name(backend));
 }
 
+// The backend of a packing operation: cuBLASLt is refused, a device backend needs its device.
+Backend select_packing_backend(std::string_view who, Backend requested) {
+  const Backend backend = select_backend(who, requested);
+  if (backend == Backend::cublaslt) not_implemented(who, backend);
+  if (backend != Backend::cpu) require_device(who, backend);
+  return backend;
+}
+
 }  // namespace
 
 void run(std::string_view who, const PackNvfp4& args, const Exec& exec) {
   validate(who, args);
-  const Backend backend = select_backend(who, exec.backend);
+  const Backend backend = select_packing_backend(who, exec.backend);
   if (backend == Backend::cpu) return cpu::pack_nvfp4(args);
-  if (backend == Backend::cublaslt) not_implemented(who, backend);
-  require_device(who, backend);
   // The quantizer has no size query (its amax reduction needs a few bytes at most): it gets the
   // caller's workspace, or the shared one.
   [[maybe_unused]] const auto ws = select_workspace_any(who, backend, exec);
@@ -44,11 +46,9 @@ void run(std::string_view who, const PackNvfp4& args, const Exec& exec) {
 
 void run(std::string_view who, const SwizzleScales& args, const Exec& exec) {
   validate(who, args);
-  const Backend backend = select_backend(who, exec.backend);
-  if (backend == Backend::cpu) return cpu::swizzle_scales(args);
-  if (backend == Backend::cublaslt) not_implemented(who, backend);
-  require_device(who, backend);
+  const Backend backend = select_packing_backend(who, exec.backend);
   switch (backend) {
+    case Backend::cpu: return cpu::swizzle_scales(args);
 #ifdef METRALE_HAS_CUDA
     case Backend::cuda: return cuda::swizzle_scales(args, exec.stream);
 #endif
@@ -61,11 +61,9 @@ void run(std::string_view who, const SwizzleScales& args, const Exec& exec) {
 
 void run(std::string_view who, const TransposePacked& args, const Exec& exec) {
   validate(who, args);
-  const Backend backend = select_backend(who, exec.backend);
-  if (backend == Backend::cpu) return cpu::transpose_packed(args);
-  if (backend == Backend::cublaslt) not_implemented(who, backend);
-  require_device(who, backend);
+  const Backend backend = select_packing_backend(who, exec.backend);
   switch (backend) {
+    case Backend::cpu: return cpu::transpose_packed(args);
 #ifdef METRALE_HAS_CUDA
     case Backend::cuda: return cuda::transpose_packed(args, exec.stream);
 #endif

@@ -1,22 +1,16 @@
 // Backend selection and workspace resolution (see select.hpp). The reference arms are referenced
-// only under their build gates, so a build without CUTLASS links no CUTLASS code at all.
+// only under their build gates (backends.hpp).
 #include "api/select.hpp"
 
 #include <string>
 
+#include "api/backends.hpp"
 #include "core/config.hpp"
 #include "core/device.hpp"
 #include "core/error.hpp"
 #include "core/status.hpp"
 #include "core/validate.hpp"
 #include "core/workspace.hpp"
-
-#ifdef METRALE_HAS_CUDA
-#include "reference/cublaslt/cublaslt_backend.hpp"
-#endif
-#ifdef METRALE_HAS_CUTLASS
-#include "reference/cutlass/cutlass_backend.hpp"
-#endif
 
 namespace metrale::api {
 
@@ -71,12 +65,25 @@ void require_device(std::string_view who, Backend backend) {
          why);
 }
 
+void no_dispatch(std::string_view who, Backend backend) {
+  fail(Status::internal, "{}: no dispatch for backend {}", who, backend_name(backend));
+}
+
 core::Buffer shared_workspace_for(std::string_view who, Backend backend) {
   try {
     return core::shared_workspace(backend);
   } catch (const Error& e) {
     fail(e.status(), "{}: {}", who, e.what());
   }
+}
+
+void get_shared_workspace(std::string_view who, Backend backend, void** workspace,
+                          std::size_t* workspace_size) {
+  core::require_not_null(who, "workspace", workspace);
+  core::require_not_null(who, "workspace_size", workspace_size);
+  const core::Buffer buffer = shared_workspace_for(who, select_backend(who, backend));
+  *workspace = buffer.ptr;
+  *workspace_size = buffer.size;
 }
 
 cuda::Workspace select_workspace(std::string_view who, const Exec& exec, std::size_t needed) {

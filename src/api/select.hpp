@@ -22,8 +22,16 @@ Backend select_backend(std::string_view who, Backend requested);
 // can run on (for Backend::cuda: also an arch its kernels were built for).
 void require_device(std::string_view who, Backend backend);
 
+// Selection has already refused backends that are not built; this is the impossible rest of a
+// dispatch switch (Status::internal).
+[[noreturn]] void no_dispatch(std::string_view who, Backend backend);
+
 // The shared workspace of `backend`, its errors prefixed with `who`.
 core::Buffer shared_workspace_for(std::string_view who, Backend backend);
+// The shared-workspace query of both APIs: checks the out pointers, selects the backend and
+// writes its shared buffer.
+void get_shared_workspace(std::string_view who, Backend backend, void** workspace,
+                          std::size_t* workspace_size);
 
 // The workspace for a call that needs `needed` bytes.
 cuda::Workspace select_workspace(std::string_view who, const Exec& exec, std::size_t needed);

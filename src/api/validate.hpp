@@ -30,4 +30,16 @@ std::string_view grouped_op_name(const GroupedNvfp4& args);
 // Validation of the small enums that cross the C ABI as integers.
 void require_scale_layout(std::string_view who, ScaleLayout layout);
 
+// Pieces of validate() that the size queries and the C ABI's _ex call also run, with the same
+// messages:
+//   require_proj_count    1 (down) or 2 (gate and up); the C ABI checks it before reading proj[]
+//   require_nvfp4_shape   N > 0, K > 0, K a multiple of 16 (one e4m3 scale per 16 weights)
+//   require_grouped_dims  the NVFP4 shape, then num_experts >= 0 and M_total >= 0
+//   require_host_offsets  host offsets[0..E]: the seed's ensure_group_arrays, offsets[E] <= M_total
+void require_proj_count(std::string_view who, std::int32_t proj_count);
+void require_nvfp4_shape(std::string_view who, std::int32_t n, std::int32_t k);
+void require_grouped_dims(std::string_view who, const ExpertGroups& groups, std::int32_t n,
+                          std::int32_t k);
+void require_host_offsets(std::string_view who, const ExpertGroups& groups);
+
 }  // namespace metrale::api

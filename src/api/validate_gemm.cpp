@@ -26,13 +26,13 @@ void require_bytes(std::string_view who, std::string_view name, const void* ptr)
   require_not_null(who, name, ptr);
 }
 
+}  // namespace
+
 void require_nvfp4_shape(std::string_view who, std::int32_t n, std::int32_t k) {
   require_positive(who, "N", n);
   require_positive(who, "K", k);
   require_multiple_of(who, "K", k, kNvfp4Block);
 }
-
-}  // namespace
 
 void require_scale_layout(std::string_view who, ScaleLayout layout) {
   METRALE_REQUIRE(layout == ScaleLayout::k16_by_n || layout == ScaleLayout::sfb,

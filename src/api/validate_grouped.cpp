@@ -36,15 +36,9 @@ std::string_view token_ids_name(const GroupedNvfp4& args) {
 }
 
 void validate_shape(std::string_view who, const GroupedNvfp4& args) {
-  METRALE_REQUIRE(args.proj_count == 1 || args.proj_count == 2,
-                  "{}: proj_count = {}, expected 1 (down) or 2 (gate and up)", who,
-                  args.proj_count);
+  require_proj_count(who, args.proj_count);
   require_scale_layout(who, args.scale_layout);
-  core::require_positive(who, "N", args.n);
-  core::require_positive(who, "K", args.k);
-  core::require_multiple_of(who, "K", args.k, 16);
-  require_non_negative(who, "num_experts", args.groups.num_experts);
-  require_non_negative(who, "M_total", args.groups.m_total);
+  require_grouped_dims(who, args.groups, args.n, args.k);
   require_non_negative(who, "a_rows", args.a_rows);
 }
 
@@ -77,11 +71,7 @@ void validate_offsets(std::string_view who, const GroupedNvfp4& args) {
                     who, g.max_rows_per_expert, g.m_total);
     return;
   }
-  const std::span<const std::int32_t> offsets(g.offsets,
-                                              static_cast<std::size_t>(g.num_experts) + 1);
-  // The per-expert arrays' lengths do not cross the C ABI: their non-nullness was checked above.
-  core::ensure_group_arrays(who, g.num_experts, {}, offsets);
-  core::require_offsets_within(who, offsets, g.m_total);
+  require_host_offsets(who, g);
 }
 
 // An expert that has rows must have its weights; with device offsets any expert may have rows.
@@ -120,6 +110,26 @@ void validate_rows(std::string_view who, const GroupedNvfp4& args) {
 }
 
 }  // namespace
+
+void require_proj_count(std::string_view who, std::int32_t proj_count) {
+  METRALE_REQUIRE(proj_count == 1 || proj_count == 2,
+                  "{}: proj_count = {}, expected 1 (down) or 2 (gate and up)", who, proj_count);
+}
+
+void require_grouped_dims(std::string_view who, const ExpertGroups& groups, std::int32_t n,
+                          std::int32_t k) {
+  require_nvfp4_shape(who, n, k);
+  require_non_negative(who, "num_experts", groups.num_experts);
+  require_non_negative(who, "M_total", groups.m_total);
+}
+
+void require_host_offsets(std::string_view who, const ExpertGroups& groups) {
+  const std::span<const std::int32_t> offsets(groups.offsets,
+                                              static_cast<std::size_t>(groups.num_experts) + 1);
+  // The per-expert arrays' lengths do not cross the C ABI: validate checks their non-nullness.
+  core::ensure_group_arrays(who, groups.num_experts, {}, offsets);
+  core::require_offsets_within(who, offsets, groups.m_total);
+}
 
 std::string_view grouped_op_name(const GroupedNvfp4& args) {
   if (args.proj_count == 1) return "nvfp4_grouped_down";

@@ -63,6 +63,13 @@ struct Problem {
     }
     return out;
   }
+
+  // The seed's grouped_down of projection `p` on act_bf (group row i reads row i) into `out`.
+  int grouped_down(const Projection& p, std::vector<bf16_bits>& out) const {
+    return metrale_cpu_nvfp4_grouped_down(act_bf.data(), p.packed_ptrs.data(), p.sfb_ptrs.data(),
+                                          p.scale2.data(), out.data(), offsets.data(), kExperts,
+                                          kN, kK, nullptr, 0, nullptr);
+  }
 };
 
 TEST(CpuCompute, FusedGathersAndUsesSfb) {
@@ -97,12 +104,7 @@ TEST(CpuCompute, GateUpUsesK16ByNScalesAndDownUsesSfb) {
       << metrale_last_error();
   EXPECT_EQ(gate, pr.expected(pr.gate, identity));
   EXPECT_EQ(up, pr.expected(pr.up, identity));
-  ASSERT_EQ(
-      metrale_cpu_nvfp4_grouped_down(pr.act_bf.data(), pr.up.packed_ptrs.data(),
-                                     pr.up.sfb_ptrs.data(), pr.up.scale2.data(), down.data(),
-                                     pr.offsets.data(), kExperts, kN, kK, nullptr, 0, nullptr),
-      METRALE_STATUS_OK)
-      << metrale_last_error();
+  ASSERT_EQ(pr.grouped_down(pr.up, down), METRALE_STATUS_OK) << metrale_last_error();
   EXPECT_EQ(down, up) << "down on the up weights equals the up projection";
 }
 
@@ -133,12 +135,7 @@ TEST(CpuCompute, GroupedExMatchesTheSeedForm) {
   // Without a gather the seed form reads group row i from row i: 11 rows of activations.
   pr.act = test::small_ints(11 * kK, 13);
   pr.act_bf = test::to_bf16(pr.act);
-  ASSERT_EQ(
-      metrale_cpu_nvfp4_grouped_down(pr.act_bf.data(), pr.gate.packed_ptrs.data(),
-                                     pr.gate.sfb_ptrs.data(), pr.gate.scale2.data(), seed.data(),
-                                     pr.offsets.data(), kExperts, kN, kK, nullptr, 0, nullptr),
-      METRALE_STATUS_OK)
-      << metrale_last_error();
+  ASSERT_EQ(pr.grouped_down(pr.gate, seed), METRALE_STATUS_OK) << metrale_last_error();
   const metrale_groups groups{pr.offsets.data(), 0, kExperts, 11, 0};
   const metrale_expert_weights w{pr.gate.packed_ptrs.data(), pr.gate.sfb_ptrs.data(),
                                  pr.gate.scale2.data()};

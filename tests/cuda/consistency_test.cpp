@@ -14,13 +14,7 @@
 namespace metrale::cuda_test {
 namespace {
 
-using check::Mode;
-using check::Op;
-using check::RoutingKind;
-
 #ifdef METRALE_HAS_CUDA
-
-const Exec kCuda{Backend::cuda, nullptr, 0, nullptr};
 
 std::vector<bf16_bits> run_grouped(const check::GroupedHost& h, check::GroupedDevice& d) {
   const Result r = nvfp4_grouped(check::device_args(h, d, false, h.routing.max_rows), kCuda);

@@ -1,6 +1,7 @@
 // Shared pieces of the GPU tests (tests/cuda): the skip rule (no usable CUDA device or arch: the
-// test says why and ctest reports it skipped), case builders, the verdict on a check case, and
-// the shape lists taken from the CUDA backend's constraints (docs/testing.md):
+// test says why and ctest reports it skipped), the harness names and the plain CUDA Exec every
+// test uses, case builders, the verdict on a check case, and the shape lists taken from the CUDA
+// backend's constraints (docs/testing.md):
 //   M       1, 2, 3, 63, 64, 65, 127, 128, 129   (1, 2, 3, tile-1, tile, tile+1 for 64 and 128)
 //   N       1, 8, 63, 64, 65, 200
 //   K       32, 64, 96, 2048                      (multiples of 32: the NVFP4 kernels' rule)
@@ -20,6 +21,15 @@ namespace metrale::cuda_test {
 inline constexpr std::array<int, 9> kRowsM = {1, 2, 3, 63, 64, 65, 127, 128, 129};
 inline constexpr std::array<int, 6> kColsN = {1, 8, 63, 64, 65, 200};
 inline constexpr std::array<int, 4> kDepthK = {32, 64, 96, 2048};
+
+// The harness names every GPU test builds its cases from.
+using check::Mode;
+using check::Op;
+using check::RoutingKind;
+
+// The CUDA backend on the default stream without a caller workspace: the plain call the tests
+// compare against the oracle (graph_test builds its own Exec with a stream and workspace).
+inline const Exec kCuda{Backend::cuda, nullptr, 0, nullptr};
 
 #define METRALE_SKIP_WITHOUT_GPU()                                   \
   do {                                                               \

@@ -19,10 +19,6 @@
 namespace metrale::cuda_test {
 namespace {
 
-using check::Mode;
-using check::Op;
-using check::RoutingKind;
-
 #ifdef METRALE_HAS_CUDA
 
 constexpr int kHidden = 256, kInter = 128, kTokens = 48, kExperts = 16, kTopK = 4;

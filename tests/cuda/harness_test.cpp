@@ -19,10 +19,6 @@
 namespace metrale::cuda_test {
 namespace {
 
-using check::Mode;
-using check::Op;
-using check::RoutingKind;
-
 void expect_valid_routing(const check::RoutingPlan& plan, bool distinct_experts) {
   ASSERT_EQ(plan.offsets.size(), static_cast<std::size_t>(plan.experts) + 1);
   EXPECT_EQ(plan.offsets.front(), 0);

@@ -12,9 +12,6 @@
 namespace metrale::cuda_test {
 namespace {
 
-using check::Mode;
-using check::Op;
-
 void sweep_gemm(Op op, Mode mode, std::span<const int> ms, std::span<const int> ns,
                 std::span<const int> ks) {
   int failures = 0;

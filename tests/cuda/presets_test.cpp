@@ -13,9 +13,6 @@
 namespace metrale::cuda_test {
 namespace {
 
-using check::Mode;
-using check::Op;
-
 void run_preset(std::string_view name) {
   const check::ModelPreset* model = check::find_model(name);
   ASSERT_NE(model, nullptr) << name;

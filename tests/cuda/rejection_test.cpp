@@ -21,13 +21,7 @@
 namespace metrale::cuda_test {
 namespace {
 
-using check::Mode;
-using check::Op;
-using check::RoutingKind;
-
 #ifdef METRALE_HAS_CUDA
-
-const Exec kCuda{Backend::cuda, nullptr, 0, nullptr};
 
 void expect_refused(const Result& r, Status status, std::initializer_list<const char*> needles) {
   EXPECT_EQ(r.status, status) << r.message;

@@ -8,10 +8,6 @@
 namespace metrale::cuda_test {
 namespace {
 
-using check::Mode;
-using check::Op;
-using check::RoutingKind;
-
 TEST(SanitizerSmall, Gemms) {
   METRALE_SKIP_WITHOUT_GPU();
   for (Op op : {Op::bf16_gemm, Op::nvfp4_gemm}) {

@@ -15,16 +15,11 @@
 
 #include "check/buffers.hpp"
 #include "check/compare.hpp"
-#include "check/inputs.hpp"
-#include "cpu/cpu_backend.hpp"
 #include "reference/cublaslt/cublaslt_backend.hpp"
 #endif
 
 namespace metrale::reference_test {
 namespace {
-
-using check::Mode;
-using check::Op;
 
 const int kShapes[][3] = {{1, 8, 16},      {3, 24, 48},     {65, 136, 208},   {128, 256, 256},
                           {257, 520, 272}, {1, 4096, 2048}, {512, 2880, 2880}};
@@ -58,34 +53,22 @@ TEST(CublasLt, GroupedExactAndRealistic) {
 TEST(CublasLt, EveryEnumeratedAlgorithmIsExact) {
   METRALE_SKIP_UNLESS_BUILT(Backend::cublaslt);
   const int m = 96, n = 264, k = 1040;
-  const auto act = check::small_int_bf16(static_cast<std::size_t>(m) * k, 31, 2);
-  const auto weight = check::small_int_bf16(static_cast<std::size_t>(n) * k, 32, 3);
-  std::vector<bf16_bits> want(static_cast<std::size_t>(m) * n);
-  cpu::bf16_gemm(DenseGemm{act.data(), weight.data(), want.data(), m, n, k});
-
-  check::DeviceBuffer d_act = check::upload_new(act, "act");
-  check::DeviceBuffer d_weight = check::upload_new(weight, "weight");
-  check::DeviceBuffer d_out(want.size() * sizeof(bf16_bits), "out");
-  const std::size_t ws_bytes = reference::cublaslt::gemm_workspace_size(m, n, k);
-  check::DeviceBuffer d_ws(ws_bytes > 0 ? ws_bytes : 1, "workspace");
-  const DenseGemm args{
-      d_act.as<bf16_bits>(), d_weight.as<bf16_bits>(), d_out.as<bf16_bits>(), m, n, k};
-  const cuda::Workspace ws{d_ws.data(), ws_bytes};
+  ExactDenseGemm g(m, n, k, 31, reference::cublaslt::gemm_workspace_size(m, n, k));
   int count = 0;
-  reference::cublaslt::bf16_gemm(args, ws, nullptr, 0, &count);
+  reference::cublaslt::bf16_gemm(g.args, g.ws, nullptr, 0, &count);
   ASSERT_GT(count, 0);
   for (int algo = 0; algo < count; ++algo) {
     SCOPED_TRACE("algo_index " + std::to_string(algo) + " of " + std::to_string(count));
-    d_out.poison_bf16(check::kPoisonBf16);
+    g.out.poison_bf16(check::kPoisonBf16);
     int again = 0;
-    reference::cublaslt::bf16_gemm(args, ws, nullptr, algo, &again);
+    reference::cublaslt::bf16_gemm(g.args, g.ws, nullptr, algo, &again);
     EXPECT_EQ(again, count);
     check::device_synchronize("cublaslt bf16_gemm");
     const check::Comparison cmp =
-        check::compare_bf16_bits(d_out.download<bf16_bits>(), want, n, {}, "out");
+        check::compare_bf16_bits(g.out.download<bf16_bits>(), g.want, n, {}, "out");
     EXPECT_EQ(cmp.mismatches, 0) << cmp.first_detail;
   }
-  EXPECT_EQ(check::check_all_guards({&d_act, &d_weight, &d_out, &d_ws}), "");
+  EXPECT_EQ(g.broken_guards(), "");
 }
 #endif  // METRALE_HAS_CUDA
 

@@ -19,9 +19,6 @@
 namespace metrale::reference_test {
 namespace {
 
-using check::Mode;
-using check::Op;
-
 struct Shape {
   int m, n, k;
 };

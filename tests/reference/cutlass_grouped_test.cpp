@@ -20,10 +20,6 @@
 namespace metrale::reference_test {
 namespace {
 
-using check::Mode;
-using check::Op;
-using check::RoutingKind;
-
 const Op kGroupedOps[] = {Op::grouped_gate_up, Op::grouped_gate_up_fused, Op::grouped_down};
 
 TEST(CutlassGrouped, ExactEveryOpEveryRouting) {

@@ -14,9 +14,6 @@
 namespace metrale::reference_test {
 namespace {
 
-using check::Mode;
-using check::Op;
-
 // N x K: one block, tile edges (128 rows, 64 elements per scale tile), and real projections.
 const int kPackShapes[][2] = {{1, 16},    {3, 48},     {127, 64},   {128, 80},
                               {129, 272}, {300, 1040}, {2048, 768}, {7168, 2048}};

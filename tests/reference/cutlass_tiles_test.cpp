@@ -14,9 +14,7 @@
 
 #include "check/buffers.hpp"
 #include "check/compare.hpp"
-#include "check/inputs.hpp"
 #include "core/error.hpp"
-#include "cpu/cpu_backend.hpp"
 #include "reference/cutlass/cutlass_backend.hpp"
 #include "reference_test_util.hpp"
 
@@ -51,26 +49,15 @@ class Stream {
 
 // Runs `tile` on an exact-mode M x N x K product and compares with the CPU oracle; "" if equal.
 std::string run_tile(Tile tile, int m, int n, int k, std::uint64_t seed) {
-  const auto act = check::small_int_bf16(static_cast<std::size_t>(m) * k, seed, 2);
-  const auto weight = check::small_int_bf16(static_cast<std::size_t>(n) * k, seed + 1, 3);
-  std::vector<bf16_bits> want(static_cast<std::size_t>(m) * n);
-  cpu::bf16_gemm(DenseGemm{act.data(), weight.data(), want.data(), m, n, k});
-
-  check::DeviceBuffer d_act = check::upload_new(act, "act");
-  check::DeviceBuffer d_weight = check::upload_new(weight, "weight");
-  check::DeviceBuffer d_out(want.size() * sizeof(bf16_bits), "out");
-  const std::size_t ws_bytes = reference::cutlass::gemm_workspace_size(m, n, k);
-  check::DeviceBuffer d_ws(ws_bytes > 0 ? ws_bytes : 1, "workspace");
+  ExactDenseGemm g(m, n, k, seed, reference::cutlass::gemm_workspace_size(m, n, k));
   const Stream stream;
-  const DenseGemm args{
-      d_act.as<bf16_bits>(), d_weight.as<bf16_bits>(), d_out.as<bf16_bits>(), m, n, k};
   std::vector<bf16_bits> first;
   for (int run = 0; run < 2; ++run) {
-    d_out.poison_bf16(check::kPoisonBf16);
-    reference::cutlass::bf16_gemm(args, cuda::Workspace{d_ws.data(), ws_bytes}, stream.get(), tile);
+    g.out.poison_bf16(check::kPoisonBf16);
+    reference::cutlass::bf16_gemm(g.args, g.ws, stream.get(), tile);
     check::cuda_require(cudaStreamSynchronize(stream.get()), "bf16_gemm");
-    const std::vector<bf16_bits> got = d_out.download<bf16_bits>();
-    const check::Comparison cmp = check::compare_bf16_bits(got, want, n, {}, "out");
+    const std::vector<bf16_bits> got = g.out.download<bf16_bits>();
+    const check::Comparison cmp = check::compare_bf16_bits(got, g.want, n, {}, "out");
     if (cmp.mismatches > 0) {
       return std::to_string(cmp.mismatches) + " of " + std::to_string(cmp.compared) +
              " differ, first " + cmp.first_detail;
@@ -79,7 +66,7 @@ std::string run_tile(Tile tile, int m, int n, int k, std::uint64_t seed) {
     if (run == 1 && got != first) return "the second run differs from the first";
     first = got;
   }
-  const std::string guards = check::check_all_guards({&d_act, &d_weight, &d_out, &d_ws});
+  const std::string guards = g.broken_guards();
   return guards.empty() ? std::string() : "guard band broken: " + guards;
 }
 

@@ -1,8 +1,10 @@
 // Shared pieces of the reference-arm tests (CUTLASS and cuBLASLt against the CPU oracle): the skip
 // rule (no usable CUDA device, or the arm not compiled in: the test says which and skips), the
-// verdict on one check case, and a workspace large enough for the dequantizing arms.
+// verdict on one check case, case builders, a workspace large enough for the dequantizing arms,
+// and the exact dense GEMM the tests that call an arm's bf16_gemm directly run on.
 #pragma once
 
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -12,7 +14,19 @@
 #include "check/check.hpp"
 #include "metrale/metrale.hpp"
 
+#ifdef METRALE_HAS_CUDA
+#include "check/buffers.hpp"
+#include "check/inputs.hpp"
+#include "cpu/cpu_backend.hpp"
+#include "cuda/cuda_backend.hpp"
+#endif
+
 namespace metrale::reference_test {
+
+// The harness names every reference test builds its cases from.
+using check::Mode;
+using check::Op;
+using check::RoutingKind;
 
 // The dequantizing arms keep every active expert's bf16 weight in the workspace: 3.56x the NVFP4
 // bytes (DeepSeek-V3 gate_up at T = 4096 needs ~15 GB). The shared workspace is sized from this
@@ -69,17 +83,44 @@ inline check::Case gemm_case(Backend backend, check::Op op, check::Mode mode, in
   return c;
 }
 
+// A grouped case: the rows come from the routing, so M stays 0.
 inline check::Case grouped_case(Backend backend, check::Op op, check::Mode mode, int n, int k,
                                 check::Routing routing, std::uint64_t seed = 1) {
-  check::Case c;
-  c.op = op;
-  c.mode = mode;
-  c.backend = backend;
-  c.n = n;
-  c.k = k;
+  check::Case c = gemm_case(backend, op, mode, 0, n, k, seed);
   c.routing = routing;
-  c.seed = seed;
   return c;
 }
+
+#ifdef METRALE_HAS_CUDA
+// An exact-mode M x N x K bf16 GEMM on the device, for the tests that call an arm's bf16_gemm
+// directly instead of through run_case: small-integer operands (every fp32 sum is exact, so any
+// tile or algorithm must reproduce the CPU oracle bit for bit), the oracle's product, an output
+// buffer and a workspace of the arm's size (one byte at least, so that it has guard bands too).
+struct ExactDenseGemm {
+  ExactDenseGemm(int m, int n, int k, std::uint64_t seed, std::size_t workspace_bytes)
+      : act_host(check::small_int_bf16(static_cast<std::size_t>(m) * k, seed, 2)),
+        weight_host(check::small_int_bf16(static_cast<std::size_t>(n) * k, seed + 1, 3)),
+        want(static_cast<std::size_t>(m) * n),
+        act(check::upload_new(act_host, "act")),
+        weight(check::upload_new(weight_host, "weight")),
+        out(want.size() * sizeof(bf16_bits), "out"),
+        workspace(workspace_bytes > 0 ? workspace_bytes : 1, "workspace"),
+        args{act.as<bf16_bits>(), weight.as<bf16_bits>(), out.as<bf16_bits>(), m, n, k},
+        ws{workspace.data(), workspace_bytes} {
+    cpu::bf16_gemm(DenseGemm{act_host.data(), weight_host.data(), want.data(), m, n, k});
+  }
+
+  // "" when every guard band around the four device buffers still holds.
+  std::string broken_guards() const {
+    return check::check_all_guards({&act, &weight, &out, &workspace});
+  }
+
+  std::vector<bf16_bits> act_host, weight_host;
+  std::vector<bf16_bits> want;  // the CPU oracle's [M, N] product
+  check::DeviceBuffer act, weight, out, workspace;
+  DenseGemm args;      // the device operands
+  cuda::Workspace ws;  // the workspace at the arm's size, not the one-byte minimum
+};
+#endif  // METRALE_HAS_CUDA
 
 }  // namespace metrale::reference_test

@@ -13,8 +13,6 @@
 namespace metrale::check {
 namespace {
 
-constexpr Exec kCpu{Backend::cpu, nullptr, 0, nullptr};
-
 std::uint64_t address(const void* p) {
   return reinterpret_cast<std::uintptr_t>(p);
 }
@@ -133,7 +131,7 @@ std::array<std::vector<bf16_bits>, 2> grouped_oracle(const GroupedHost& h,
   const GroupedNvfp4 args =
       grouped_args(h, ptrs, a.data(), h.gather ? h.a_rows : R,
                    h.gather ? token_ids.data() : nullptr, groups, {out[0].data(), out[1].data()});
-  require_ok(nvfp4_grouped(args, kCpu), fmt::format("CPU oracle {}", op_name(h.op)));
+  require_ok(nvfp4_grouped(args, kCpuOracle), fmt::format("CPU oracle {}", op_name(h.op)));
   return out;
 }
 

@@ -14,8 +14,6 @@
 namespace metrale::check::detail {
 namespace {
 
-constexpr Exec kCpu{Backend::cpu, nullptr, 0, nullptr};
-
 struct GemmInputs {
   std::vector<bf16_bits> act;     // [M, K]
   std::vector<bf16_bits> weight;  // [N, K], dense only
@@ -46,9 +44,9 @@ std::vector<bf16_bits> oracle(const Case& c, const GemmInputs& in,
   const std::vector<bf16_bits> a = absolute ? abs_bf16(act) : act;
   if (c.op == Op::bf16_gemm) {
     const std::vector<bf16_bits> w = absolute ? abs_bf16(in.weight) : in.weight;
-    require_ok(
-        bf16_gemm_act_weight_t(DenseGemm{a.data(), w.data(), out.data(), rows, c.n, c.k}, kCpu),
-        "CPU oracle bf16_gemm_act_weight_t");
+    require_ok(bf16_gemm_act_weight_t(DenseGemm{a.data(), w.data(), out.data(), rows, c.n, c.k},
+                                      kCpuOracle),
+               "CPU oracle bf16_gemm_act_weight_t");
   } else {
     const PackedWeight w = absolute ? abs_weight(in.packed) : in.packed;
     Nvfp4Gemm args{a.data(),
@@ -60,7 +58,8 @@ std::vector<bf16_bits> oracle(const Case& c, const GemmInputs& in,
                    rows,
                    c.n,
                    c.k};
-    require_ok(nvfp4_gemm_bf16_act_weight_t(args, kCpu), "CPU oracle nvfp4_gemm_bf16_act_weight_t");
+    require_ok(nvfp4_gemm_bf16_act_weight_t(args, kCpuOracle),
+               "CPU oracle nvfp4_gemm_bf16_act_weight_t");
   }
   return out;
 }

@@ -22,8 +22,6 @@
 namespace metrale::check::detail {
 namespace {
 
-constexpr Exec kCpu{Backend::cpu, nullptr, 0, nullptr};
-
 // The operation's input bytes and the oracle's output bytes (one or more named outputs).
 struct PackProblem {
   std::vector<std::uint8_t> input;  // bf16 weight bytes, scale bytes or packed bytes

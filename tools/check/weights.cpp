@@ -12,8 +12,6 @@
 namespace metrale::check {
 namespace {
 
-constexpr Exec kCpu{Backend::cpu, nullptr, 0, nullptr};
-
 enum Tag : std::uint64_t { kWeight = 101, kAct };
 
 }  // namespace
@@ -35,11 +33,12 @@ PackedWeight pack_weight_cpu(const std::vector<bf16_bits>& weight, std::int32_t 
   w.scale.resize(N * K / 16);
   PackNvfp4 args{
       weight.data(), w.packed.data(), w.scale.data(), recipe_scale_2 ? &w.scale_2 : nullptr, n, k};
-  require_ok(pack_bf16_weight_to_nvfp4_t(args, kCpu), "CPU oracle pack_bf16_weight_to_nvfp4_t");
+  require_ok(pack_bf16_weight_to_nvfp4_t(args, kCpuOracle),
+             "CPU oracle pack_bf16_weight_to_nvfp4_t");
   if (with_sfb) {
     w.sfb.resize(format::sfb_bytes(N, K));
     SwizzleScales sw{w.scale.data(), w.sfb.data(), n, k, true};
-    require_ok(pack_weight_sfb(sw, kCpu), "CPU oracle pack_weight_sfb");
+    require_ok(pack_weight_sfb(sw, kCpuOracle), "CPU oracle pack_weight_sfb");
   }
   return w;
 }

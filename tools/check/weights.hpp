@@ -37,6 +37,9 @@ class HarnessError : public std::runtime_error {
 // Throws HarnessError("<what>: <status>: <message>") unless r is ok.
 void require_ok(const Result& r, const std::string& what);
 
+// How the harness calls its oracle: the public API on Backend::cpu (host memory, no workspace).
+inline constexpr Exec kCpuOracle{Backend::cpu, nullptr, 0, nullptr};
+
 PackedWeight pack_weight_cpu(const std::vector<bf16_bits>& weight, std::int32_t n, std::int32_t k,
                              bool recipe_scale_2, bool with_sfb);
 

@@ -209,11 +209,7 @@ void add_quantize_command(CLI::App& app, int& exit_code) {
                 "fix scale_2 = 1 (the seeds' form) instead of amax / 2688");
   cmd->add_flag("--sfb", opt->sfb, "also write PREFIX.sfb, the scales in the 128x4 layout");
   cmd->callback([opt, &exit_code] {
-    try {
-      exit_code = run_quantize(*opt);
-    } catch (const Error& e) {
-      exit_code = report_failure("quantize", Result{e.status(), e.what()});
-    }
+    exit_code = exit_code_of("quantize", [&] { return run_quantize(*opt); });
   });
 }
 

@@ -22,6 +22,14 @@ unsigned blocks_for(std::size_t items) {
       std::clamp<std::size_t>((items + kThreads - 1) / kThreads, 1, kMaxBlocks));
 }
 
+// Each kernel moves whole vectors along K: 16 weights of one scale, 8 bf16 of a row.
+void require_k_multiple(const char* op, int k, int multiple) {
+  if (k % multiple != 0) {
+    fail_message(Status::invalid_argument,
+                 concat("cublaslt ", op, ": K = ", k, " is not a multiple of ", multiple));
+  }
+}
+
 // One thread per block of 16 weights (one scale): 8 packed bytes in, 32 bf16 bytes out.
 // Consecutive threads walk consecutive blocks of a row, so loads and stores coalesce.
 __global__ void dequantize_kernel(const std::uint8_t* __restrict__ packed,
@@ -78,10 +86,7 @@ __global__ void gather_kernel(const std::uint16_t* __restrict__ a, int a_rows,
 
 void dequantize_nvfp4(const std::uint8_t* packed, const std::uint8_t* scale, ScaleLayout layout,
                       float scale_2, bf16_bits* out, int n, int k, void* stream) {
-  if (k % 16 != 0) {
-    fail_message(Status::invalid_argument,
-                 concat("cublaslt dequantize_nvfp4: K = ", k, " is not a multiple of 16"));
-  }
+  require_k_multiple("dequantize_nvfp4", k, 16);
   if (n <= 0 || k <= 0) return;
   const std::size_t items = static_cast<std::size_t>(n) * (k / 16);
   dequantize_kernel<<<blocks_for(items), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
@@ -91,10 +96,7 @@ void dequantize_nvfp4(const std::uint8_t* packed, const std::uint8_t* scale, Sca
 
 void gather_rows(const bf16_bits* a, int a_rows, const std::int32_t* token_ids, int rows, int k,
                  bf16_bits* out, void* stream) {
-  if (k % 8 != 0) {
-    fail_message(Status::invalid_argument,
-                 concat("cublaslt gather_rows: K = ", k, " is not a multiple of 8"));
-  }
+  require_k_multiple("gather_rows", k, 8);
   if (rows <= 0 || k <= 0) return;
   const std::size_t items = static_cast<std::size_t>(rows) * (k / 8);
   gather_kernel<<<blocks_for(items), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(

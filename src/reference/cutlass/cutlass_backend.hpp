@@ -12,6 +12,12 @@
 //                  Host offsets only; not capturable in a CUDA graph.
 //   pack_nvfp4, swizzle_scales, transpose_packed
 //                  a second implementation from CUTLASS's converters and SFB layout.
+//   nvfp4_w4a4_gemm_sm100
+//                  Blackwell only (sm_100a, built with METRALE_CUTLASS_SM100=ON): the activation is
+//                  quantized to NVFP4 too (W4A4 numerics: the block-scaled MMA needs FP4 on both
+//                  operands), then CUTLASS's block-scaled GEMM. Cannot run on the H200; refused
+//                  with Status::unsupported on anything but compute capability 10.0, and in a
+//                  build without the option.
 // Unsupported (Status::unsupported, the value named): N % 8 or K % 8 != 0 (TMA rows of 16
 // bytes), act/weight/out not 16-byte aligned, packed weights not 8-byte aligned, device offsets.
 #pragma once
@@ -38,5 +44,14 @@ std::size_t nvfp4_grouped_workspace_size(const ExpertGroups& groups, int n, int 
 // One bound for both dense GEMMs: the NVFP4 call's (its dequantized N x K bf16 weight plus
 // CUTLASS's workspace); a bf16 call needs only CUTLASS's part (0 for these kernels).
 std::size_t gemm_workspace_size(int m, int n, int k);
+
+// out[M,N] = (q(act) · Wᵀ) · scale_2_act · scale_2, where q(act) is act quantized to NVFP4 by our
+// recipe (format/nvfp4_recipe.hpp: scale_2_act = amax(|act|) / 2688, one e4m3 scale per 16
+// elements, SFA = the SFB swizzle over the act's rows) and W the weight as given (either scale
+// layout). Needs K % 32 == 0, N % 8 == 0, act/packed/scale/out 16-byte aligned.
+void nvfp4_w4a4_gemm_sm100(const Nvfp4Gemm& args, cuda::Workspace ws, void* stream);
+// Its workspace (quantized act, SFA, a swizzled copy of the weight's scales, CUTLASS's part);
+// 0 in a build without METRALE_CUTLASS_SM100.
+std::size_t nvfp4_w4a4_gemm_sm100_workspace_size(int m, int n, int k);
 
 }  // namespace metrale::reference::cutlass

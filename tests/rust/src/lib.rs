@@ -5,6 +5,9 @@
 #![allow(clippy::too_many_arguments)]
 
 pub mod ffi {
+    // Before the family modules: macro_rules are visible only below their definition.
+    #[macro_use]
+    mod seed_block;
     pub mod cpu;
     pub mod cutlass;
     pub mod own;
