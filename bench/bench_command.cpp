@@ -2,7 +2,6 @@
 // dequantize-then-cuBLASLt path and (in a CUTLASS build, with METRALE_CUTLASS_GEMM=1) CUTLASS, on
 // the same device, stream, routing and weights, with the ceilings of PERF.md measured first.
 // Without a usable CUDA device it runs the CPU reference backend on a reduced default and says so.
-#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "check/check.hpp"
 #include "core/error.hpp"
 
 namespace metrale::bench {
@@ -36,12 +37,13 @@ constexpr NamedImpl kImpls[] = {
 }  // namespace
 
 const std::vector<ModelShape>& model_presets() {
-  static const std::vector<ModelShape> presets = {
-      {"Qwen3-30B-A3B", 2048, 768, 128, 8},
-      {"DeepSeek-V3", 7168, 2048, 256, 8},
-      {"gpt-oss-120b", 2880, 2880, 128, 4},
-      {"Mixtral-8x7B", 4096, 14336, 8, 2},
-  };
+  // The shapes are defined once, in tools/check (the tests and `metrale check` use them too).
+  static const std::vector<ModelShape> presets = [] {
+    std::vector<ModelShape> shapes;
+    for (const check::ModelPreset& p : check::model_presets())
+      shapes.push_back({p.display, p.hidden, p.inter, p.experts, p.top_k});
+    return shapes;
+  }();
   return presets;
 }
 

@@ -2,7 +2,7 @@
 #   METRALE_HAS_CUDA     nvcc found (or METRALE_CUDA=ON): src/cuda and the cuBLASLt arm
 #   METRALE_HAS_CUTLASS  CUDA + CUTLASS headers from CUTLASS_HOME or the nvidia-cutlass package
 find_package(fmt REQUIRED)
-find_package(CLI11 QUIET)
+find_package(CLI11 REQUIRED)
 find_package(nlohmann_json REQUIRED)
 find_package(Threads REQUIRED)
 
@@ -14,6 +14,11 @@ if(NOT METRALE_CUDA STREQUAL "OFF")
     if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
       # wgmma needs the arch-specific target: sm_90a.
       set(CMAKE_CUDA_ARCHITECTURES 90a-real)
+    endif()
+    if(NOT CMAKE_CUDA_ARCHITECTURES MATCHES "90a")
+      # Without sm_90a the wgmma kernels compile to a trap: refuse the build instead.
+      message(FATAL_ERROR "CMAKE_CUDA_ARCHITECTURES = '${CMAKE_CUDA_ARCHITECTURES}' has no 90a: "
+                          "the CUDA backend's kernels need sm_90a (wgmma); add 90a-real")
     endif()
     enable_language(CUDA)
     # CMake 3.25 does not know nvcc's C++20 flag yet: tell it.

@@ -51,13 +51,15 @@ enum {
   METRALE_STATUS_INTERNAL = 6
 };
 
-typedef enum metrale_backend {
+/* Sized integers across the ABI (an enum's size is the compiler's choice). */
+typedef int32_t metrale_backend;
+enum {
   METRALE_BACKEND_AUTO = 0,     /* own CUDA kernels; CUTLASS when METRALE_CUTLASS_GEMM=1 */
   METRALE_BACKEND_CPU = 1,      /* reference oracle, host pointers */
   METRALE_BACKEND_CUDA = 2,     /* own CUDA kernels, device pointers */
   METRALE_BACKEND_CUTLASS = 3,  /* CUTLASS reference arm */
   METRALE_BACKEND_CUBLASLT = 4  /* cuBLASLt reference arm (dense bf16; NVFP4 via dequantization) */
-} metrale_backend;
+};
 
 /* Thread-local message of the last failure on this thread ("" after a success). */
 METRALE_API const char* metrale_last_error(void);
@@ -164,10 +166,11 @@ typedef struct metrale_exec {
 } metrale_exec;
 
 /* Scale layout of the per-expert block scales. */
-typedef enum metrale_scale_layout {
+typedef int32_t metrale_scale_layout;
+enum {
   METRALE_SCALE_K16_BY_N = 0, /* [K/16, N], pack_bf16_weight_to_nvfp4_t's layout */
   METRALE_SCALE_SFB = 1       /* 128x4 swizzled, pack_weight_sfb's layout */
-} metrale_scale_layout;
+};
 
 /* One projection's per-expert weights: host arrays of num_experts entries each. */
 typedef struct metrale_expert_weights {

@@ -3,7 +3,6 @@
 // row count and a backend, and the seeds' reference test hooks (fixed CUTLASS tile, cuBLASLt
 // algorithm index).
 #include "api/c_abi_common.hpp"
-#include "api/dispatch.hpp"
 #include "api/select.hpp"
 #include "api/validate.hpp"
 #include "core/last_error.hpp"

@@ -30,9 +30,8 @@ void run(std::string_view who, const PackNvfp4& args, const Exec& exec) {
   validate(who, args);
   const Backend backend = select_packing_backend(who, exec.backend);
   if (backend == Backend::cpu) return cpu::pack_nvfp4(args);
-  // The quantizer has no size query (its amax reduction needs a few bytes at most): it gets the
-  // caller's workspace, or the shared one.
-  [[maybe_unused]] const auto ws = select_workspace_any(who, backend, exec);
+  // The quantizers need no scratch: the amax reduction runs in *scale_2_out itself.
+  const cuda::Workspace ws{};
   switch (backend) {
 #ifdef METRALE_HAS_CUDA
     case Backend::cuda: return cuda::pack_nvfp4(args, ws, exec.stream);

@@ -111,14 +111,6 @@ cuda::Workspace select_workspace(std::string_view who, const Exec& exec, std::si
   return {exec.workspace, exec.workspace_size};
 }
 
-cuda::Workspace select_workspace_any(std::string_view who, Backend backend, const Exec& exec) {
-  if (exec.workspace == nullptr && exec.workspace_size == 0) {
-    const core::Buffer shared = shared_workspace_for(who, backend);
-    return {shared.ptr, shared.size};
-  }
-  return select_workspace(who, exec, 0);
-}
-
 std::size_t gemm_workspace_bytes(Backend backend, int m, int n, int k) {
   switch (backend) {
 #ifdef METRALE_HAS_CUTLASS

@@ -35,9 +35,6 @@ void get_shared_workspace(std::string_view who, Backend backend, void** workspac
 
 // The workspace for a call that needs `needed` bytes.
 cuda::Workspace select_workspace(std::string_view who, const Exec& exec, std::size_t needed);
-// For operations without a size query (the quantizer): the caller's workspace if it gave one,
-// otherwise the shared workspace.
-cuda::Workspace select_workspace_any(std::string_view who, Backend backend, const Exec& exec);
 
 // Bytes of workspace each backend needs (backend already selected).
 std::size_t gemm_workspace_bytes(Backend backend, int m, int n, int k);

@@ -19,5 +19,11 @@ namespace metrale::cuda {
       ::metrale::cuda::throw_cuda_error(metrale_err_, #call, __FILE__, __LINE__);     \
   } while (0)
 
-// After a launch: the launch error, without synchronising.
-#define METRALE_CUDA_CHECK_LAUNCH(kernel_name) METRALE_CUDA_CHECK(cudaGetLastError())
+// After a launch: the launch error, without synchronising, naming the kernel.
+#define METRALE_CUDA_CHECK_LAUNCH(kernel_name)                                           \
+  do {                                                                                   \
+    cudaError_t metrale_err_ = cudaGetLastError();                                       \
+    if (metrale_err_ != cudaSuccess)                                                     \
+      ::metrale::cuda::throw_cuda_error(metrale_err_, "launch of " #kernel_name, __FILE__, \
+                                        __LINE__);                                       \
+  } while (0)

@@ -25,12 +25,12 @@ constexpr std::array<Op, 8> kOps = {Op::bf16_gemm,
                                     Op::grouped_gate_up_fused,
                                     Op::grouped_down};
 
-// docs/PERF.md's shapes.
+// PERF.md's shapes (the model presets of the performance targets).
 constexpr std::array<ModelPreset, 4> kModels = {{
-    {"qwen3-30b-a3b", 2048, 768, 128, 8},
-    {"deepseek-v3", 7168, 2048, 256, 8},
-    {"gpt-oss-120b", 2880, 2880, 128, 4},
-    {"mixtral-8x7b", 4096, 14336, 8, 2},
+    {"qwen3-30b-a3b", "Qwen3-30B-A3B", 2048, 768, 128, 8},
+    {"deepseek-v3", "DeepSeek-V3", 7168, 2048, 256, 8},
+    {"gpt-oss-120b", "gpt-oss-120b", 2880, 2880, 128, 4},
+    {"mixtral-8x7b", "Mixtral-8x7B", 4096, 14336, 8, 2},
 }};
 
 bool iequals(std::string_view a, std::string_view b) {
@@ -149,6 +149,11 @@ std::string reproduce_command(const Case& c) {
   if (is_grouped(c.op)) {
     if (!c.model.empty()) {
       cmd += fmt::format(" --model {}", c.model);
+      // --experts / --topk may have overridden the preset's routing: repeat them when they did.
+      const ModelPreset* preset = find_model(c.model);
+      if (preset && preset->experts != c.routing.experts)
+        cmd += fmt::format(" --experts {}", c.routing.experts);
+      if (preset && preset->top_k != c.routing.top_k) cmd += fmt::format(" --topk {}", c.routing.top_k);
     } else {
       cmd += fmt::format(" --shape {}x{} --experts {} --topk {}", c.n, c.k, c.routing.experts,
                          c.routing.top_k);

@@ -6,7 +6,7 @@
 //   exact mode      inputs on the quantization grid and small-integer activations, so that every
 //                   fp32 sum is exact: the backend must match the CPU bit for bit;
 //   realistic mode  random normal inputs: per element
-//                   |got - ref| <= 2·u_bf16·|ref| + (K + 2)·u_fp32·S + u_bf16·S·[dequantizing arm]
+//                   |got - ref| <= 2·u_bf16·|ref| + (K + 8)·u_fp32·S + u_bf16·S·[dequantizing arm]
 //                   with S = Σ|a|·|w|·scale_2 (docs/testing.md derives it).
 // Packing operations (pack, sfb, transpose) are compared bit for bit in both modes.
 #pragma once
@@ -49,9 +49,10 @@ struct Routing {
   RoutingKind kind = RoutingKind::uniform;
 };
 
-// One preset of docs/PERF.md. gate_up: N = inter, K = hidden; down: N = hidden, K = inter.
+// One preset of PERF.md's table (the performance targets). gate_up: N = inter, K = hidden; down: N = hidden, K = inter.
 struct ModelPreset {
-  const char* name;
+  const char* name;     // the flag's spelling: "deepseek-v3"
+  const char* display;  // the model's own spelling, as the bench prints it: "DeepSeek-V3"
   std::int32_t hidden, inter, experts, top_k;
 };
 

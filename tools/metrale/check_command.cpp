@@ -183,7 +183,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
       ->required();
   cmd->add_option("--shape", options->shape, "MxNxK (GEMMs) or NxK (packing, grouped)");
   cmd->add_option("--model", options->model,
-                  "grouped: a preset of docs/PERF.md (qwen3-30b-a3b, deepseek-v3, gpt-oss-120b, "
+                  "grouped: a preset of PERF.md's table (qwen3-30b-a3b, deepseek-v3, gpt-oss-120b, "
                   "mixtral-8x7b)");
   cmd->add_option("--tokens", options->tokens, "grouped: tokens T (rows = T x top-k)")
       ->capture_default_str();

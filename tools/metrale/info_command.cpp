@@ -5,7 +5,6 @@
 
 #include <fmt/format.h>
 
-#include "metrale/cli_context.hpp"
 #include "metrale/commands.hpp"
 #include "metrale/metrale.hpp"
 

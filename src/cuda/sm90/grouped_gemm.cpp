@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/require_device.hpp"
 #include "cuda/sm90/grouped_gemm_params.hpp"
 
 namespace metrale::cuda {
@@ -34,21 +35,9 @@ int pick_tile(double rows_per_expert) {
 
 bool aligned16(const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0; }
 
-void require_device(const char* op) {
-  std::string why;
-  if (!available(&why)) fail(Status::unsupported, "{} (CUDA): {}", op, why);
-}
-
-void require_aligned(const char* op, const std::string& name, const void* ptr) {
-  if (!aligned16(ptr))
-    fail(Status::unsupported,
-         "{} (CUDA): {} = {} is not 16-byte aligned (the sm90 kernels load 16-byte vectors)", op,
-         name, ptr);
-}
-
 void require_k_multiple(const char* op, int k, int multiple, const char* why) {
   if (k % multiple != 0)
-    fail(Status::unsupported, "{} (CUDA): K = {} is not a multiple of {} ({})", op, k, multiple,
+    fail(Status::unsupported, "{}: K = {} is not a multiple of {} ({})", op, k, multiple,
          why);
 }
 
@@ -67,7 +56,7 @@ void run(const char* op, const Launch& l, void* stream) {
   const int rows_per_cta = kTiles[l.tile].weight_rows;
   const dim3 grid((p.n + rows_per_cta - 1) / rows_per_cta, l.row_tiles, l.proj_count);
   if (grid.y > 65535)
-    fail(Status::unsupported, "{} (CUDA): {} row tiles exceed the grid limit of 65535", op, grid.y);
+    fail(Status::unsupported, "{}: {} row tiles exceed the grid limit of 65535", op, grid.y);
   METRALE_CUDA_CHECK(sm90::launch_grouped_gemm(l.tile, l.nvfp4, p, grid,
                                                static_cast<cudaStream_t>(stream)));
 }
@@ -90,8 +79,8 @@ void fill_projection(const char* op, const GroupedNvfp4& args, int j, GroupedPar
     const auto* scale = reinterpret_cast<const std::uint8_t*>(w.scale_ptrs[e]);
     const bool has_rows = groups.offsets_on_device || groups.offsets[e + 1] > groups.offsets[e];
     if (has_rows) {
-      require_aligned(op, fmt::format("proj[{}].packed_ptrs[{}]", j, e), packed);
-      if (p.scale_sfb) require_aligned(op, fmt::format("proj[{}].scale_ptrs[{}]", j, e), scale);
+      require_aligned_16(op, fmt::format("proj[{}].packed_ptrs[{}]", j, e), packed);
+      if (p.scale_sfb) require_aligned_16(op, fmt::format("proj[{}].scale_ptrs[{}]", j, e), scale);
       p.scale_vec16 = p.scale_vec16 && aligned16(scale);
     }
     p.proj[j].weight[e] = packed;
@@ -106,6 +95,7 @@ void plan_rows(const ExpertGroups& groups, Launch& l) {
   const int experts = groups.num_experts;
   if (groups.offsets_on_device) {
     l.params.device_offsets = groups.offsets;
+    l.params.row_limit = groups.m_total;
     const int spread = std::max(1, std::min(experts, groups.m_total));
     l.tile = pick_tile(std::min<double>(groups.max_rows_per_expert,
                                         static_cast<double>(groups.m_total) / spread));
@@ -129,11 +119,11 @@ void plan_rows(const ExpertGroups& groups, Launch& l) {
 }  // namespace
 
 void bf16_gemm(const DenseGemm& args, Workspace, void* stream) {
-  constexpr const char* kOp = "bf16_gemm_act_weight_t";
+  constexpr const char* kOp = "bf16_gemm_act_weight_t (CUDA)";
   require_device(kOp);
   require_k_multiple(kOp, args.k, 8, "rows are loaded 16 bytes at a time");
-  require_aligned(kOp, "act", args.act);
-  require_aligned(kOp, "weight", args.weight);
+  require_aligned_16(kOp, "act", args.act);
+  require_aligned_16(kOp, "weight", args.weight);
   Launch l;
   l.nvfp4 = false;
   GroupedParams& p = l.params;
@@ -148,12 +138,12 @@ void bf16_gemm(const DenseGemm& args, Workspace, void* stream) {
 }
 
 void nvfp4_gemm(const Nvfp4Gemm& args, Workspace, void* stream) {
-  constexpr const char* kOp = "nvfp4_gemm_bf16_act_weight_t";
+  constexpr const char* kOp = "nvfp4_gemm_bf16_act_weight_t (CUDA)";
   require_device(kOp);
   require_k_multiple(kOp, args.k, 32, "packed rows are loaded 16 bytes at a time");
-  require_aligned(kOp, "act", args.act);
-  require_aligned(kOp, "packed", args.packed);
-  if (args.scale_layout == ScaleLayout::sfb) require_aligned(kOp, "scale", args.scale);
+  require_aligned_16(kOp, "act", args.act);
+  require_aligned_16(kOp, "packed", args.packed);
+  if (args.scale_layout == ScaleLayout::sfb) require_aligned_16(kOp, "scale", args.scale);
   Launch l;
   GroupedParams& p = l.params;
   p.a = args.act;
@@ -170,15 +160,15 @@ void nvfp4_gemm(const Nvfp4Gemm& args, Workspace, void* stream) {
 }
 
 void nvfp4_grouped(const GroupedNvfp4& args, Workspace, void* stream) {
-  constexpr const char* kOp = "nvfp4_grouped";
+  constexpr const char* kOp = "nvfp4_grouped (CUDA)";
   require_device(kOp);
   const ExpertGroups& groups = args.groups;
   if (groups.num_experts > kMaxExperts)
-    fail(Status::unsupported, "{} (CUDA): num_experts = {} exceeds the sm90 kernel's limit of {}",
+    fail(Status::unsupported, "{}: num_experts = {} exceeds the sm90 kernel's limit of {}",
          kOp, groups.num_experts, kMaxExperts);
   require_k_multiple(kOp, args.k, 32, "packed rows are loaded 16 bytes at a time");
   if (groups.num_experts == 0 || groups.m_total == 0) return;
-  require_aligned(kOp, "a", args.a);
+  require_aligned_16(kOp, "a", args.a);
   Launch l;
   GroupedParams& p = l.params;
   p.a = args.a;

@@ -10,8 +10,9 @@
 // Data path, per CTA (one expert's row tile x weight_rows output channels x one projection):
 //  1. locate: a block-wide scan over the expert offsets maps blockIdx.y to (expert, row range);
 //     the offsets live in the kernel parameters (host offsets) or in device memory.
-//  2. gather: the tile's source rows (token_ids[i], or i) go to shared memory; rows outside
-//     [0, a_rows) read as zeros, so a bad id can never read outside `a`.
+//  2. gather: the tile's source rows (token_ids[i], or i) go to shared memory; negative ids and,
+//     when the caller gave a_rows (> 0), ids past it read as zeros. The seed-shaped fused call
+//     cannot pass a_rows: there the ids are trusted.
 //  3. mainloop: a cp.async pipeline of `stages` k-tiles (64 values of K each). Activations land
 //     in a 128-byte-swizzled K-major tile read by wgmma through a descriptor. NVFP4 weights land
 //     as packed bytes plus their block scales; each thread decodes its A fragment (e2m1 x e4m3 in
@@ -103,9 +104,12 @@ __device__ bool locate_row_tile(const GroupedParams& p, int tile, int& expert, i
       if (tile >= before && tile < before + counts[j]) {
         const int e = tid * kPerThread + j;
         const int begin = expert_offset(p, e) + (tile - before) * kTokens;
+        // Device offsets are not validated on the host: clamp to the output's rows, so bad
+        // offsets can drop rows but never reach outside `out` or `token_ids`.
+        const int end = min(begin + kTokens, expert_offset(p, e + 1));
         found[0] = e;
-        found[1] = begin;
-        found[2] = min(begin + kTokens, expert_offset(p, e + 1));
+        found[1] = max(begin, 0);
+        found[2] = p.row_limit > 0 ? min(end, p.row_limit) : end;
       }
       before += counts[j];
     }
@@ -424,6 +428,8 @@ __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
   // 4. epilogue
   const float scale_2 = kNvfp4 ? table.scale_2[expert] : 1.0f;
   store_tile<Config>(p, p.out[blockIdx.z], scale_2, n0, row_begin, row_end, acc);
+#elif defined(__CUDA_ARCH__)
+  __trap();  // built for a target without wgmma: fail loudly instead of leaving `out` unwritten
 #endif
 }
 

@@ -18,9 +18,11 @@ struct TileConfig {
   int stages;       // cp.async pipeline depth
 };
 
-// Tiles by expected rows per expert. First guesses, not yet tuned: the bench that tunes them is
-// `metrale bench --ops gate_up,down` (docs/perf.md). Small tiles use one warpgroup so that a
-// decode step spreads over more CTAs; large ones share each activation tile between two.
+// Tiles by expected rows per expert; pick_tile (grouped_gemm.cpp) takes the smallest holding twice
+// the mean, a rule measured with `METRALE_SM90_TILE=i metrale bench --impls metrale` (docs/perf.md).
+// The stage counts are not tuned yet (12 and 16 stages measured slower for the decode tiles).
+// Small tiles use one warpgroup so that a decode step spreads over more CTAs; large ones share
+// each activation tile between two.
 constexpr TileConfig kTiles[] = {
     {8, 64, 8}, {16, 64, 8}, {32, 64, 6}, {64, 128, 4}, {128, 128, 4},
 };
@@ -50,6 +52,7 @@ struct GroupedParams {
   std::int32_t scale_sfb;         // 1: SFB scales, 0: [K/16, N] scales
   std::int32_t scale_vec16;       // [K/16, N] scales may be read 16 bytes at a time
   const std::int32_t* device_offsets;  // null: host_offsets
+  std::int32_t row_limit;         // device offsets: rows past m_total are dropped; 0: no clamp
   std::int32_t host_offsets[kMaxExperts + 1];
   std::uint16_t* out[2];          // bf16 [m_total, N] per projection
   ProjectionTable proj[2];

@@ -75,7 +75,7 @@ __global__ void gather_kernel(const std::uint16_t* __restrict__ a, int a_rows,
     const std::size_t v = i % vectors_per_row;
     const std::int32_t token = token_ids[r];
     uint4 value = make_uint4(nan_pair, nan_pair, nan_pair, nan_pair);
-    if (token >= 0 && token < a_rows) {
+    if (token >= 0 && (a_rows <= 0 || token < a_rows)) {  // a_rows <= 0: unchecked
       value = reinterpret_cast<const uint4*>(a + static_cast<std::size_t>(token) * k)[v];
     }
     reinterpret_cast<uint4*>(out + r * k)[v] = value;

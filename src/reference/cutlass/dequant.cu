@@ -23,7 +23,7 @@ constexpr std::int64_t kMaxBlocksX = 8192;
 __device__ __forceinline__ std::uint32_t dequant_pair(std::uint32_t byte, float scale) {
   const float lo = format::e2m1_to_float(static_cast<std::uint8_t>(byte & 0xFu)) * scale;
   const float hi = format::e2m1_to_float(static_cast<std::uint8_t>(byte >> 4)) * scale;
-  // e2m1 · e4m3 has at most 5 significant bits and lies in [2^-10, 2688]: exact in bf16.
+  // e2m1 · e4m3 has at most 6 significant bits and lies in [2^-10, 2688]: exact in bf16.
   return format::float_to_bf16(lo) | (static_cast<std::uint32_t>(format::float_to_bf16(hi)) << 16);
 }
 
@@ -58,7 +58,7 @@ __global__ void __launch_bounds__(kThreads)
   const int chunks = k / 8;  // 16-byte chunks per row
   for (int r = blockIdx.x; r < rows; r += gridDim.x) {
     const std::int32_t token = token_ids[first + r];
-    const bool valid = token >= 0 && token < a_rows;
+    const bool valid = token >= 0 && (a_rows <= 0 || token < a_rows);  // a_rows <= 0: unchecked
     const uint4* src =
         reinterpret_cast<const uint4*>(a + static_cast<std::int64_t>(valid ? token : 0) * k);
     uint4* dst = reinterpret_cast<uint4*>(out + static_cast<std::int64_t>(r) * k);
@@ -84,7 +84,7 @@ void launch_dequantize(const DequantJob* device_jobs, int job_count, DequantJob 
       static_cast<unsigned>(std::min<std::int64_t>((total + kThreads - 1) / kThreads, kMaxBlocksX)),
       static_cast<unsigned>(slots));
   dequantize_kernel<<<grid, kThreads, 0, stream>>>(device_jobs, single, n, k, layout);
-  METRALE_CUDA_CHECK_LAUNCH("dequantize_kernel");
+  METRALE_CUDA_CHECK_LAUNCH(dequantize_kernel);
 }
 
 void launch_gather_rows(const bf16_bits* a, int a_rows, const std::int32_t* token_ids, int first,
@@ -92,7 +92,7 @@ void launch_gather_rows(const bf16_bits* a, int a_rows, const std::int32_t* toke
   if (rows <= 0) return;
   const unsigned blocks = static_cast<unsigned>(std::min<std::int64_t>(rows, kMaxBlocksX));
   gather_rows_kernel<<<blocks, kThreads, 0, stream>>>(a, a_rows, token_ids, first, rows, k, out);
-  METRALE_CUDA_CHECK_LAUNCH("gather_rows_kernel");
+  METRALE_CUDA_CHECK_LAUNCH(gather_rows_kernel);
 }
 
 }  // namespace metrale::reference::cutlass::detail
