@@ -21,12 +21,7 @@
 namespace metrale::bench {
 namespace {
 
-constexpr float kWeightStddev = 0.02f;
 const Exec kCpu{Backend::cpu};
-
-void check(const Result& r) {
-  if (!r.ok()) throw Error(r.status, r.message);
-}
 
 std::vector<bf16_bits> normal_bf16(std::size_t count, std::uint64_t seed, float stddev) {
   std::vector<bf16_bits> out(count);

@@ -10,6 +10,10 @@
 
 namespace metrale::bench {
 
+// The standard deviation of every random bench weight (CPU and CUDA runs, dense and grouped), so
+// that all rows quantize weights of the same distribution.
+inline constexpr float kWeightStddev = 0.02f;
+
 // splitmix64's finalizer: a bijective 64-bit mix with good avalanche.
 METRALE_HD inline std::uint64_t mix64(std::uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;

@@ -136,10 +136,6 @@ void sweep(CudaContext& ctx, Report& report, Progress& progress) {
 
 }  // namespace
 
-void check(const Result& result) {
-  if (!result.ok()) throw Error(result.status, result.message);
-}
-
 void record_failure(Row& row, const std::exception& e) {
   row.ok = false;
   row.error = e.what();

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "bench/bench_config.hpp"
+#include "bench/bench_runners.hpp"
 #include "bench/cuda/device_memory.hpp"
 #include "bench/cuda/expert_pool.hpp"
 #include "bench/cuda/timing.hpp"
@@ -59,9 +60,6 @@ void bench_pack(CudaContext& ctx, const ModelShape& model, DeviceArena& scratch,
 // For a failed implementation: fills the row's error and makes sure the device is still usable
 // (a sticky CUDA error ends the run: every later number would be wrong).
 void record_failure(Row& row, const std::exception& e);
-
-// Raises a metrale::Error from a failed Result.
-void check(const Result& result);
 
 // Measures one implementation's row: `measure()` fills in its numbers and the row is ok; if it
 // throws, the row records the failure instead (record_failure). Then the row moves to the report.

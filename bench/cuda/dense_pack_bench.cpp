@@ -16,7 +16,6 @@
 namespace metrale::bench {
 namespace {
 
-constexpr float kWeightStddev = 0.02f;
 constexpr std::size_t kPackBytes = std::size_t{256} << 20;
 
 Row base_row(const ModelShape& m, Op op, int tokens, int n, int k, Impl impl) {

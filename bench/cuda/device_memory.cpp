@@ -7,7 +7,6 @@ namespace metrale::bench {
 namespace {
 
 constexpr std::size_t kChunkBytes = std::size_t{1} << 30;
-constexpr std::size_t kAlign = 256;
 
 }  // namespace
 
@@ -17,7 +16,7 @@ DeviceArena::~DeviceArena() {
 }
 
 void* DeviceArena::allocate(std::size_t bytes) {
-  bytes = std::max<std::size_t>((bytes + kAlign - 1) / kAlign * kAlign, kAlign);
+  bytes = footprint(bytes);
   for (Chunk& c : chunks_) {
     if (c.size - c.used >= bytes) {
       void* p = c.base + c.used;

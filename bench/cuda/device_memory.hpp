@@ -22,6 +22,13 @@ class DeviceArena {
   DeviceArena& operator=(const DeviceArena&) = delete;
   ~DeviceArena();
 
+  // Every allocation starts on, and takes a multiple of, this many bytes.
+  static constexpr std::size_t kAlign = 256;
+  // The bytes allocate(bytes) takes from a chunk (for callers that plan their memory).
+  static std::size_t footprint(std::size_t bytes) {
+    return bytes == 0 ? kAlign : (bytes + kAlign - 1) / kAlign * kAlign;
+  }
+
   // 256-byte aligned, uninitialised; lives until reset().
   void* allocate(std::size_t bytes);
   template <class T>

@@ -1,6 +1,7 @@
 // Lazily quantized, rotated expert weights (expert_pool.hpp).
 #include "bench/cuda/expert_pool.hpp"
 
+#include "bench/bench_runners.hpp"
 #include "bench/cuda/bench_kernels.hpp"
 #include "bench/random.hpp"
 #include "core/error.hpp"
@@ -8,15 +9,6 @@
 #include "reference/cublaslt/lt_internal.hpp"
 
 namespace metrale::bench {
-namespace {
-
-constexpr float kWeightStddev = 0.02f;
-
-void check(const Result& r) {
-  if (!r.ok()) throw Error(r.status, r.message);
-}
-
-}  // namespace
 
 ExpertPool::ExpertPool(int experts, int projections, int n, int k, std::uint64_t seed,
                        DeviceArena& arena, cudaStream_t stream)
@@ -36,13 +28,13 @@ ExpertPool::ExpertPool(int experts, int projections, int n, int k, std::uint64_t
 
 std::size_t ExpertPool::nvfp4_slot_bytes() const {
   const std::size_t nk = static_cast<std::size_t>(n_) * k_;
-  // Each allocation is rounded to 256 bytes by the arena.
-  const auto rounded = [](std::size_t b) { return (b + 255) / 256 * 256; };
-  return projections_ * (rounded(nk / 2) + rounded(format::sfb_bytes(n_, k_)));
+  return projections_ * (DeviceArena::footprint(nk / 2) +
+                         DeviceArena::footprint(format::sfb_bytes(n_, k_)));
 }
 
 std::size_t ExpertPool::bf16_slot_bytes() const {
-  return projections_ * static_cast<std::size_t>(n_) * k_ * sizeof(bf16_bits);
+  return projections_ *
+         DeviceArena::footprint(static_cast<std::size_t>(n_) * k_ * sizeof(bf16_bits));
 }
 
 int ExpertPool::missing_nvfp4(const std::vector<std::int32_t>& experts, int copies) const {

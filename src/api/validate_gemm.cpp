@@ -4,6 +4,7 @@
 #include "api/validate.hpp"
 #include "core/error.hpp"
 #include "core/validate.hpp"
+#include "format/nvfp4_recipe.hpp"
 
 namespace metrale::api {
 
@@ -14,8 +15,6 @@ using core::require_not_null;
 using core::require_positive;
 
 namespace {
-
-constexpr int kNvfp4Block = 16;  // elements per e4m3 block scale, along K
 
 void require_bf16(std::string_view who, std::string_view name, const void* ptr) {
   require_not_null(who, name, ptr);
@@ -31,7 +30,7 @@ void require_bytes(std::string_view who, std::string_view name, const void* ptr)
 void require_nvfp4_shape(std::string_view who, std::int32_t n, std::int32_t k) {
   require_positive(who, "N", n);
   require_positive(who, "K", k);
-  require_multiple_of(who, "K", k, kNvfp4Block);
+  require_multiple_of(who, "K", k, format::kBlockSize);
 }
 
 void require_scale_layout(std::string_view who, ScaleLayout layout) {

@@ -14,6 +14,7 @@ bool cuda_device_present(std::string* why) {
   int count = 0;
   const cudaError_t err = cudaGetDeviceCount(&count);
   if (err == cudaSuccess && count > 0) return true;
+  cudaGetLastError();  // clear the failed probe's error, so the next CUDA call starts clean
   if (why != nullptr) {
     *why = err == cudaSuccess
                ? std::string("no CUDA device is visible")

@@ -8,8 +8,6 @@
 #include "check/check.hpp"
 
 #ifdef METRALE_HAS_CUDA
-#include <cuda_runtime.h>
-
 #include "cuda/cuda_backend.hpp"
 #endif
 
@@ -188,24 +186,6 @@ std::string summary(const Case& c, const Report& r) {
 bool cuda_usable(std::string* why) {
 #ifdef METRALE_HAS_CUDA
   return cuda::available(why);
-#else
-  if (why) *why = "the CUDA backend was not built (configure with a CUDA toolkit)";
-  return false;
-#endif
-}
-
-bool cuda_device_present(std::string* why) {
-#ifdef METRALE_HAS_CUDA
-  int count = 0;
-  const cudaError_t err = cudaGetDeviceCount(&count);
-  if (err == cudaSuccess && count > 0) return true;
-  cudaGetLastError();
-  if (why) {
-    *why = err == cudaSuccess ? std::string("no CUDA device")
-                              : fmt::format("no CUDA device ({}: {})", cudaGetErrorName(err),
-                                            cudaGetErrorString(err));
-  }
-  return false;
 #else
   if (why) *why = "the CUDA backend was not built (configure with a CUDA toolkit)";
   return false;

@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/device.hpp"
 #include "metrale/metrale.hpp"
 
 namespace metrale::check {
@@ -121,7 +122,8 @@ void apply_model(Case& c, const ModelPreset& model, std::int32_t tokens);
 // `why` says what is missing ("the CUDA backend was not built", "no CUDA device (...)", ...).
 bool cuda_usable(std::string* why);
 // True when this build has CUDA and at least one device is visible (the reference arms may run
-// where our kernels' arch was not built); otherwise `why` says what is missing.
-bool cuda_device_present(std::string* why);
+// where our kernels' arch was not built); otherwise `why` says what is missing. The library's own
+// probe, the one the API runs before a reference arm.
+using core::cuda_device_present;
 
 }  // namespace metrale::check

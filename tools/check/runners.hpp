@@ -54,7 +54,7 @@ std::string device_missing(const Case& c);
 Report skipped_after_oracle(const Case& c, const std::string& why, double oracle_ms);
 
 // A refusal by the API: not_built and unsupported are the backend saying it cannot (skip);
-// anything else is a failure. Returns the report to return, or nothing when r is ok.
+// anything else is a failure. True (and `report` says which) when r is not ok.
 bool refused(const Case& c, const Result& r, Report& report);
 
 // Fills outcome and detail from the comparison and the run's other findings ("" when fine).

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "core/config.hpp"
 #include "metrale/commands.hpp"
 #include "metrale/metrale.hpp"
 
@@ -44,8 +45,9 @@ void print_build() {
   } else {
     fmt::print("  {:<14} not built (no CUTLASS headers at configure time)\n", "CUTLASS arm");
   }
-  fmt::print("  {:<14} {} MiB (METRALE_WORKSPACE_MB; default 512)\n", "workspace",
-             env_or("METRALE_WORKSPACE_MB", "512"));
+  const std::string default_mb = std::to_string(core::kDefaultWorkspaceMb);
+  fmt::print("  {:<14} {} MiB (METRALE_WORKSPACE_MB; default {})\n", "workspace",
+             env_or("METRALE_WORKSPACE_MB", default_mb.c_str()), default_mb);
 }
 
 #if defined(METRALE_HAS_CUDA)

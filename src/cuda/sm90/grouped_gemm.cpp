@@ -33,7 +33,9 @@ int pick_tile(double rows_per_expert) {
   return sm90::kTileCount - 1;
 }
 
-bool aligned16(const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0; }
+bool aligned16(const void* ptr) {
+  return reinterpret_cast<std::uintptr_t>(ptr) % kPointerAlignment == 0;
+}
 
 void require_k_multiple(const char* op, int k, int multiple, const char* why) {
   if (k % multiple != 0)
@@ -52,7 +54,7 @@ struct Launch {
 
 void run(const char* op, const Launch& l, void* stream) {
   const GroupedParams& p = l.params;
-  if (l.row_tiles == 0 || p.n == 0) return;
+  if (l.row_tiles == 0) return;
   const int rows_per_cta = kTiles[l.tile].weight_rows;
   const dim3 grid((p.n + rows_per_cta - 1) / rows_per_cta, l.row_tiles, l.proj_count);
   if (grid.y > 65535)
@@ -61,13 +63,19 @@ void run(const char* op, const Launch& l, void* stream) {
                                                static_cast<cudaStream_t>(stream)));
 }
 
-// The single GEMMs are one expert owning rows [0, m).
-void single_group(Launch& l, int m) {
+// The single GEMMs: one expert owning rows [0, m) of `act`, one projection writing `out`.
+Launch single_gemm(const std::uint16_t* act, std::uint16_t* out, int m, int n, int k) {
+  Launch l;
+  l.params.a = act;
+  l.params.n = n;
+  l.params.k = k;
+  l.params.out[0] = out;
   l.params.num_experts = 1;
   l.params.host_offsets[0] = 0;
   l.params.host_offsets[1] = m;
   l.tile = pick_tile(m);
   l.row_tiles = (m + kTiles[l.tile].tokens - 1) / kTiles[l.tile].tokens;
+  return l;
 }
 
 // Fills the per-expert tables of projection j and checks the pointers of experts with rows.
@@ -124,16 +132,10 @@ void bf16_gemm(const DenseGemm& args, Workspace, void* stream) {
   require_k_multiple(kOp, args.k, 8, "rows are loaded 16 bytes at a time");
   require_aligned_16(kOp, "act", args.act);
   require_aligned_16(kOp, "weight", args.weight);
-  Launch l;
+  Launch l = single_gemm(args.act, args.out, args.m, args.n, args.k);
   l.nvfp4 = false;
-  GroupedParams& p = l.params;
-  p.a = args.act;
-  p.n = args.n;
-  p.k = args.k;
-  p.out[0] = args.out;
-  p.proj[0].weight[0] = args.weight;
-  p.proj[0].scale_2[0] = 1.0f;
-  single_group(l, args.m);
+  l.params.proj[0].weight[0] = args.weight;
+  l.params.proj[0].scale_2[0] = 1.0f;
   run(kOp, l, stream);
 }
 
@@ -144,18 +146,13 @@ void nvfp4_gemm(const Nvfp4Gemm& args, Workspace, void* stream) {
   require_aligned_16(kOp, "act", args.act);
   require_aligned_16(kOp, "packed", args.packed);
   if (args.scale_layout == ScaleLayout::sfb) require_aligned_16(kOp, "scale", args.scale);
-  Launch l;
+  Launch l = single_gemm(args.act, args.out, args.m, args.n, args.k);
   GroupedParams& p = l.params;
-  p.a = args.act;
-  p.n = args.n;
-  p.k = args.k;
   p.scale_sfb = args.scale_layout == ScaleLayout::sfb;
   p.scale_vec16 = args.n % 16 == 0 && aligned16(args.scale);
-  p.out[0] = args.out;
   p.proj[0].weight[0] = args.packed;
   p.proj[0].scale[0] = args.scale;
   p.proj[0].scale_2[0] = args.scale_2;
-  single_group(l, args.m);
   run(kOp, l, stream);
 }
 

@@ -148,9 +148,12 @@ struct StageLoader {
   uint32_t scale_dst = 0;
   size_t scale_stride = 0;  // bytes per k-tile
   int scale_block = 0;      // first K/16 block of the chunk ([K/16, N] layout)
+  const std::uint8_t* expert_scales = nullptr;  // the expert's scales, for the bytewise path
+  int n0 = 0;                                   // first output channel of the CTA
 
   __device__ StageLoader(const GroupedParams& p, const ProjectionTable& t, int expert,
-                         const int* src_rows, int n0) {
+                         const int* src_rows, int first_channel)
+      : expert_scales(t.scale[expert]), n0(first_channel) {
     const int tid = threadIdx.x;
 #pragma unroll
     for (int i = 0; i < kActPerThread; ++i) {
@@ -172,10 +175,10 @@ struct StageLoader {
       weight_dst[i] = Shape::kActBytes + (kNvfp4 ? w * (kBlockK / 2) + c * 16 : swizzled_offset(w, c));
       weight_col[i] = c * 16;
     }
-    if constexpr (kNvfp4) init_scales(p, t.scale[expert], n0);
+    if constexpr (kNvfp4) init_scales(p, expert_scales);
   }
 
-  __device__ void init_scales(const GroupedParams& p, const std::uint8_t* scale, int n0) {
+  __device__ void init_scales(const GroupedParams& p, const std::uint8_t* scale) {
     const int tid = threadIdx.x;
     const uint32_t slot = Shape::kActBytes + Shape::kWeightBytes;
     if (p.scale_sfb) {
@@ -202,8 +205,7 @@ struct StageLoader {
     }
   }
 
-  __device__ __forceinline__ void load(const GroupedParams& p, const ProjectionTable& t,
-                                       int expert, int n0, int kt, uint32_t stage,
+  __device__ __forceinline__ void load(const GroupedParams& p, int kt, uint32_t stage,
                                        std::uint8_t* stage_ptr) const {
 #pragma unroll
     for (int i = 0; i < kActPerThread; ++i)
@@ -226,18 +228,17 @@ struct StageLoader {
         if (scale_src)
           cp_async_16(stage + scale_dst, scale_src + kt * scale_stride, kt * 4 + scale_block < p.k / 16);
       } else {
-        load_scales_bytewise(p, t.scale[expert], n0, kt, stage_ptr + Shape::kActBytes + Shape::kWeightBytes);
+        load_scales_bytewise(p, kt, stage_ptr + Shape::kActBytes + Shape::kWeightBytes);
       }
     }
   }
 
   // [K/16, N] scales whose rows are not 16-byte aligned (N % 16 != 0): plain loads.
-  __device__ void load_scales_bytewise(const GroupedParams& p, const std::uint8_t* scale, int n0,
-                                       int kt, std::uint8_t* slot) const {
+  __device__ void load_scales_bytewise(const GroupedParams& p, int kt, std::uint8_t* slot) const {
     for (int idx = threadIdx.x; idx < 4 * Config::weight_rows; idx += Shape::kThreads) {
       const int i = idx / Config::weight_rows, w = idx % Config::weight_rows, b = kt * 4 + i;
       const bool valid = b < p.k / 16 && n0 + w < p.n;
-      slot[idx] = valid ? __ldg(scale + static_cast<size_t>(b) * p.n + n0 + w) : 0;
+      slot[idx] = valid ? __ldg(expert_scales + static_cast<size_t>(b) * p.n + n0 + w) : 0;
     }
   }
 };
@@ -377,7 +378,7 @@ __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
   }
   for (int s = 0; s < Config::stages - 1; ++s) {
     if (s < k_tiles)
-      loader.load(p, table, expert, n0, s, base + s * Shape::kStageBytes,
+      loader.load(p, s, base + s * Shape::kStageBytes,
                   base_ptr + s * Shape::kStageBytes);
     cp_async_commit();
   }
@@ -403,7 +404,7 @@ __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
     const int next = kt + Config::stages - 1;
     if (next < k_tiles) {
       const int slot = next % Config::stages;
-      loader.load(p, table, expert, n0, next, base + slot * Shape::kStageBytes,
+      loader.load(p, next, base + slot * Shape::kStageBytes,
                   base_ptr + slot * Shape::kStageBytes);
     }
     cp_async_commit();

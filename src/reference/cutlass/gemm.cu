@@ -75,16 +75,26 @@ std::string tile_label(const char* who, Tile tile) {
   return concat(who, " [tile ", detail::tile_info(tile).name, "]");
 }
 
+// The checks both dense entries make first, in this order: an sm_90 device, the TMA row shape,
+// then act, the weight (bf16 rows: 16 bytes; packed rows read by the dequantizer: 8) and out.
+DeviceInfo require_dense_call(const char* who, const void* act, const char* weight_name,
+                              const void* weight, std::size_t weight_alignment, const void* out,
+                              int n, int k) {
+  const DeviceInfo device = detail::require_sm90(who);
+  detail::require_tma_shape(who, n, k);
+  detail::require_aligned(who, "act", act, 16);
+  detail::require_aligned(who, weight_name, weight, weight_alignment);
+  detail::require_aligned(who, "out", out, 16);
+  return device;
+}
+
 }  // namespace
 
 void bf16_gemm(const DenseGemm& args, cuda::Workspace ws, void* stream, Tile tile) {
   const char* who = "bf16_gemm_act_weight_t";
   if (args.m == 0) return;
-  const DeviceInfo device = detail::require_sm90(who);
-  detail::require_tma_shape(who, args.n, args.k);
-  detail::require_aligned(who, "act", args.act, 16);
-  detail::require_aligned(who, "weight", args.weight, 16);
-  detail::require_aligned(who, "out", args.out, 16);
+  const DeviceInfo device =
+      require_dense_call(who, args.act, "weight", args.weight, 16, args.out, args.n, args.k);
   if (tile == Tile::automatic) tile = choose_tile(args.m, args.n, device.sm_count);
   const std::string label = tile_label(who, tile);
   const DenseLaunch launch{
@@ -97,11 +107,8 @@ void bf16_gemm(const DenseGemm& args, cuda::Workspace ws, void* stream, Tile til
 void nvfp4_gemm(const Nvfp4Gemm& args, cuda::Workspace ws, void* stream) {
   const char* who = "nvfp4_gemm_bf16_act_weight_t";
   if (args.m == 0) return;
-  const DeviceInfo device = detail::require_sm90(who);
-  detail::require_tma_shape(who, args.n, args.k);
-  detail::require_aligned(who, "act", args.act, 16);
-  detail::require_aligned(who, "weight_packed", args.packed, 8);
-  detail::require_aligned(who, "out", args.out, 16);
+  const DeviceInfo device = require_dense_call(who, args.act, "weight_packed", args.packed, 8,
+                                              args.out, args.n, args.k);
   const Tile tile = choose_tile(args.m, args.n, device.sm_count);
   const std::size_t weight_bytes = static_cast<std::size_t>(args.n) * args.k * sizeof(bf16_bits);
   detail::Carver carver(ws.ptr, ws.size);
