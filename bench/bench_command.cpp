@@ -131,8 +131,8 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "bench", "Grouped NVFP4 GEMMs against cuBLASLt / cuBLAS / CUTLASS, with in-run ceilings");
   cmd->add_option("--model,-m", opt->models,
-                  "presets: qwen3-30b-a3b, deepseek-v3, gpt-oss-120b, mixtral-8x7b, all "
-                  "(default: all four)")
+                  "presets: qwen3-30b-a3b, deepseek-v3, gpt-oss-120b, mixtral-8x7b, "
+                  "qwen3-next-80b-a3b, all (default: all five)")
       ->delimiter(',');
   cmd->add_option("--shapes", opt->shapes,
                   "JSON shape file: [{\"name\", \"hidden\", \"inter\", \"experts\", \"top_k\"}] or "

@@ -52,13 +52,13 @@ const ModelShape& find_preset(const std::string& name) {
   const std::pair<const char*, int> aliases[] = {
       {"qwen3", 0},       {"qwen3-30b-a3b", 0},  {"deepseek", 1}, {"deepseek-v3", 1},
       {"deepseek-r1", 1}, {"deepseek-v3/r1", 1}, {"gpt-oss", 2},  {"gpt-oss-120b", 2},
-      {"mixtral", 3},     {"mixtral-8x7b", 3}};
+      {"mixtral", 3},     {"mixtral-8x7b", 3},   {"qwen3-next", 4}, {"qwen3-next-80b-a3b", 4}};
   for (const auto& [alias, index] : aliases) {
     if (key == alias) return model_presets()[index];
   }
   fail(Status::invalid_argument,
        "bench: --model {} is not a preset (qwen3-30b-a3b, deepseek-v3, gpt-oss-120b, "
-       "mixtral-8x7b, or all)",
+       "mixtral-8x7b, qwen3-next-80b-a3b, or all)",
        name);
 }
 

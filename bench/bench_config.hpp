@@ -24,7 +24,7 @@ struct ModelShape {
   int top_k = 0;
 };
 
-// The four models of PERF.md.
+// The model presets of PERF.md (and Qwen3-Next, 512 experts).
 const std::vector<ModelShape>& model_presets();
 
 enum class Op { gate_up, down, dense, pack };

@@ -87,6 +87,7 @@ ordered_json row_json(const Row& r) {
                               {"nan_count", r.check.nan_count}};
   }
   if (!r.note.empty()) j["note"] = r.note;
+  if (!r.kernel.empty()) j["kernel"] = r.kernel;
   return j;
 }
 
@@ -172,7 +173,7 @@ void Report::finish_group(std::size_t first) {
                r.work.flops > 0 ? rate(r.tflops()) : "-", rate(r.gbps()),
                has_floor ? time_us(r.floor.floor_us()) : "-",
                has_floor ? fixed(r.pct_floor(), 1) : "-", speedup, check_text(r),
-               r.note.empty() ? "" : "  " + r.note);
+               (r.kernel.empty() ? "" : "  " + r.kernel) + (r.note.empty() ? "" : "  " + r.note));
   }
   std::fflush(stdout);
 }

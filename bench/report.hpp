@@ -35,6 +35,7 @@ struct Row {
   Floor floor;
   int weight_copies = 0;  // rotated weight sets (cold L2)
   std::string note;
+  std::string kernel;  // metrale rows: the kernel families and configurations that ran
   Check check;
   std::vector<std::pair<std::string, double>> time_ratio;  // impl -> this time / its time
 

@@ -20,7 +20,7 @@
 #include "bench/bench_runners.hpp"
 #include "bench/random.hpp"
 #include "reference/cublaslt/lt_check.hpp"
-#include "reference/cublaslt/lt_internal.hpp"
+#include "reference/cublaslt/cublaslt_backend.hpp"
 
 namespace metrale::bench {
 namespace {

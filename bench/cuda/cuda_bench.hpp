@@ -30,7 +30,7 @@ struct CudaContext {
   int device = 0, sms = 0;
   std::size_t l2_bytes = 0;
   cublasHandle_t cublas = nullptr;
-  cuda::Workspace lt_workspace;  // cuBLASLt's workspace for the per-expert and dense opponents
+  core::Buffer lt_workspace;  // cuBLASLt's workspace for the per-expert and dense opponents
   Ceilings ceilings;
   bool cutlass_enabled = false;  // built and METRALE_CUTLASS_GEMM=1
   std::string cutlass_why;       // why not, when it is not

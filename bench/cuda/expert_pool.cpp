@@ -6,7 +6,7 @@
 #include "bench/random.hpp"
 #include "core/error.hpp"
 #include "format/layouts.hpp"
-#include "reference/cublaslt/lt_internal.hpp"
+#include "reference/cublaslt/cublaslt_backend.hpp"
 
 namespace metrale::bench {
 

@@ -24,7 +24,7 @@
 #include "bench/random.hpp"
 #include "reference/cublaslt/cublaslt_backend.hpp"
 #include "reference/cublaslt/lt_check.hpp"
-#include "reference/cublaslt/lt_internal.hpp"
+#include "reference/cublaslt/cublaslt_backend.hpp"
 
 namespace metrale::bench {
 namespace {
@@ -164,6 +164,21 @@ Enqueue api_call(CudaContext& ctx, const Setup& s, const ExpertPool& pool, Backe
     args.k = s.k;
     check(nvfp4_grouped(args, Exec{backend, s.ws, s.ws_size, ctx.stream}));
   };
+}
+
+// Which of our kernel families ran the metrale row (the label the report and the plot carry).
+std::string metrale_plan(const Setup& s, const ExpertPool& pool) {
+  GroupedNvfp4 args{};
+  args.a = s.act;
+  args.a_rows = s.a_rows;
+  args.token_ids = s.ids;
+  for (int p = 0; p < s.projections; ++p) args.proj[p] = pool.api_weights(0, p);
+  args.proj_count = s.projections;
+  args.scale_layout = ScaleLayout::sfb;
+  args.groups = groups_of(*s.routing);
+  args.n = s.n;
+  args.k = s.k;
+  return cuda::nvfp4_grouped_plan(args);
 }
 
 Enqueue cublaslt_call(CudaContext& ctx, const Setup& s, const ExpertPool& pool) {
@@ -323,6 +338,7 @@ void bench_grouped(CudaContext& ctx, const ModelShape& m, Op op, const Routing& 
       METRALE_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
       verify(s, row, ctx.stream);
       row.stats = time_device(call, ctx.stream, ctx.policy(row.weight_copies), &row.note);
+      if (impl == Impl::metrale) row.kernel = metrale_plan(s, pool);
     });
   }
   report.finish_group(first);

@@ -12,7 +12,7 @@ namespace {
 
 // A device backend's turn (M > 0): its device must be there, then the workspace it needs.
 template <class Gemm>
-cuda::Workspace device_workspace(std::string_view who, Backend backend, const Exec& exec,
+core::Buffer device_workspace(std::string_view who, Backend backend, const Exec& exec,
                                  const Gemm& args) {
   require_device(who, backend);
   return select_workspace(who, exec, gemm_workspace_bytes(backend, args.m, args.n, args.k));

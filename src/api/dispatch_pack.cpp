@@ -31,7 +31,7 @@ void run(std::string_view who, const PackNvfp4& args, const Exec& exec) {
   const Backend backend = select_packing_backend(who, exec.backend);
   if (backend == Backend::cpu) return cpu::pack_nvfp4(args);
   // The quantizers need no scratch: the amax reduction runs in *scale_2_out itself.
-  const cuda::Workspace ws{};
+  const core::Buffer ws{};
   switch (backend) {
 #ifdef METRALE_HAS_CUDA
     case Backend::cuda: return cuda::pack_nvfp4(args, ws, exec.stream);

@@ -86,7 +86,7 @@ void get_shared_workspace(std::string_view who, Backend backend, void** workspac
   *workspace_size = buffer.size;
 }
 
-cuda::Workspace select_workspace(std::string_view who, const Exec& exec, std::size_t needed) {
+core::Buffer select_workspace(std::string_view who, const Exec& exec, std::size_t needed) {
   if (exec.workspace == nullptr && exec.workspace_size == 0) {
     if (needed == 0) return {};
     // Only CUDA-side backends ask for a workspace; they share the current device's buffer.
@@ -117,9 +117,10 @@ std::size_t gemm_workspace_bytes(Backend backend, int m, int n, int k) {
     case Backend::cutlass: return reference::cutlass::gemm_workspace_size(m, n, k);
 #endif
 #ifdef METRALE_HAS_CUDA
+    case Backend::cuda: return cuda::gemm_workspace_size(m, n, k);
     case Backend::cublaslt: return reference::cublaslt::gemm_workspace_size(m, n, k);
 #endif
-    default: return 0;  // the CPU backend and our own GEMM kernels need no scratch
+    default: return 0;  // the CPU backend needs no scratch
   }
 }
 

@@ -11,7 +11,7 @@
 #include <string_view>
 
 #include "core/workspace.hpp"
-#include "cuda/cuda_backend.hpp"
+#include "core/workspace.hpp"
 #include "metrale/metrale.hpp"
 
 namespace metrale::api {
@@ -34,7 +34,7 @@ void get_shared_workspace(std::string_view who, Backend backend, void** workspac
                           std::size_t* workspace_size);
 
 // The workspace for a call that needs `needed` bytes.
-cuda::Workspace select_workspace(std::string_view who, const Exec& exec, std::size_t needed);
+core::Buffer select_workspace(std::string_view who, const Exec& exec, std::size_t needed);
 
 // Bytes of workspace each backend needs (backend already selected).
 std::size_t gemm_workspace_bytes(Backend backend, int m, int n, int k);

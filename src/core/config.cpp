@@ -36,16 +36,28 @@ std::size_t workspace_bytes() {
   return workspace_megabytes() << 20;
 }
 
-std::optional<int> forced_sm90_tile(int tile_count) {
-  const char* raw = std::getenv("METRALE_SM90_TILE");
+std::optional<ForcedKernel> forced_cuda_kernel() {
+  const char* raw = std::getenv("METRALE_CUDA_KERNEL");
   if (raw == nullptr || *raw == '\0') return std::nullopt;
   const std::string_view value = raw;
-  int tile = -1;
-  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), tile);
-  if (ec != std::errc{} || end != value.data() + value.size() || tile < 0 || tile >= tile_count)
-    fail(Status::invalid_argument, "METRALE_SM90_TILE = '{}', expected a tile index in [0, {})",
-         value, tile_count);
-  return tile;
+  ForcedKernel forced;
+  const std::size_t colon = value.find(':');
+  forced.family = std::string(value.substr(0, colon));
+  std::string_view rest = colon == std::string_view::npos ? "" : value.substr(colon + 1);
+  auto number = [&](int& out, int low) {
+    if (rest.empty()) return true;
+    const std::size_t end_of = rest.find(':');
+    const std::string_view digits = rest.substr(0, end_of);
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), out);
+    rest = end_of == std::string_view::npos ? "" : rest.substr(end_of + 1);
+    return ec == std::errc{} && end == digits.data() + digits.size() && out >= low;
+  };
+  if (forced.family.empty() || !number(forced.config, 0) || !number(forced.splits, 1) ||
+      !rest.empty())
+    fail(Status::invalid_argument,
+         "METRALE_CUDA_KERNEL = '{}', expected FAMILY[:CONFIG[:SPLITS]] (e.g. sm90-decode:0:4)",
+         value);
+  return forced;
 }
 
 }  // namespace metrale::core

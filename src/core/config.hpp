@@ -4,13 +4,15 @@
 //                         Unset, "" or "0": our own kernels (the default). Anything else is an
 //                         error, so a typo never silently measures the wrong implementation.
 //   METRALE_WORKSPACE_MB  megabytes of the shared workspace of each backend (default 512).
-//   METRALE_SM90_TILE     tuning only: force entry i of the sm90 GEMM's tile table
-//                         (src/cuda/sm90/grouped_gemm_params.hpp) instead of the rows-per-expert
-//                         choice. Unset or "": the table's own choice.
+//   METRALE_CUDA_KERNEL   tuning and tests only: "FAMILY[:CONFIG[:SPLITS]]" runs every expert of
+//                         a CUDA-backend call on that kernel family (sm90-decode, sm90-tiled),
+//                         configuration index and (decode) K split, instead of the dispatcher's
+//                         choice. The CUDA backend checks the names against its families.
 #pragma once
 
 #include <cstddef>
 #include <optional>
+#include <string>
 
 namespace metrale::core {
 
@@ -22,7 +24,12 @@ inline constexpr std::size_t kMaxWorkspaceMb = std::size_t{1} << 20;
 bool cutlass_gemm_enabled();
 std::size_t workspace_megabytes();
 std::size_t workspace_bytes();
-// The forced tile index in [0, tile_count), or nothing when METRALE_SM90_TILE is unset.
-std::optional<int> forced_sm90_tile(int tile_count);
+struct ForcedKernel {
+  std::string family;
+  int config = -1;  // -1: the family's own choice
+  int splits = 0;   // 0: the family's own choice
+};
+// METRALE_CUDA_KERNEL parsed (syntax only), or nothing when it is unset or empty.
+std::optional<ForcedKernel> forced_cuda_kernel();
 
 }  // namespace metrale::core

@@ -7,26 +7,29 @@
 #include <cstddef>
 #include <string>
 
+#include "core/workspace.hpp"
 #include "metrale/metrale.hpp"
 
 namespace metrale::cuda {
-
-struct Workspace {
-  void* ptr = nullptr;
-  std::size_t size = 0;
-};
 
 // True when this build has the CUDA backend and the current device can run its kernels;
 // otherwise `why` says which of the two is missing.
 bool available(std::string* why);
 
-void bf16_gemm(const DenseGemm& args, Workspace ws, void* stream);
-void nvfp4_gemm(const Nvfp4Gemm& args, Workspace ws, void* stream);
-void pack_nvfp4(const PackNvfp4& args, Workspace ws, void* stream);
+void bf16_gemm(const DenseGemm& args, core::Buffer ws, void* stream);
+void nvfp4_gemm(const Nvfp4Gemm& args, core::Buffer ws, void* stream);
+void pack_nvfp4(const PackNvfp4& args, core::Buffer ws, void* stream);
 void swizzle_scales(const SwizzleScales& args, void* stream);
 void transpose_packed(const TransposePacked& args, void* stream);
-void nvfp4_grouped(const GroupedNvfp4& args, Workspace ws, void* stream);
+void nvfp4_grouped(const GroupedNvfp4& args, core::Buffer ws, void* stream);
 
+// The kernel families and configurations nvfp4_grouped would launch for `args` (for the bench's
+// labels), e.g. "sm90-decode tokens=8 splits=auto".
+std::string nvfp4_grouped_plan(const GroupedNvfp4& args);
+
+// Workspace bytes of the calls above (what the expert tables, the decode family's activation
+// copy and split partials take); the single GEMMs' is their one-expert grouped problem's.
+std::size_t gemm_workspace_size(int m, int n, int k);
 std::size_t nvfp4_grouped_workspace_size(const ExpertGroups& groups, int n, int k, int proj_count);
 
 }  // namespace metrale::cuda

@@ -42,11 +42,22 @@ METRALE_HD inline std::size_t sfb_bytes(std::size_t N, std::size_t K) {
   return sfb_padded_rows(N) * sfb_padded_cols(K);
 }
 
+inline constexpr std::size_t kSfbTileRows = 128;
+inline constexpr std::size_t kSfbTileBytes = 512;  // 128 rows x 4 scale columns
+
 // Inside a tile, row n sits at (n%32)·16 + ((n/32)%4)·4: 32-row groups interleave by 4 bytes, and
 // the tile's 4 scale columns are the 4 consecutive bytes of each slot.
+METRALE_HD inline std::size_t sfb_row_in_tile(std::size_t n) {
+  return (n % 32) * 16 + ((n / 32) % 4) * 4;
+}
+
+// The 512-byte tile holding rows [n - n%128, +128) and scale columns [4·t, 4·t + 4) (K tile t).
+METRALE_HD inline std::size_t sfb_tile_offset(std::size_t n, std::size_t t, std::size_t K) {
+  return (n / kSfbTileRows) * (sfb_k_tiles(K) * kSfbTileBytes) + t * kSfbTileBytes;
+}
+
 METRALE_HD inline std::size_t sfb_offset(std::size_t n, std::size_t b, std::size_t K) {
-  return (n / 128) * (sfb_k_tiles(K) * 512) + (b / 4) * 512 + (n % 32) * 16 + ((n / 32) % 4) * 4 +
-         (b % 4);
+  return sfb_tile_offset(n, b / 4, K) + sfb_row_in_tile(n) + (b % 4);
 }
 
 // ---- packed e2m1 ------------------------------------------------------------------------------
@@ -57,6 +68,28 @@ METRALE_HD inline std::size_t packed_nk_offset(std::size_t n, std::size_t j, std
 
 METRALE_HD inline std::size_t packed_kn_offset(std::size_t n, std::size_t j, std::size_t N) {
   return j * N + n;
+}
+
+// ---- the K order of the streaming decode (src/cuda/sm90/decode) ---------------------------------
+//
+// The decode kernel turns one 32-bit word of packed codes (8 consecutive k of one weight row) into
+// four bf16 pairs with shifts and masks only: pair j = codes j and j + 4 of the word. The tensor
+// core's A fragment then holds, for thread c of a quad, k = 8c + {0, 4} and 8c + {1, 5} in its k16
+// step A and 8c + {2, 6}, 8c + {3, 7} in step B of each 32-wide K group. A dot product does not
+// depend on the order of K, so the activations are stored in the same order instead of shuffling
+// the codes: column p of a 32-wide group holds the activation of k = decode_k_source(p).
+inline constexpr int kDecodeKGroup = 32;
+
+METRALE_HD constexpr int decode_k_source(int column) {
+  const int step = column / 16, slot = column % 16;  // k16 step (A or B) and fragment slot
+  const int quad_thread = (slot % 8) / 2, high_half = slot % 2, second_pair = slot / 8;
+  return 8 * quad_thread + 4 * high_half + second_pair + 2 * step;
+}
+
+// The inverse: the column that holds k (both within one 32-wide group).
+METRALE_HD constexpr int decode_k_column(int k) {
+  const int quad_thread = k / 8, u = k % 8;
+  return 16 * ((u / 2) % 2) + 2 * quad_thread + 8 * (u % 2) + u / 4;
 }
 
 }  // namespace metrale::format

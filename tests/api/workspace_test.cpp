@@ -142,7 +142,7 @@ TEST(Workspace, CallerWorkspace) {
     EXPECT_EQ(e.status(), Status::workspace_too_small);
     EXPECT_STREQ(e.what(), "nvfp4_grouped_down: workspace_size = 128 bytes < 4096 bytes needed");
   }
-  const cuda::Workspace ws = api::select_workspace("t", Exec{Backend::cuda, scratch, 256}, 256);
+  const core::Buffer ws = api::select_workspace("t", Exec{Backend::cuda, scratch, 256}, 256);
   EXPECT_EQ(ws.ptr, scratch);
   EXPECT_EQ(ws.size, 256u);
   try {
@@ -161,7 +161,7 @@ TEST(Workspace, CallerWorkspace) {
     EXPECT_NE(std::string(e.what()).find("is not 16-byte aligned"), std::string::npos);
   }
   // A call that needs no scratch never allocates the shared workspace.
-  const cuda::Workspace none = api::select_workspace("t", Exec{Backend::cuda}, 0);
+  const core::Buffer none = api::select_workspace("t", Exec{Backend::cuda}, 0);
   EXPECT_EQ(none.ptr, nullptr);
   EXPECT_EQ(none.size, 0u);
 }

@@ -12,15 +12,18 @@
 namespace metrale::cuda_test {
 namespace {
 
+// kernel: "" for the dispatcher's choice (the decode family for NVFP4 rows up to 256), or a
+// family forced as METRALE_CUDA_KERNEL would.
 void sweep_gemm(Op op, Mode mode, std::span<const int> ms, std::span<const int> ns,
-                std::span<const int> ks) {
+                std::span<const int> ks, const char* kernel = "") {
   int failures = 0;
   for (int m : ms)
     for (int n : ns)
-      for (int k : ks)
-        if (!expect_pass(gemm_case(op, mode, m, n, k, 1000 + m * 31 + n * 7 + k)) &&
-            ++failures >= kMaxReportedFailures)
-          return;
+      for (int k : ks) {
+        check::Case c = gemm_case(op, mode, m, n, k, 1000 + m * 31 + n * 7 + k);
+        c.cuda_kernel = kernel;
+        if (!expect_pass(c) && ++failures >= kMaxReportedFailures) return;
+      }
 }
 
 // pack, sfb and transpose: N x K with K at and around 16-element blocks and 64-wide SFB tiles.
@@ -41,13 +44,16 @@ void sweep_pack(Op op, Mode mode) {
   }
 }
 
-void sweep_grouped(Op op, Mode mode) {
+void sweep_grouped(Op op, Mode mode, const char* kernel = "") {
   int failures = 0;
   std::uint64_t seed = 3000;
   for (const GroupedShape& s : grouped_shapes())
-    if (!expect_pass(grouped_case(op, mode, s.n, s.k, s.routing, ++seed)) &&
-        ++failures >= kMaxReportedFailures)
-      return;
+    for (bool device_offsets : {false, true}) {
+      check::Case c = grouped_case(op, mode, s.n, s.k, s.routing, ++seed);
+      c.device_offsets = device_offsets;
+      c.cuda_kernel = kernel;
+      if (!expect_pass(c) && ++failures >= kMaxReportedFailures) return;
+    }
 }
 
 TEST(ExactSweep, Bf16Gemm) {
@@ -88,6 +94,22 @@ TEST(ExactSweep, GroupedGateUpFused) {
 TEST(ExactSweep, GroupedDown) {
   METRALE_SKIP_WITHOUT_GPU();
   sweep_grouped(Op::grouped_down, Mode::exact);
+}
+
+// The tiled family on the shapes the dispatcher now gives the decode family.
+TEST(TiledExactSweep, Nvfp4Gemm) {
+  METRALE_SKIP_WITHOUT_GPU();
+  sweep_gemm(Op::nvfp4_gemm, Mode::exact, kRowsM, kColsN, kDepthK, "sm90-tiled");
+}
+
+TEST(TiledExactSweep, GroupedGateUpFused) {
+  METRALE_SKIP_WITHOUT_GPU();
+  sweep_grouped(Op::grouped_gate_up_fused, Mode::exact, "sm90-tiled");
+}
+
+TEST(TiledExactSweep, GroupedDown) {
+  METRALE_SKIP_WITHOUT_GPU();
+  sweep_grouped(Op::grouped_down, Mode::exact, "sm90-tiled");
 }
 
 // Realistic mode: every M, the N and K that cross the alignments, random normal inputs.

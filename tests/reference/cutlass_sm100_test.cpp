@@ -43,7 +43,7 @@ DeviceName current_device() {
 
 // The message of the call's metrale::Error; fails the test when it throws nothing or another
 // status.
-std::string refusal(const Nvfp4Gemm& args, cuda::Workspace ws) {
+std::string refusal(const Nvfp4Gemm& args, core::Buffer ws) {
   try {
     rc::nvfp4_w4a4_gemm_sm100(args, ws, nullptr);
   } catch (const Error& e) {

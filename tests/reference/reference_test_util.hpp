@@ -119,7 +119,7 @@ struct ExactDenseGemm {
   std::vector<bf16_bits> want;  // the CPU oracle's [M, N] product
   check::DeviceBuffer act, weight, out, workspace;
   DenseGemm args;      // the device operands
-  cuda::Workspace ws;  // the workspace at the arm's size, not the one-byte minimum
+  core::Buffer ws;  // the workspace at the arm's size, not the one-byte minimum
 };
 #endif  // METRALE_HAS_CUDA
 

@@ -24,11 +24,12 @@ constexpr std::array<Op, 8> kOps = {Op::bf16_gemm,
                                     Op::grouped_down};
 
 // PERF.md's shapes (the model presets of the performance targets).
-constexpr std::array<ModelPreset, 4> kModels = {{
+constexpr std::array<ModelPreset, 5> kModels = {{
     {"qwen3-30b-a3b", "Qwen3-30B-A3B", 2048, 768, 128, 8},
     {"deepseek-v3", "DeepSeek-V3", 7168, 2048, 256, 8},
     {"gpt-oss-120b", "gpt-oss-120b", 2880, 2880, 128, 4},
     {"mixtral-8x7b", "Mixtral-8x7B", 4096, 14336, 8, 2},
+    {"qwen3-next-80b-a3b", "Qwen3-Next-80B-A3B", 2048, 512, 512, 10},
 }};
 
 bool iequals(std::string_view a, std::string_view b) {
@@ -142,8 +143,9 @@ void apply_model(Case& c, const ModelPreset& model, std::int32_t tokens) {
 }
 
 std::string reproduce_command(const Case& c) {
-  std::string cmd = fmt::format("metrale check --op {} --backend {} --mode {} --seed {}",
-                                op_name(c.op), backend_name(c.backend), mode_name(c.mode), c.seed);
+  std::string cmd = c.cuda_kernel.empty() ? "" : fmt::format("METRALE_CUDA_KERNEL={} ", c.cuda_kernel);
+  cmd += fmt::format("metrale check --op {} --backend {} --mode {} --seed {}", op_name(c.op),
+                     backend_name(c.backend), mode_name(c.mode), c.seed);
   if (is_grouped(c.op)) {
     if (!c.model.empty()) {
       cmd += fmt::format(" --model {}", c.model);
@@ -159,6 +161,7 @@ std::string reproduce_command(const Case& c) {
     cmd += fmt::format(" --tokens {}", c.routing.tokens);
     if (c.routing.kind != RoutingKind::uniform)
       cmd += fmt::format(" --routing {}", routing_name(c.routing.kind));
+    if (c.device_offsets) cmd += " --device-offsets";
   } else {
     cmd += fmt::format(" --shape {}", shape_text(c));
   }

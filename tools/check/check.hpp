@@ -73,6 +73,10 @@ struct Case {
   bool pack_scale_2 = true;     // pack: ModelOpt recipe (scale_2_out) or the seeds' scale_2 = 1
   bool sfb_src_n_major = true;  // sfb: source [K/16, N] (true) or [N, K/16]
   TransposeDir transpose_dir = TransposeDir::k_to_n;
+  bool device_offsets = false;  // grouped: expert offsets in device memory (bound: largest expert)
+  // The CUDA backend's kernel, forced for this case as METRALE_CUDA_KERNEL would
+  // ("sm90-decode:0:3"); empty: the dispatcher's choice.
+  std::string cuda_kernel;
 };
 
 inline constexpr std::int64_t kOracleMacBudget = std::int64_t{1} << 31;

@@ -1,5 +1,5 @@
 // Check cases of the grouped operations (grouped_gate_up, grouped_gate_up_fused, grouped_down):
-// a seeded top-k routing, the weight pool of grouped.hpp, host offsets; the backend computes every
+// a seeded top-k routing, the weight pool of grouped.hpp, host or device offsets; the backend computes every
 // group row, the oracle the sampled ones (all of them unless that would take too long).
 #include <fmt/format.h>
 
@@ -23,7 +23,7 @@ void run_on_device(const Case& c, const GroupedHost& h, const std::vector<std::i
                    const std::array<std::vector<bf16_bits>, 2>& bound, Report& report) {
   GroupedDevice d = upload_grouped(h);
   const Exec exec{c.backend, nullptr, 0, nullptr};
-  const GroupedNvfp4 args = device_args(h, d, false, h.routing.max_rows);
+  const GroupedNvfp4 args = device_args(h, d, c.device_offsets, h.routing.max_rows);
   const Stopwatch watch;
   if (refused(c, nvfp4_grouped(args, exec), report)) return;
   device_synchronize(fmt::format("{} on {}", op_name(c.op), backend_name(c.backend)));

@@ -22,6 +22,7 @@ struct CheckOptions {
   std::int64_t tokens = 64, experts = 0, topk = 0, sample_rows = -1;
   std::uint64_t seed = 1;
   bool no_determinism = false, scale2_one = false, src_n_by_k16 = false, n_to_k = false;
+  bool device_offsets = false;
 };
 
 // A bad option: one line, exit code 2.
@@ -120,6 +121,7 @@ check::Case make_case(const CheckOptions& o) {
   }
   c.seed = o.seed;
   c.sample_rows = o.sample_rows;
+  c.device_offsets = o.device_offsets;
   c.check_determinism = !o.no_determinism;
   c.pack_scale_2 = !o.scale2_one;
   c.sfb_src_n_major = !o.src_n_by_k16;
@@ -184,7 +186,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--shape", options->shape, "MxNxK (GEMMs) or NxK (packing, grouped)");
   cmd->add_option("--model", options->model,
                   "grouped: a preset of PERF.md's table (qwen3-30b-a3b, deepseek-v3, gpt-oss-120b, "
-                  "mixtral-8x7b)");
+                  "mixtral-8x7b, qwen3-next-80b-a3b)");
   cmd->add_option("--tokens", options->tokens, "grouped: tokens T (rows = T x top-k)")
       ->capture_default_str();
   cmd->add_option("--experts", options->experts, "grouped: experts E (without --model)");
@@ -203,6 +205,8 @@ void add_check_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--scale2-one", options->scale2_one, "pack: the seeds' form (scale_2 = 1)");
   cmd->add_flag("--src-n-by-k16", options->src_n_by_k16, "sfb: source scales are [N, K/16]");
   cmd->add_flag("--n-to-k", options->n_to_k, "transpose: [K/2, N] -> [N, K/2]");
+  cmd->add_flag("--device-offsets", options->device_offsets,
+                "grouped: expert offsets in device memory (as a CUDA graph would pass them)");
   cmd->callback([options, &exit_code] { exit_code = run_check(*options); });
 }
 

@@ -159,7 +159,7 @@ __global__ void __launch_bounds__(kQuantThreads) quantize_kernel(QuantizeParams 
 
 }  // namespace
 
-void pack_nvfp4(const PackNvfp4& args, Workspace /*ws*/, void* stream) {
+void pack_nvfp4(const PackNvfp4& args, core::Buffer /*ws*/, void* stream) {
   require_device(kWho);
   if (args.n <= 0 || args.k <= 0) return;
   require_aligned_16(kWho, "weight_bf16", args.weight);

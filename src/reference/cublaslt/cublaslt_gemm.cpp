@@ -144,7 +144,7 @@ std::shared_ptr<Plan> find_plan(const PlanKey& key, cublasLtHandle_t handle) {
 
 }  // namespace
 
-cuda::Workspace align_workspace(cuda::Workspace ws) {
+core::Buffer align_workspace(core::Buffer ws) {
   if (ws.ptr == nullptr) return {};
   const auto address = reinterpret_cast<std::uintptr_t>(ws.ptr);
   const std::uintptr_t aligned =
@@ -154,7 +154,7 @@ cuda::Workspace align_workspace(cuda::Workspace ws) {
   return {reinterpret_cast<void*>(aligned), ws.size - skipped};
 }
 
-void bf16_gemm(const DenseGemm& args, cuda::Workspace ws, void* stream, int algo_index,
+void bf16_gemm(const DenseGemm& args, core::Buffer ws, void* stream, int algo_index,
                int* returned_count) {
   if (returned_count) *returned_count = 0;
   if (args.m == 0) return;  // an empty problem (an expert with no rows) is a no-op

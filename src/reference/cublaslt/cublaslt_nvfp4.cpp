@@ -22,10 +22,10 @@ namespace {
 struct Carved {
   bf16_bits* gathered = nullptr;
   bf16_bits* weight = nullptr;
-  cuda::Workspace lt;
+  core::Buffer lt;
 };
 
-Carved carve(cuda::Workspace ws, std::size_t gathered_bytes, std::size_t weight_bytes,
+Carved carve(core::Buffer ws, std::size_t gathered_bytes, std::size_t weight_bytes,
              const char* who, int n, int k) {
   ws = align_workspace(ws);
   const std::size_t need = aligned_bytes(gathered_bytes) + aligned_bytes(weight_bytes);
@@ -61,7 +61,7 @@ std::int32_t max_group_rows(const ExpertGroups& groups) {
 
 }  // namespace
 
-void nvfp4_gemm(const Nvfp4Gemm& args, cuda::Workspace ws, void* stream) {
+void nvfp4_gemm(const Nvfp4Gemm& args, core::Buffer ws, void* stream) {
   if (args.m == 0) return;
   const Carved carved =
       carve(ws, 0, weight_bytes(args.n, args.k), "cublaslt nvfp4_gemm", args.n, args.k);
@@ -71,7 +71,7 @@ void nvfp4_gemm(const Nvfp4Gemm& args, cuda::Workspace ws, void* stream) {
                       carved.lt, stream);
 }
 
-void nvfp4_grouped(const GroupedNvfp4& args, cuda::Workspace ws, void* stream) {
+void nvfp4_grouped(const GroupedNvfp4& args, core::Buffer ws, void* stream) {
   const ExpertGroups& groups = args.groups;
   if (groups.offsets_on_device) {
     fail(Status::unsupported,

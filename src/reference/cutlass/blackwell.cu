@@ -53,7 +53,7 @@ void require_shape(const Nvfp4Gemm& args) {
 
 }  // namespace
 
-void nvfp4_w4a4_gemm_sm100(const Nvfp4Gemm& args, cuda::Workspace ws, void* stream) {
+void nvfp4_w4a4_gemm_sm100(const Nvfp4Gemm& args, core::Buffer ws, void* stream) {
 #if defined(METRALE_CUTLASS_SM100)
   const detail::DeviceInfo device = require_sm100();
   if (args.m == 0) return;

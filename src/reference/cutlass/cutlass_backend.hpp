@@ -22,7 +22,7 @@
 // bytes), act/weight/out not 16-byte aligned, packed weights not 8-byte aligned, device offsets.
 #pragma once
 
-#include "cuda/cuda_backend.hpp"
+#include "core/workspace.hpp"
 #include "metrale/metrale.hpp"
 
 namespace metrale::reference::cutlass {
@@ -30,13 +30,13 @@ namespace metrale::reference::cutlass {
 // Tile shapes of the Hopper warp-specialized bf16 GEMM (the seeds' test-hook variants).
 enum class Tile { automatic, m128n256, m256n128, m64n128, m128n64, m64n64 };
 
-void bf16_gemm(const DenseGemm& args, cuda::Workspace ws, void* stream,
+void bf16_gemm(const DenseGemm& args, core::Buffer ws, void* stream,
                Tile tile = Tile::automatic);
-void nvfp4_gemm(const Nvfp4Gemm& args, cuda::Workspace ws, void* stream);
-void pack_nvfp4(const PackNvfp4& args, cuda::Workspace ws, void* stream);
+void nvfp4_gemm(const Nvfp4Gemm& args, core::Buffer ws, void* stream);
+void pack_nvfp4(const PackNvfp4& args, core::Buffer ws, void* stream);
 void swizzle_scales(const SwizzleScales& args, void* stream);
 void transpose_packed(const TransposePacked& args, void* stream);
-void nvfp4_grouped(const GroupedNvfp4& args, cuda::Workspace ws, void* stream);
+void nvfp4_grouped(const GroupedNvfp4& args, core::Buffer ws, void* stream);
 
 // The bytes nvfp4_grouped carves for these host offsets (dequantized weights, gathered rows,
 // staged per-group arrays, CUTLASS's workspace); 0 for device offsets (refused by the call).
@@ -49,7 +49,7 @@ std::size_t gemm_workspace_size(int m, int n, int k);
 // recipe (format/nvfp4_recipe.hpp: scale_2_act = amax(|act|) / 2688, one e4m3 scale per 16
 // elements, SFA = the SFB swizzle over the act's rows) and W the weight as given (either scale
 // layout). Needs K % 32 == 0, N % 8 == 0, act/packed/scale/out 16-byte aligned.
-void nvfp4_w4a4_gemm_sm100(const Nvfp4Gemm& args, cuda::Workspace ws, void* stream);
+void nvfp4_w4a4_gemm_sm100(const Nvfp4Gemm& args, core::Buffer ws, void* stream);
 // Its workspace (quantized act, SFA, a swizzled copy of the weight's scales, CUTLASS's part);
 // 0 in a build without METRALE_CUTLASS_SM100.
 std::size_t nvfp4_w4a4_gemm_sm100_workspace_size(int m, int n, int k);

@@ -90,7 +90,7 @@ DeviceInfo require_dense_call(const char* who, const void* act, const char* weig
 
 }  // namespace
 
-void bf16_gemm(const DenseGemm& args, cuda::Workspace ws, void* stream, Tile tile) {
+void bf16_gemm(const DenseGemm& args, core::Buffer ws, void* stream, Tile tile) {
   const char* who = "bf16_gemm_act_weight_t";
   if (args.m == 0) return;
   const DeviceInfo device =
@@ -104,7 +104,7 @@ void bf16_gemm(const DenseGemm& args, cuda::Workspace ws, void* stream, Tile til
   run_tile(tile, launch);
 }
 
-void nvfp4_gemm(const Nvfp4Gemm& args, cuda::Workspace ws, void* stream) {
+void nvfp4_gemm(const Nvfp4Gemm& args, core::Buffer ws, void* stream) {
   const char* who = "nvfp4_gemm_bf16_act_weight_t";
   if (args.m == 0) return;
   const DeviceInfo device = require_dense_call(who, args.act, "weight_packed", args.packed, 8,

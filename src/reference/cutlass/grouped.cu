@@ -119,7 +119,7 @@ void fill_entries(GroupedCall& call, const GroupedNvfp4& args, const Plan& plan,
 
 }  // namespace
 
-void nvfp4_grouped(const GroupedNvfp4& args, cuda::Workspace ws, void* stream) {
+void nvfp4_grouped(const GroupedNvfp4& args, core::Buffer ws, void* stream) {
   const char* who = grouped_name(args);
   const auto cu_stream = static_cast<cudaStream_t>(stream);
   refuse_device_offsets_and_capture(who, args, cu_stream);

@@ -157,7 +157,7 @@ __global__ void __launch_bounds__(kTile * 8)
 
 }  // namespace
 
-void pack_nvfp4(const PackNvfp4& args, cuda::Workspace /*ws*/, void* stream) {
+void pack_nvfp4(const PackNvfp4& args, core::Buffer /*ws*/, void* stream) {
   const char* who = "pack_bf16_weight_to_nvfp4_t";
   if (args.n == 0 || args.k == 0) return;
   detail::require_sm90(who);

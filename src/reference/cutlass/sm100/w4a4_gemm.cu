@@ -216,7 +216,7 @@ std::size_t w4a4_sm100_workspace_size(int m, int n, int k, int sm_count) {
          align_up(cutlass_workspace_size(m, n, k, sm_count));
 }
 
-void run_w4a4_sm100(const Nvfp4Gemm& args, cuda::Workspace ws, void* stream, int device,
+void run_w4a4_sm100(const Nvfp4Gemm& args, core::Buffer ws, void* stream, int device,
                     int sm_count, const char* who) {
   const int m = args.m, n = args.n, k = args.k;
   const auto cu_stream = static_cast<cudaStream_t>(stream);

@@ -5,13 +5,13 @@
 
 #include <cstddef>
 
-#include "cuda/cuda_backend.hpp"
+#include "core/workspace.hpp"
 #include "metrale/metrale.hpp"
 
 namespace metrale::reference::cutlass::detail {
 
 // Arguments already validated, device checked to be sm_100 (CC 10.0), M >= 1.
-void run_w4a4_sm100(const Nvfp4Gemm& args, cuda::Workspace ws, void* stream, int device,
+void run_w4a4_sm100(const Nvfp4Gemm& args, core::Buffer ws, void* stream, int device,
                     int sm_count, const char* who);
 std::size_t w4a4_sm100_workspace_size(int m, int n, int k, int sm_count);
 

@@ -1,15 +1,17 @@
-// The parameter block of the sm_90a GEMM kernel (grouped_gemm.cuh) and its tile table, shared by
-// the host launcher (grouped_gemm.cpp) and the kernel's instantiations (grouped_gemm.cu).
-// Plain host-compatible types: bf16 travels as its raw 16 bits.
+// The parameter block of the tiled family's sm_90a kernel (tiled_kernel.cuh) and its tile table,
+// shared by the family's host side (tiled_family.cpp) and the kernel's instantiations
+// (tiled_kernel.cu). Plain host-compatible types: bf16 travels as its raw 16 bits. Per-expert
+// tables and host offsets live in the workspace (cuda/stage/expert_table.hpp), not here.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
+#include "cuda/stage/expert_table.hpp"
+
 namespace metrale::cuda::sm90 {
 
-constexpr int kMaxExperts = 256;  // per-expert tables travel in the kernel parameters (~11 KB)
 constexpr int kBlockK = 64;       // K per pipeline stage: one 128-byte swizzled row of bf16
 
 struct TileConfig {
@@ -37,12 +39,6 @@ struct Tile {
   static constexpr int stages = kTiles[kIndex].stages;
 };
 
-struct ProjectionTable {
-  const void* weight[kMaxExperts];          // bf16 [N, K] or packed e2m1 [N, K/2]
-  const std::uint8_t* scale[kMaxExperts];   // e4m3 block scales (NVFP4 only)
-  float scale_2[kMaxExperts];               // fp32 decode scale (1 for bf16 weights)
-};
-
 struct GroupedParams {
   const std::uint16_t* a;         // bf16 [a_rows, K]
   const std::int32_t* token_ids;  // [m_total] source row of each group row, or null
@@ -51,11 +47,11 @@ struct GroupedParams {
   std::int32_t num_experts;
   std::int32_t scale_sfb;         // 1: SFB scales, 0: [K/16, N] scales
   std::int32_t scale_vec16;       // [K/16, N] scales may be read 16 bytes at a time
-  const std::int32_t* device_offsets;  // null: host_offsets
-  std::int32_t row_limit;         // device offsets: rows past m_total are dropped; 0: no clamp
-  std::int32_t host_offsets[kMaxExperts + 1];
+  const std::int32_t* offsets;    // [num_experts + 1] in device memory (staged host offsets)
+  std::int32_t m_total;           // rows past it are dropped (device offsets are not validated)
+  std::int32_t min_rows, max_rows;  // experts whose rows fall outside belong to another family
   std::uint16_t* out[2];          // bf16 [m_total, N] per projection
-  ProjectionTable proj[2];
+  const ExpertEntry* table;       // [proj][num_experts]
 };
 
 // Launches tile kTiles[tile] with NVFP4 (or bf16) weights; returns the launch's CUDA error.

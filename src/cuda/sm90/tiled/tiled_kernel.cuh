@@ -1,5 +1,5 @@
-// The sm_90a GEMM kernel behind every product of the CUDA backend: dense bf16, single NVFP4, and
-// the grouped (per-expert) NVFP4 MoE GEMMs with an optional row gather.
+// The tiled family's sm_90a GEMM kernel: dense bf16, and NVFP4 with many rows per expert (the
+// decode family, sm90/decode, streams the few-row case), grouped with an optional row gather.
 //
 //   out[p][i, n] = sum_k a[row(i), k] * W[p][e(i)][n, k]        (fp32 accumulate, bf16 out)
 //
@@ -8,8 +8,9 @@
 // expert still fills the tensor core's M side with weights.
 //
 // Data path, per CTA (one expert's row tile x weight_rows output channels x one projection):
-//  1. locate: a block-wide scan over the expert offsets maps blockIdx.y to (expert, row range);
-//     the offsets live in the kernel parameters (host offsets) or in device memory.
+//  1. locate: a block-wide scan over the expert offsets (device memory: the caller's, or host
+//     offsets staged into the workspace) maps blockIdx.y to (expert, row range); experts whose
+//     rows fall outside [min_rows, max_rows] are another family's and get no tiles.
 //  2. gather: the tile's source rows (token_ids[i], or i) go to shared memory; negative ids and,
 //     when the caller gave a_rows (> 0), ids past it read as zeros. The seed-shaped fused call
 //     cannot pass a_rows: there the ids are trusted.
@@ -30,14 +31,15 @@
 
 #include <cstdint>
 
-#include "cuda/sm90/grouped_gemm_params.hpp"
-#include "cuda/sm90/nvfp4_decode.cuh"
 #include "cuda/sm90/primitives.cuh"
+#include "cuda/sm90/tiled/lut_decode.cuh"
+#include "cuda/sm90/tiled/tiled_params.hpp"
 #include "cuda/sm90/wgmma_ops.cuh"
+#include "format/layouts.hpp"
 
 namespace metrale::cuda::sm90 {
 
-constexpr int kSfbChunkBytes = 512;  // one 128-row x 4-block SFB tile
+constexpr int kSfbChunkBytes = static_cast<int>(format::kSfbTileBytes);
 
 template <class Config, bool kNvfp4>
 struct KernelShape {
@@ -63,31 +65,31 @@ struct KernelShape {
 };
 
 __device__ __forceinline__ int expert_offset(const GroupedParams& p, int e) {
-  return p.device_offsets ? __ldg(p.device_offsets + e) : p.host_offsets[e];
+  return min(max(__ldg(p.offsets + e), 0), p.m_total);
+}
+
+// Row tiles of expert e: none when its rows belong to another family's window.
+template <int kTokens>
+__device__ __forceinline__ int expert_row_tiles(const GroupedParams& p, int e) {
+  const int rows = max(expert_offset(p, e + 1) - expert_offset(p, e), 0);
+  return rows >= p.min_rows && rows <= p.max_rows ? (rows + kTokens - 1) / kTokens : 0;
 }
 
 // Step 1. Maps row tile `tile` to its expert and group-row range with a block-wide exclusive
-// scan of ceil(rows_e / tokens). Returns false (for every thread) when the tile is past the end.
+// scan of the experts' row tiles (each thread sums a contiguous run of experts, so any expert
+// count works). Returns false (for every thread) when the tile is past the end.
 template <int kThreads, int kTokens>
 __device__ bool locate_row_tile(const GroupedParams& p, int tile, int& expert, int& row_begin,
                                 int& row_end) {
-  constexpr int kPerThread = (kMaxExperts + kThreads - 1) / kThreads;
   constexpr int kWarps = kThreads / 32;
   __shared__ int warp_totals[kWarps];
   __shared__ int found[3];
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   if (tid == 0) found[0] = -1;
-
-  int counts[kPerThread];
+  const int per_thread = (p.num_experts + kThreads - 1) / kThreads;
+  const int first = tid * per_thread, last = min(first + per_thread, p.num_experts);
   int local = 0;
-#pragma unroll
-  for (int j = 0; j < kPerThread; ++j) {
-    const int e = tid * kPerThread + j;
-    counts[j] = e < p.num_experts
-                    ? (expert_offset(p, e + 1) - expert_offset(p, e) + kTokens - 1) / kTokens
-                    : 0;
-    local += counts[j];
-  }
+  for (int e = first; e < last; ++e) local += expert_row_tiles<kTokens>(p, e);
   int inclusive = local;
 #pragma unroll
   for (int delta = 1; delta < 32; delta *= 2) {
@@ -99,19 +101,15 @@ __device__ bool locate_row_tile(const GroupedParams& p, int tile, int& expert, i
   int before = inclusive - local;
   for (int w = 0; w < warp; ++w) before += warp_totals[w];
   if (tile >= before && tile < before + local) {
-#pragma unroll
-    for (int j = 0; j < kPerThread; ++j) {
-      if (tile >= before && tile < before + counts[j]) {
-        const int e = tid * kPerThread + j;
+    for (int e = first; e < last; ++e) {
+      const int count = expert_row_tiles<kTokens>(p, e);
+      if (tile >= before && tile < before + count) {
         const int begin = expert_offset(p, e) + (tile - before) * kTokens;
-        // Device offsets are not validated on the host: clamp to the output's rows, so bad
-        // offsets can drop rows but never reach outside `out` or `token_ids`.
-        const int end = min(begin + kTokens, expert_offset(p, e + 1));
         found[0] = e;
-        found[1] = max(begin, 0);
-        found[2] = p.row_limit > 0 ? min(end, p.row_limit) : end;
+        found[1] = begin;
+        found[2] = min(begin + kTokens, expert_offset(p, e + 1));
       }
-      before += counts[j];
+      before += count;
     }
   }
   __syncthreads();
@@ -151,9 +149,9 @@ struct StageLoader {
   const std::uint8_t* expert_scales = nullptr;  // the expert's scales, for the bytewise path
   int n0 = 0;                                   // first output channel of the CTA
 
-  __device__ StageLoader(const GroupedParams& p, const ProjectionTable& t, int expert,
-                         const int* src_rows, int first_channel)
-      : expert_scales(t.scale[expert]), n0(first_channel) {
+  __device__ StageLoader(const GroupedParams& p, const ExpertEntry& entry, const int* src_rows,
+                         int first_channel)
+      : expert_scales(entry.scale), n0(first_channel) {
     const int tid = threadIdx.x;
 #pragma unroll
     for (int i = 0; i < kActPerThread; ++i) {
@@ -164,7 +162,7 @@ struct StageLoader {
       act_dst[i] = swizzled_offset(r, c);
       act_col[i] = c * 8;
     }
-    const auto* weight = static_cast<const std::uint8_t*>(t.weight[expert]);
+    const auto* weight = static_cast<const std::uint8_t*>(entry.weight);
     weight_row_bytes = kNvfp4 ? p.k / 2 : p.k * 2;
 #pragma unroll
     for (int i = 0; i < kWeightPerThread; ++i) {
@@ -185,10 +183,9 @@ struct StageLoader {
       // One 128-row x 4-block tile, contiguous in the SFB layout (rows padded to 128). Byte
       // (n % 32) * 16 + ((n / 32) % 4) * 4 + b % 4 holds row n: a 64-row CTA copies only the
       // half of each 16-byte group that its rows' (n / 32) % 4 selects.
-      const int k_tiles = (p.k + kBlockK - 1) / kBlockK;
       const int half = Config::weight_rows == 128 ? 0 : (n0 % 128) / 64 * 8;
       if (tid < kSfbChunkBytes / 16) {
-        scale_src = scale + static_cast<size_t>(n0 / 128) * k_tiles * kSfbChunkBytes + tid * 16 + half;
+        scale_src = scale + format::sfb_tile_offset(n0, 0, p.k) + tid * 16 + half;
         scale_dst = slot + tid * 16 + half;
         scale_stride = kSfbChunkBytes;
       }
@@ -249,7 +246,7 @@ __device__ __forceinline__ uint32_t stage_scales(const GroupedParams& p, const s
                                                  int n0, int r) {
   if (p.scale_sfb) {
     const int row = n0 % 128 + r;
-    return *reinterpret_cast<const uint32_t*>(scales + (row % 32) * 16 + ((row / 32) % 4) * 4);
+    return *reinterpret_cast<const uint32_t*>(scales + format::sfb_row_in_tile(row));
   }
   return scales[r] | (scales[Config::weight_rows + r] << 8) |
          (scales[2 * Config::weight_rows + r] << 16) | (scales[3 * Config::weight_rows + r] << 24);
@@ -343,7 +340,7 @@ __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
   int expert, row_begin, row_end;
   if (!locate_row_tile<Shape::kThreads, Config::tokens>(p, blockIdx.y, expert, row_begin, row_end))
     return;
-  const ProjectionTable& table = p.proj[blockIdx.z];
+  const ExpertEntry entry = p.table[blockIdx.z * p.num_experts + expert];
   const int n0 = blockIdx.x * Config::weight_rows;
 
   // 2. gather
@@ -367,7 +364,7 @@ __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
     for (int i = threadIdx.x; i < Config::stages * Shape::kStageBytes / 16; i += Shape::kThreads)
       words[i] = make_uint4(0, 0, 0, 0);
   }
-  const StageLoader<Config, kNvfp4> loader(p, table, expert, src_rows, n0);
+  const StageLoader<Config, kNvfp4> loader(p, entry, src_rows, n0);
   __syncthreads();
   const int k_tiles = (p.k + kBlockK - 1) / kBlockK;
   float acc[Config::tokens / 2];
@@ -427,7 +424,7 @@ __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
   for (int i = 0; i < Config::tokens / 2; ++i) fence_operand(acc[i]);
 
   // 4. epilogue
-  const float scale_2 = kNvfp4 ? table.scale_2[expert] : 1.0f;
+  const float scale_2 = kNvfp4 ? entry.scale_2 : 1.0f;
   store_tile<Config>(p, p.out[blockIdx.z], scale_2, n0, row_begin, row_end, acc);
 #elif defined(__CUDA_ARCH__)
   __trap();  // built for a target without wgmma: fail loudly instead of leaving `out` unwritten

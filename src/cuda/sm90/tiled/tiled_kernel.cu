@@ -1,8 +1,7 @@
-// Instantiations of the sm_90a GEMM kernel, one per entry of kTiles and weight format, and the
-// launch switch the host launcher (grouped_gemm.cpp) calls.
-#include <mutex>
-
-#include "cuda/sm90/grouped_gemm.cuh"
+// Instantiations of the tiled family's kernel, one per entry of kTiles and weight format, and the
+// launch switch its host side (tiled_family.cpp) calls.
+#include "cuda/family.hpp"
+#include "cuda/sm90/tiled/tiled_kernel.cuh"
 
 namespace metrale::cuda::sm90 {
 namespace {
@@ -11,13 +10,10 @@ template <class Config, bool kNvfp4>
 cudaError_t launch_config(const GroupedParams& params, dim3 grid, cudaStream_t stream) {
   using Shape = KernelShape<Config, kNvfp4>;
   auto* kernel = &grouped_gemm_kernel<Config, kNvfp4>;
-  static std::once_flag configured;
-  static cudaError_t configure_error = cudaSuccess;
-  std::call_once(configured, [&] {
-    configure_error = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           Shape::kSmemBytes);
-  });
-  if (configure_error != cudaSuccess) return configure_error;
+  if (const cudaError_t err =
+          configure_once_per_device(reinterpret_cast<const void*>(kernel), Shape::kSmemBytes);
+      err != cudaSuccess)
+    return err;
   kernel<<<grid, Shape::kThreads, Shape::kSmemBytes, stream>>>(params);
   return cudaGetLastError();
 }

@@ -1,0 +1,282 @@
+// The CUDA backend's dispatcher: turns each API call into a Problem, gives its experts to kernel
+// families by row count (the decode family streams experts with up to kDecodeMaxRows rows, the
+// tiled family takes the rest and every bf16 GEMM; with device offsets both launch and each skips
+// the other's experts), sizes the workspace as the largest of the
+// launches it will make (they run one after another on the caller's stream, so they share it)
+// and launches. METRALE_CUDA_KERNEL overrides the choice for tuning and tests.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "core/config.hpp"
+#include "core/error.hpp"
+#include "cuda/cuda_backend.hpp"
+#include "cuda/cuda_check.hpp"
+#include "cuda/family.hpp"
+#include "cuda/require_device.hpp"
+#include "cuda/stage/expert_table.hpp"
+
+namespace metrale::cuda {
+
+namespace sm90 {
+const Family& tiled_family();
+namespace decode {
+const Family& decode_family();
+}
+}  // namespace sm90
+
+namespace {
+
+// Rows per expert up to which the decode family runs an expert. Measured (docs/perf.md, "the
+// threshold"): at 8-32 rows per expert it beats the tiled family by up to 1.4x, at 64 it loses
+// 1.2x and at 128-256 2x (its wide token tiles are compute-bound with one warpgroup), so the
+// tiled family takes experts past 32 rows. METRALE_CUDA_KERNEL=sm90-decode forces it anyway (up
+// to 256 rows read once, more as several token tiles).
+constexpr std::int32_t kDecodeMaxRows = 32;
+// The decode family copies the call's activations (gathered, in its K order) into the workspace;
+// past this size the call is a prefill and the tiled family takes every expert.
+constexpr std::size_t kDecodeActivationBudget = std::size_t{128} << 20;
+
+struct Launch {
+  const Family* family;
+  Plan plan;
+};
+
+// Whether any expert's row count falls in `window` (for device offsets: may fall).
+bool has_rows_in(const GroupedNvfp4& a, RowWindow window) {
+  const ExpertGroups& g = a.groups;
+  if (g.offsets_on_device) return g.m_total > 0 && window.min_rows <= g.max_rows_per_expert;
+  for (int e = 0; e < g.num_experts; ++e)
+    if (window.contains(g.offsets[e + 1] - g.offsets[e])) return true;
+  return false;
+}
+
+Launch forced_launch(const Problem& problem, const core::ForcedKernel& forced) {
+  const Family* family = find_family(forced.family);
+  if (family == nullptr)
+    fail(Status::invalid_argument,
+         "METRALE_CUDA_KERNEL names family '{}', expected sm90-decode or sm90-tiled", forced.family);
+  if (const std::string why = family->why_not(problem); !why.empty())
+    fail(Status::unsupported, "{}: METRALE_CUDA_KERNEL = {} cannot run this call: {}", problem.op,
+         family->name(), why);
+  Plan plan = family->plan(problem, RowWindow{});
+  if (forced.config >= family->config_count())
+    fail(Status::invalid_argument,
+         "METRALE_CUDA_KERNEL: configuration {} of {}, expected an index in [0, {})",
+         forced.config, family->name(), family->config_count());
+  if (forced.config >= 0) plan.config = forced.config;
+  plan.splits = forced.splits;
+  return {family, plan};
+}
+
+// The decode family runs when it can and when its activation copy stays small.
+bool decode_takes(const Problem& problem) {
+  const GroupedNvfp4& a = problem.args;
+  const std::size_t copy = static_cast<std::size_t>(a.groups.m_total) * a.k * 2;
+  if (copy > kDecodeActivationBudget) return false;
+  return sm90::decode::decode_family().why_not(problem).empty();
+}
+
+std::vector<Launch> choose(const Problem& problem) {
+  if (const auto forced = core::forced_cuda_kernel()) return {forced_launch(problem, *forced)};
+  const Family& decode = sm90::decode::decode_family();
+  const Family& tiled = sm90::tiled_family();
+  std::vector<Launch> launches;
+  RowWindow rest{};
+  if (decode_takes(problem)) {
+    const RowWindow few{1, kDecodeMaxRows};
+    if (has_rows_in(problem.args, few)) launches.push_back({&decode, decode.plan(problem, few)});
+    rest.min_rows = kDecodeMaxRows + 1;
+  }
+  if (has_rows_in(problem.args, rest)) {
+    if (const std::string why = tiled.why_not(problem); !why.empty())
+      fail(Status::unsupported, "{}: {}", problem.op, why);
+    launches.push_back({&tiled, tiled.plan(problem, rest)});
+  }
+  return launches;
+}
+
+std::size_t workspace_for(const Problem& problem, const std::vector<Launch>& launches) {
+  std::size_t bytes = 0;
+  for (const Launch& l : launches)
+    bytes = std::max(bytes, l.family->workspace_bytes(problem, l.plan));
+  return bytes;
+}
+
+// Pointers the kernels read 16 bytes at a time: the activations, and the weights (and SFB
+// scales) of every expert that may have rows.
+void require_aligned_inputs(const Problem& problem) {
+  const GroupedNvfp4& a = problem.args;
+  require_aligned_16(problem.op, "a", a.a);
+  const ExpertGroups& g = a.groups;
+  for (int p = 0; p < a.proj_count; ++p)
+    for (int e = 0; e < g.num_experts; ++e) {
+      if (!g.offsets_on_device && g.offsets[e + 1] == g.offsets[e]) continue;
+      require_aligned_16(problem.op, fmt::format("proj[{}].packed_ptrs[{}]", p, e),
+                         reinterpret_cast<const void*>(a.proj[p].packed_ptrs[e]));
+      if (problem.nvfp4 && a.scale_layout == ScaleLayout::sfb)
+        require_aligned_16(problem.op, fmt::format("proj[{}].scale_ptrs[{}]", p, e),
+                           reinterpret_cast<const void*>(a.proj[p].scale_ptrs[e]));
+    }
+}
+
+void run(const Problem& problem, core::Buffer ws, void* stream) {
+  require_device(problem.op);
+  const GroupedNvfp4& a = problem.args;
+  if (a.groups.num_experts == 0 || a.groups.m_total == 0) return;
+  if (a.groups.num_experts > kMaxExperts)
+    fail(Status::unsupported,
+         "{}: num_experts = {} exceeds the CUDA backend's limit of {} (host offsets and the plan "
+         "kernel's expert scan)",
+         problem.op, a.groups.num_experts, kMaxExperts);
+  require_aligned_inputs(problem);
+  const std::vector<Launch> launches = choose(problem);
+  const std::size_t needed = workspace_for(problem, launches);
+  if (ws.size < needed)
+    fail(Status::workspace_too_small, "{}: needs {} bytes of workspace, got {}", problem.op,
+         needed, ws.size);
+  for (const Launch& l : launches)
+    l.family->launch(problem, l.plan, ws, static_cast<cudaStream_t>(stream));
+}
+
+// A single GEMM as a one-expert problem; the host arrays live in this object.
+struct SingleGemm {
+  std::array<std::int32_t, 2> offsets;
+  std::uint64_t weight, scale;
+  float scale_2;
+  Problem problem;
+
+  SingleGemm(const char* op, bool nvfp4, const std::uint16_t* act, const void* w,
+             const std::uint8_t* s, float s2, ScaleLayout layout, std::uint16_t* out, int m, int n,
+             int k)
+      : offsets{0, m},
+        weight(reinterpret_cast<std::uint64_t>(w)),
+        scale(reinterpret_cast<std::uint64_t>(s)),
+        scale_2(s2) {
+    problem.op = op;
+    problem.nvfp4 = nvfp4;
+    GroupedNvfp4& a = problem.args;
+    a.a = act;
+    a.a_rows = m;
+    a.token_ids = nullptr;
+    a.proj[0] = ExpertWeights{&weight, &scale, &scale_2};
+    a.out[0] = out;
+    a.proj_count = 1;
+    a.scale_layout = layout;
+    a.groups = ExpertGroups{offsets.data(), false, 1, m, m};
+    a.n = n;
+    a.k = k;
+  }
+};
+
+}  // namespace
+
+std::span<const Family* const> families() {
+  static const std::array<const Family*, 2> list{&sm90::decode::decode_family(),
+                                                 &sm90::tiled_family()};
+  return list;
+}
+
+const Family* find_family(std::string_view name) {
+  for (const Family* f : families())
+    if (name == f->name()) return f;
+  return nullptr;
+}
+
+int device_sm_count() {
+  static std::mutex mutex;
+  static std::map<int, int> counts;
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    // No device (a workspace-size query on a machine without one): size for an H200.
+    cudaGetLastError();
+    constexpr int kH200Sms = 132;
+    return kH200Sms;
+  }
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = counts.find(device);
+  if (it == counts.end()) {
+    int sms = 0;
+    METRALE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    it = counts.emplace(device, sms).first;
+  }
+  return it->second;
+}
+
+bool scales_aligned_16(const Problem& problem) {
+  const GroupedNvfp4& a = problem.args;
+  for (int p = 0; p < a.proj_count; ++p)
+    for (int e = 0; e < a.groups.num_experts; ++e)
+      if (a.proj[p].scale_ptrs[e] % kPointerAlignment != 0) return false;
+  return true;
+}
+
+cudaError_t configure_once_per_device(const void* kernel, int shared_bytes) {
+  static std::mutex mutex;
+  static std::map<std::pair<const void*, int>, cudaError_t> done;
+  int device = 0;
+  if (const cudaError_t err = cudaGetDevice(&device); err != cudaSuccess) return err;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto [it, fresh] = done.try_emplace({kernel, device}, cudaSuccess);
+  if (fresh)
+    it->second = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      shared_bytes);
+  return it->second;
+}
+
+void bf16_gemm(const DenseGemm& args, core::Buffer ws, void* stream) {
+  const SingleGemm g("bf16_gemm_act_weight_t (CUDA)", false, args.act, args.weight, nullptr, 1.0f,
+                     ScaleLayout::k16_by_n, args.out, args.m, args.n, args.k);
+  run(g.problem, ws, stream);
+}
+
+void nvfp4_gemm(const Nvfp4Gemm& args, core::Buffer ws, void* stream) {
+  const SingleGemm g("nvfp4_gemm_bf16_act_weight_t (CUDA)", true, args.act, args.packed, args.scale,
+                     args.scale_2, args.scale_layout, args.out, args.m, args.n, args.k);
+  run(g.problem, ws, stream);
+}
+
+void nvfp4_grouped(const GroupedNvfp4& args, core::Buffer ws, void* stream) {
+  Problem problem;
+  problem.op = "nvfp4_grouped (CUDA)";
+  problem.args = args;
+  run(problem, ws, stream);
+}
+
+std::string nvfp4_grouped_plan(const GroupedNvfp4& args) {
+  Problem problem;
+  problem.op = "nvfp4_grouped (CUDA)";
+  problem.args = args;
+  std::string text;
+  for (const Launch& l : choose(problem))
+    text += (text.empty() ? "" : " + ") + l.family->describe(l.plan);
+  return text;
+}
+
+std::size_t gemm_workspace_size(int m, int n, int k) {
+  if (m <= 0) return 0;
+  const SingleGemm g("nvfp4_gemm_bf16_act_weight_t (CUDA)", true, nullptr, nullptr, nullptr, 1.0f,
+                     ScaleLayout::k16_by_n, nullptr, m, n, k);
+  return workspace_for(g.problem, choose(g.problem));
+}
+
+std::size_t nvfp4_grouped_workspace_size(const ExpertGroups& groups, int n, int k,
+                                         int proj_count) {
+  if (groups.num_experts == 0 || groups.m_total == 0) return 0;
+  Problem problem;
+  problem.op = "nvfp4_grouped_workspace_size (CUDA)";
+  problem.args.groups = groups;
+  // Without host offsets to read, size for the bound, as for device offsets.
+  if (groups.offsets == nullptr) problem.args.groups.offsets_on_device = true;
+  problem.args.n = n;
+  problem.args.k = k;
+  problem.args.proj_count = proj_count;
+  problem.args.scale_layout = ScaleLayout::sfb;
+  return workspace_for(problem, choose(problem));
+}
+
+}  // namespace metrale::cuda

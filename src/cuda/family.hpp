@@ -1,0 +1,76 @@
+// The CUDA backend's seam. Every product the backend runs (dense bf16, dense NVFP4, grouped NVFP4)
+// arrives as one backend-neutral Problem; kernel families are peers behind one small interface:
+//   why_not   -> "" when the family can run the problem, else a message naming the reason;
+//   plan      -> the configuration it would launch (a tile, a split), printable;
+//   workspace -> the scratch bytes that plan needs;
+//   launch    -> stage what it needs into the workspace and launch on the caller's stream.
+// The dispatcher (dispatch.cpp) chooses a family per expert row count; the check harness and the
+// bench enumerate families and configurations through the same calls (families()).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "core/workspace.hpp"
+#include "metrale/metrale.hpp"
+
+namespace metrale::cuda {
+
+// One call, in terms every family understands. A single GEMM is a grouped problem with one
+// expert owning rows [0, m); a bf16 GEMM has bf16 weights (nvfp4 = false, no scales).
+struct Problem {
+  const char* op = "";      // the caller's function name, for messages
+  bool nvfp4 = true;        // false: weight pointers are bf16 [N, K]
+  GroupedNvfp4 args{};      // shapes, pointers (host arrays of device pointers), routing
+};
+
+// Expert row counts a launch covers: experts whose rows fall outside are left to another family.
+struct RowWindow {
+  std::int32_t min_rows = 1;
+  std::int32_t max_rows = INT32_MAX;
+  bool contains(std::int32_t rows) const { return rows >= min_rows && rows <= max_rows; }
+};
+
+// What a family would launch. `config` indexes the family's configuration table; `splits` is the
+// decode family's K split (0: chosen on the device to fill the GPU).
+struct Plan {
+  std::int32_t config = 0;
+  std::int32_t splits = 0;
+  RowWindow rows{};
+};
+
+class Family {
+ public:
+  virtual ~Family() = default;
+  virtual const char* name() const = 0;
+  virtual int config_count() const = 0;
+  virtual std::string describe(const Plan& plan) const = 0;
+  // "" when this family can run `problem`, else why not (naming the values).
+  virtual std::string why_not(const Problem& problem) const = 0;
+  // The configuration the family picks for the experts in `rows`.
+  virtual Plan plan(const Problem& problem, RowWindow rows) const = 0;
+  virtual std::size_t workspace_bytes(const Problem& problem, const Plan& plan) const = 0;
+  virtual void launch(const Problem& problem, const Plan& plan, core::Buffer ws,
+                      cudaStream_t stream) const = 0;
+};
+
+// Every family built into this library, in dispatch order of preference.
+std::span<const Family* const> families();
+// The family named `name`, or null.
+const Family* find_family(std::string_view name);
+
+// The current device's multiprocessor count (cached per device).
+int device_sm_count();
+
+// Whether every expert's block-scale pointer is 16-byte aligned (vector loads of [K/16, N] rows).
+bool scales_aligned_16(const Problem& problem);
+
+// Function attributes (dynamic shared memory) are per device: a kernel configured on device 0 is
+// not configured on device 1. Runs `configure` once per (kernel, device).
+cudaError_t configure_once_per_device(const void* kernel, int shared_bytes);
+
+}  // namespace metrale::cuda

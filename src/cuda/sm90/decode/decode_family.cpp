@@ -1,0 +1,176 @@
+// The decode family's host side: what it refuses, which token width it takes, the workspace it
+// carves, and the launches (table chunks past the first, the plan kernel, the main kernel).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "cuda/cuda_check.hpp"
+#include "cuda/family.hpp"
+#include "cuda/sm90/decode/decode_plan.hpp"
+#include "cuda/stage/stage_tables.hpp"
+#include "cuda/stage/workspace_carve.hpp"
+#include "format/layouts.hpp"
+
+namespace metrale::cuda::sm90::decode {
+namespace {
+
+int k_tiles_of(int k) { return (k + kKTile - 1) / kKTile; }
+
+// The largest expert a launch may meet: exact for host offsets, the caller's bound otherwise.
+int largest_expert(const GroupedNvfp4& a, RowWindow window) {
+  const ExpertGroups& g = a.groups;
+  if (g.offsets_on_device) return std::min(g.max_rows_per_expert, window.max_rows);
+  int largest = 0;
+  for (int e = 0; e < g.num_experts; ++e) {
+    const int rows = g.offsets[e + 1] - g.offsets[e];
+    if (window.contains(rows)) largest = std::max(largest, rows);
+  }
+  return largest;
+}
+
+struct Layout {  // the workspace, carved in this order
+  ExpertEntry* table;
+  Segment* segments;
+  std::int32_t* unit_first;
+  PlanTotals* totals;
+  std::uint32_t* counters;
+  float* partials;
+  std::uint16_t* act;
+  std::size_t bytes;
+};
+
+int split_capacity() { return kSplitTilesPerSm * device_sm_count(); }
+
+Layout carve(const Problem& problem, void* base) {
+  const GroupedNvfp4& a = problem.args;
+  const std::size_t experts = static_cast<std::size_t>(a.groups.num_experts);
+  const std::size_t capacity = static_cast<std::size_t>(split_capacity());
+  // A split tile keeps at most (chunks x 8-token blocks) <= k_tiles / 16 + 8 partial slots of
+  // 8 x 64 floats (decode_params.hpp's chunk rule).
+  const std::size_t partial_floats = capacity * (k_tiles_of(a.k) / 16 + 8) * 8 * kRows;
+  WorkspaceCarve c(base);
+  Layout l{};
+  l.table = c.take<ExpertEntry>(experts * static_cast<std::size_t>(a.proj_count));
+  l.segments = c.take<Segment>(experts);
+  l.unit_first = c.take<std::int32_t>(experts + 1);
+  l.totals = c.take<PlanTotals>(1);
+  l.counters = c.take<std::uint32_t>(capacity);
+  l.partials = c.take<float>(partial_floats);
+  l.act = c.take<std::uint16_t>(static_cast<std::size_t>(a.groups.m_total) * a.k);
+  l.bytes = c.used();
+  return l;
+}
+
+class DecodeFamily final : public Family {
+ public:
+  const char* name() const override { return "sm90-decode"; }
+  int config_count() const override { return kConfigCount; }
+
+  std::string describe(const Plan& plan) const override {
+    return fmt::format("sm90-decode tokens={} splits={}", kTokenWidths[plan.config],
+                       plan.splits > 0 ? fmt::format("{}", plan.splits) : std::string("auto"));
+  }
+
+  std::string why_not(const Problem& problem) const override {
+    const GroupedNvfp4& a = problem.args;
+    if (!problem.nvfp4) return "bf16 weights: the decode family streams NVFP4 weights only";
+    if (a.k % format::kDecodeKGroup != 0)
+      return fmt::format("K = {} is not a multiple of {} (one 32-bit word of codes per 8 values, "
+                         "a 32-wide group of K per decode step)",
+                         a.k, format::kDecodeKGroup);
+    if (a.groups.num_experts > kMaxExperts)
+      return fmt::format("num_experts = {} exceeds the decode family's limit of {} (its plan "
+                         "kernel scans every expert in one CTA)",
+                         a.groups.num_experts, kMaxExperts);
+    return {};
+  }
+
+  Plan plan(const Problem& problem, RowWindow rows) const override {
+    Plan plan;
+    plan.rows = rows;
+    const int largest = std::max(1, largest_expert(problem.args, rows));
+    plan.config = kConfigCount - 1;
+    for (int i = 0; i < kConfigCount; ++i)
+      if (largest <= kTokenWidths[i]) {
+        plan.config = i;
+        break;
+      }
+    return plan;
+  }
+
+  std::size_t workspace_bytes(const Problem& problem, const Plan&) const override {
+    return carve(problem, nullptr).bytes;
+  }
+
+  void launch(const Problem& problem, const Plan& plan, core::Buffer ws,
+              cudaStream_t stream) const override {
+    const GroupedNvfp4& a = problem.args;
+    const Layout l = carve(problem, ws.ptr);
+    const int experts = a.groups.num_experts;
+    const StagedTables tables{l.table, nullptr, experts, a.proj_count};
+    if (experts > kTableChunk) stage_tables(problem, kTableChunk, nullptr, tables, stream);
+
+    int ctas_per_sm = 0, shared_bytes = 0;
+    METRALE_CUDA_CHECK(decode_occupancy(plan.config, experts, &ctas_per_sm, &shared_bytes));
+    const int sms = device_sm_count();
+    auto args = std::make_unique<PlanArgs>();
+    fill_table_chunk(problem, 0, args->chunk);
+    fill_host_offsets(problem, args->offsets);
+    args->tables = tables;
+    args->device_offsets = a.groups.offsets_on_device ? a.groups.offsets : nullptr;
+    args->num_experts = experts;
+    args->m_total = a.groups.m_total;
+    args->proj_count = a.proj_count;
+    args->n_tiles = (a.n + kRows - 1) / kRows;
+    args->k_tiles = k_tiles_of(a.k);
+    args->tokens = kTokenWidths[plan.config];
+    args->min_rows = plan.rows.min_rows;
+    args->max_rows = plan.rows.max_rows;
+    args->grid = std::max(1, ctas_per_sm) * sms;
+    args->split_capacity = split_capacity();
+    args->forced_splits = plan.splits;
+    args->segments = l.segments;
+    args->unit_first = l.unit_first;
+    args->totals = l.totals;
+    args->counters = l.counters;
+    args->a = a.a;
+    args->a_rows = a.a_rows;
+    args->token_ids = a.token_ids;
+    args->act = l.act;
+    args->k = a.k;
+    const long long groups = 1LL * a.groups.m_total * (a.k / format::kDecodeKGroup);
+    const int plan_grid = static_cast<int>(
+        std::clamp<long long>((groups + kPlanThreads - 1) / kPlanThreads, 1, 4LL * sms));
+    METRALE_CUDA_CHECK(launch_plan(*args, plan_grid, stream));
+
+    DecodeParams p{};
+    p.table = l.table;
+    p.segments = l.segments;
+    p.unit_first = l.unit_first;
+    p.totals = l.totals;
+    p.act = l.act;
+    p.partials = l.partials;
+    p.counters = l.counters;
+    p.out[0] = a.out[0];
+    p.out[1] = a.proj_count > 1 ? a.out[1] : nullptr;
+    p.n = a.n;
+    p.k = a.k;
+    p.num_experts = experts;
+    p.proj_count = a.proj_count;
+    p.n_tiles = args->n_tiles;
+    p.scale_sfb = a.scale_layout == ScaleLayout::sfb;
+    p.scale_vec16 = !p.scale_sfb && a.n % 16 == 0 && scales_aligned_16(problem);
+    p.max_segments = experts;
+    METRALE_CUDA_CHECK(launch_decode(plan.config, p, args->grid, shared_bytes, stream));
+  }
+};
+
+}  // namespace
+
+const Family& decode_family() {
+  static const DecodeFamily family;
+  return family;
+}
+
+}  // namespace metrale::cuda::sm90::decode

@@ -1,0 +1,98 @@
+// The decode family's host/device contract: its configurations, the rule that fixes the order of
+// its fp32 sums, the work list its plan kernel writes and the parameters of its two kernels.
+//
+// Work: an output tile is (expert, token tile of up to `tokens` rows, projection, 64 weight rows).
+// K is cut into chunks; a unit is a run of whole chunks of one tile. A tile is one unit, or
+// `splits` units when the GPU would otherwise idle (few tiles): then each unit leaves one fp32
+// partial per chunk in the workspace and the last unit to finish folds them, in chunk order.
+//
+// Order of the sums, fixed by K and the expert's row count only (never by the split, the token
+// tile or the other experts): each chunk is summed from zero over its k16 steps, the chunk sums
+// are added in ascending order. So a grouped call, a single GEMM on one expert's rows, a split
+// and an unsplit run all produce the same bits.
+#pragma once
+
+#include <cstdint>
+
+#include "cuda/stage/expert_table.hpp"
+#include "format/host_device.hpp"
+
+namespace metrale::cuda::sm90::decode {
+
+// Token widths (wgmma N) of the configurations; a launch takes the smallest holding its largest
+// expert (or the bound), up to 256 rows of one expert read their weights once.
+inline constexpr int kTokenWidths[] = {8, 16, 32, 64, 128, 256};
+inline constexpr int kConfigCount = sizeof(kTokenWidths) / sizeof(kTokenWidths[0]);
+inline constexpr int kRows = 64;     // weight rows per CTA: one warpgroup's wgmma M
+inline constexpr int kKTile = 64;    // K per pipeline stage
+inline constexpr int kFoldMaxRows = 64;  // experts with more rows sum K in one chunk
+
+// K-tiles per chunk for an expert with `rows` rows: 1024 values of K per 8 tokens (so a split
+// tile's partials stay ~1/9 of the weight bytes it streams), the whole K above kFoldMaxRows.
+METRALE_HD constexpr int chunk_k_tiles(int rows, int k_tiles) {
+  if (rows > kFoldMaxRows) return k_tiles;
+  int blocks = 1;
+  while (8 * blocks < rows) blocks *= 2;
+  return 16 * blocks;
+}
+
+struct Segment {                  // one expert with rows in the launch's window, expert order
+  std::int32_t expert, row_begin, rows, token_tiles;
+  std::int32_t chunk_tiles;       // k-tiles per chunk
+  std::int32_t chunks;            // ceil(k_tiles / chunk_tiles)
+  std::int32_t splits;            // units per output tile (1: no partials)
+  std::int32_t first_tile;        // index of its first output tile among split tiles' counters
+  std::int64_t first_partial;     // float offset of its partial slots (split experts only)
+  std::int32_t fold_blocks;       // 8-token column blocks a partial keeps
+  std::int32_t reserved;
+};
+static_assert(sizeof(Segment) == 48, "segments are read as 48-byte records");
+
+// Split tiles are few by construction (split_capacity = kSplitTilesPerSm x SMs): a split only
+// pays while the tiles alone would leave resident CTAs idle.
+inline constexpr int kSplitTilesPerSm = 4;
+
+// Totals the plan kernel leaves for the main kernel.
+struct PlanTotals {
+  std::int32_t segments;
+  std::int32_t units;
+};
+
+struct PlanArgs {                 // the plan kernel's parameters (~21 KB, by value)
+  TableChunk chunk;               // experts [0, kTableChunk): later chunks are staged apart
+  HostOffsets offsets;            // host offsets, or count 0
+  StagedTables tables;
+  const std::int32_t* device_offsets;  // when offsets.count == 0
+  std::int32_t num_experts, m_total, proj_count, n_tiles, k_tiles, tokens;
+  std::int32_t min_rows, max_rows;     // the launch's RowWindow
+  std::int32_t grid;              // the main kernel's resident CTAs: what the split must keep busy
+  std::int32_t split_capacity;    // tiles that may split (counters and partial slots for them)
+  std::int32_t forced_splits;     // 0: automatic
+  Segment* segments;
+  std::int32_t* unit_first;       // [segments + 1]
+  PlanTotals* totals;
+  std::uint32_t* counters;        // [split_capacity]: zeroed
+  // activations: group row i <- a[token_ids[i] or i], K reordered (format::decode_k_source)
+  const std::uint16_t* a;
+  std::int32_t a_rows;            // 0: ids trusted
+  const std::int32_t* token_ids;
+  std::uint16_t* act;             // [m_total, K]
+  std::int32_t k;
+};
+
+struct DecodeParams {             // the main kernel's parameters
+  const ExpertEntry* table;       // [proj][num_experts]
+  const Segment* segments;
+  const std::int32_t* unit_first;
+  const PlanTotals* totals;
+  const std::uint16_t* act;       // [m_total, K], decode order
+  float* partials;
+  std::uint32_t* counters;
+  std::uint16_t* out[2];          // bf16 [m_total, N] per projection
+  std::int32_t n, k, num_experts, proj_count, n_tiles;
+  std::int32_t scale_sfb;         // 1: SFB scales, 0: [K/16, N]
+  std::int32_t scale_vec16;       // [K/16, N] rows 16-byte aligned (N % 16 == 0, aligned bases)
+  std::int32_t max_segments;      // unit_first entries cached in shared memory
+};
+
+}  // namespace metrale::cuda::sm90::decode

@@ -1,0 +1,199 @@
+// The decode family's plan kernel: everything the main kernel reads, written into the workspace
+// in one launch, from the host arrays it carries as parameters or from device offsets:
+//   - the first kTableChunk experts' weight table (later chunks: stage_tables);
+//   - the work list (CTA 0): one Segment per expert with rows in the window, the unit prefix, the
+//     split that fills the GPU, and the split tiles' counters zeroed;
+//   - the activations, gathered per group row and put in decode K order
+//     (format::decode_k_source), so the main kernel copies contiguous rows.
+// No host synchronisation: a graph replay re-plans from whatever offsets the device holds.
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
+
+#include "cuda/sm90/decode/decode_plan.hpp"
+#include "cuda/stage/stage_tables.hpp"
+#include "format/layouts.hpp"
+
+namespace metrale::cuda::sm90::decode {
+namespace {
+
+constexpr int kPerThread = kMaxExperts / kPlanThreads;
+static_assert(kPerThread * kPlanThreads == kMaxExperts, "experts split evenly over the threads");
+
+// The offsets into shared memory, clamped into [0, m_total] (device offsets are not validated).
+// Host offsets sit in the parameter block, where loads of different addresses by one warp are
+// serialised: they are read 16 bytes at a time so that a warp's 32 loads cover 128 offsets.
+__device__ void stage_offsets(const PlanArgs& a, std::int32_t* offsets) {
+  const int count = a.num_experts + 1;
+  if (a.offsets.count > 0) {
+    const auto* wide = reinterpret_cast<const uint4*>(a.offsets.values);
+    for (int i = threadIdx.x; i < (count + 3) / 4; i += blockDim.x) {
+      const uint4 v = wide[i];
+      const std::int32_t four[4] = {static_cast<std::int32_t>(v.x), static_cast<std::int32_t>(v.y),
+                                    static_cast<std::int32_t>(v.z), static_cast<std::int32_t>(v.w)};
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        if (4 * i + j < count) offsets[4 * i + j] = min(max(four[j], 0), a.m_total);
+    }
+  } else {
+    for (int i = threadIdx.x; i < count; i += blockDim.x)
+      offsets[i] = min(max(__ldg(a.device_offsets + i), 0), a.m_total);
+  }
+  __syncthreads();
+}
+
+struct Larger {
+  __device__ int operator()(int a, int b) const { return a > b ? a : b; }
+};
+
+__device__ __forceinline__ int max_chunks(const PlanArgs& a, const int (&rows)[kPerThread]) {
+  using MaxReduce = cub::BlockReduce<int, kPlanThreads>;
+  __shared__ typename MaxReduce::TempStorage storage;
+  __shared__ int result;
+  int mine = 1;
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j)
+    if (rows[j] > 0) mine = max(mine, (a.k_tiles + chunk_k_tiles(rows[j], a.k_tiles) - 1) /
+                                          chunk_k_tiles(rows[j], a.k_tiles));
+  const int block_max = MaxReduce(storage).Reduce(mine, Larger{});
+  if (threadIdx.x == 0) result = block_max;
+  __syncthreads();
+  return result;
+}
+
+// Units per output tile. The persistent grid's CTAs take units in turn and stream a unit's
+// chunks one after another, so with `splits` units a tile the busiest CTA has ceil(units / grid)
+// units of ceil(chunks / splits) chunks, each unit costing about half a chunk more (finding it,
+// filling its first stages, its partial): minimise that, but first leave no CTA idle where a split
+// can help; on a tie the smaller split (fewer partials). Every split gives the same bits.
+__device__ int choose_splits(const PlanArgs& a, int tiles, int chunks) {
+  if (tiles == 0 || tiles > a.split_capacity) return 1;
+  if (a.forced_splits > 0) return a.forced_splits;
+  int best = 1;
+  long long best_cost = -1;
+  bool best_starved = true;
+  for (int s = 1; s <= chunks; ++s) {
+    const long long units = 1LL * tiles * s;
+    const bool starved = units < a.grid;
+    const long long cost = (units + a.grid - 1) / a.grid * (2 * ((chunks + s - 1) / s) + 1);
+    if (best_cost < 0 || (best_starved && !starved) ||
+        (starved == best_starved && cost < best_cost)) {
+      best = s;
+      best_cost = cost;
+      best_starved = starved;
+    }
+  }
+  return best;
+}
+
+// CTA 0: the work list. Experts are taken in order, kPerThread consecutive ones per thread, so
+// block-wide exclusive sums give each expert its first tile, unit and partial slot.
+__device__ void plan_work(const PlanArgs& a) {
+  using IntScan = cub::BlockScan<int, kPlanThreads>;
+  using LongScan = cub::BlockScan<long long, kPlanThreads>;
+  __shared__ union {
+    typename IntScan::TempStorage ints;
+    typename LongScan::TempStorage longs;
+  } scan;
+  __shared__ std::int32_t offsets[kMaxExperts + 1];
+  stage_offsets(a, offsets);
+  int rows[kPerThread], begin[kPerThread], tiles[kPerThread], active[kPerThread];
+  const int first = threadIdx.x * kPerThread;
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j) {
+    const int e = first + j;
+    rows[j] = begin[j] = 0;
+    if (e < a.num_experts) {
+      begin[j] = offsets[e];
+      rows[j] = max(offsets[e + 1] - begin[j], 0);
+    }
+    active[j] = rows[j] > 0 && rows[j] >= a.min_rows && rows[j] <= a.max_rows;
+    tiles[j] = active[j] ? (rows[j] + a.tokens - 1) / a.tokens * a.proj_count * a.n_tiles : 0;
+  }
+  int tile_first[kPerThread], segment_index[kPerThread], total_tiles, total_segments;
+  IntScan(scan.ints).ExclusiveSum(tiles, tile_first, total_tiles);
+  __syncthreads();
+  IntScan(scan.ints).ExclusiveSum(active, segment_index, total_segments);
+  __syncthreads();
+  const int splits = choose_splits(a, total_tiles, max_chunks(a, rows));
+  int units[kPerThread], chunk_tiles[kPerThread], chunks[kPerThread], my_splits[kPerThread];
+  long long partials[kPerThread];
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j) {
+    chunk_tiles[j] = chunk_k_tiles(rows[j], a.k_tiles);
+    chunks[j] = (a.k_tiles + chunk_tiles[j] - 1) / chunk_tiles[j];
+    my_splits[j] = min(splits, chunks[j]);
+    units[j] = tiles[j] * my_splits[j];
+    const int fold_blocks = (min(rows[j], a.tokens) + 7) / 8;
+    partials[j] = my_splits[j] > 1 ? 1LL * tiles[j] * chunks[j] * fold_blocks * 8 * kRows : 0;
+  }
+  int unit_first[kPerThread], total_units;
+  long long partial_first[kPerThread], total_partials;
+  IntScan(scan.ints).ExclusiveSum(units, unit_first, total_units);
+  __syncthreads();
+  LongScan(scan.longs).ExclusiveSum(partials, partial_first, total_partials);
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j) {
+    if (!active[j]) continue;
+    const int s = segment_index[j];
+    a.segments[s] = Segment{first + j,        begin[j],         rows[j],
+                            (rows[j] + a.tokens - 1) / a.tokens,
+                            chunk_tiles[j],   chunks[j],        my_splits[j],
+                            tile_first[j],    partial_first[j], (min(rows[j], a.tokens) + 7) / 8,
+                            0};
+    a.unit_first[s] = unit_first[j];
+  }
+  if (threadIdx.x == 0) {
+    a.unit_first[total_segments] = total_units;
+    *a.totals = PlanTotals{total_segments, total_units};
+  }
+}
+
+// Group row `row` of the activations, 32 values of K at a time, in decode order.
+__device__ void stage_activation_group(const PlanArgs& a, int row, int group) {
+  int src = a.token_ids ? __ldg(a.token_ids + row) : row;
+  if (src < 0 || (a.a_rows > 0 && src >= a.a_rows)) src = -1;  // reads as zeros
+  uint32_t in[16];
+  const std::size_t offset = static_cast<std::size_t>(group) * format::kDecodeKGroup;
+  if (src >= 0) {
+    const auto* from = reinterpret_cast<const uint4*>(a.a + static_cast<std::size_t>(src) * a.k + offset);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) *reinterpret_cast<uint4*>(&in[4 * i]) = __ldg(from + i);
+  } else {
+#pragma unroll
+    for (int i = 0; i < 16; ++i) in[i] = 0;
+  }
+  uint32_t out[16];
+#pragma unroll
+  for (int q = 0; q < 16; ++q) {
+    constexpr int kLowHalf = 0x10, kHighHalf = 0x32;  // byte selectors of a bf16 in a word
+    const int k0 = format::decode_k_source(2 * q), k1 = format::decode_k_source(2 * q + 1);
+    const int selector = (k0 % 2 ? kHighHalf : kLowHalf) | ((k1 % 2 ? kHighHalf : kLowHalf) + 0x44) << 8;
+    out[q] = __byte_perm(in[k0 / 2], in[k1 / 2], selector);
+  }
+  auto* to = reinterpret_cast<uint4*>(a.act + static_cast<std::size_t>(row) * a.k + offset);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) to[i] = *reinterpret_cast<const uint4*>(&out[4 * i]);
+}
+
+__global__ void __launch_bounds__(kPlanThreads) plan_kernel(const __grid_constant__ PlanArgs a) {
+  // The main kernel may start launching now; it waits for this grid's writes before reading.
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+  const int thread = blockIdx.x * blockDim.x + threadIdx.x;
+  const int threads = gridDim.x * blockDim.x;
+  if (blockIdx.x == 0) plan_work(a);
+  copy_table_chunk(a.chunk, a.tables, thread, threads);  // spread over every CTA
+  for (int i = thread; i < a.split_capacity; i += threads) a.counters[i] = 0;
+  const int groups = a.k / format::kDecodeKGroup;
+  const long long items = 1LL * a.m_total * groups;
+  for (long long i = thread; i < items; i += threads)
+    stage_activation_group(a, static_cast<int>(i / groups), static_cast<int>(i % groups));
+}
+
+}  // namespace
+
+cudaError_t launch_plan(const PlanArgs& args, int grid, cudaStream_t stream) {
+  plan_kernel<<<grid, kPlanThreads, 0, stream>>>(args);
+  return cudaGetLastError();
+}
+
+}  // namespace metrale::cuda::sm90::decode

@@ -1,0 +1,21 @@
+// Launchers of the decode family's two kernels (decode_plan.cu, decode_kernel.cu), called by the
+// family's host side (decode_family.cpp).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "cuda/sm90/decode/decode_params.hpp"
+
+namespace metrale::cuda::sm90::decode {
+
+inline constexpr int kPlanThreads = 256;
+
+cudaError_t launch_plan(const PlanArgs& args, int grid, cudaStream_t stream);
+
+// Resident CTAs per SM of configuration `config` with the unit table for `max_segments`; the
+// dynamic shared memory it launches with goes to *shared_bytes.
+cudaError_t decode_occupancy(int config, int max_segments, int* ctas_per_sm, int* shared_bytes);
+cudaError_t launch_decode(int config, const DecodeParams& params, int grid, int shared_bytes,
+                          cudaStream_t stream);
+
+}  // namespace metrale::cuda::sm90::decode

@@ -1,0 +1,61 @@
+// The streaming decode of NVFP4 into wgmma A fragments with bit moves (sm_90a; exact).
+//
+// Weights. One 32-bit word holds 8 e2m1 codes of one row, code j in bits 4j..4j+3 (s e1 e0 m).
+// Pair j (codes j and j + 4, one per 16-bit half) becomes a bf16x2 by moving, in both halves at
+// once, the sign to bit 15 and e1 e0 m to bits 8..6: the bf16 then reads e2m1 x 2^-126 exactly
+// (code 0.5 lands on a bf16 subnormal, -0 on -0). No lookup table, no byte permute.
+//
+// Block scales. e4m3 -> f16 with the hardware cvt (exact, subnormals included), f16 -> bf16 by a
+// 3-bit shift (the value becomes s x 2^-112), then two exact power-of-two multiplies to
+// s x 2^kScaleExponent. Then e2m1 x 2^-126 times s x 2^119 is e2m1 x s x 2^-7 in bf16, exact (at
+// most 6 significant bits, 2^-17 <= |w| <= 2^4.4), and the fp32 epilogue multiplies by
+// scale_2 x 2^7. Why 2^119: the products must stay normal bf16 (>= 2^-126 needs >= 2^10) and the
+// scale must fit bf16 (448 x 2^119 < 2^128); near the top keeps the fp32 sums far from subnormal.
+// A NaN scale byte (0x7F/0xFF, never written by the quantizer) decodes to +-inf, not NaN.
+#pragma once
+
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+namespace metrale::cuda::sm90::decode {
+
+inline constexpr int kScaleExponent = 119;
+inline constexpr float kEpilogueFactor = 128.0f;  // 2^(126 - kScaleExponent)
+
+inline constexpr uint32_t kSignBits = 0x80008000u;      // bit 15 of each bf16 half
+inline constexpr uint32_t kMagnitudeBits = 0x01C001C0u; // e1 e0 m at bf16 bits 8..6
+inline constexpr uint32_t kF16ToBf16Bits = 0x0FFF0FFFu; // f16 >> 3: exponent and mantissa only
+
+// Pair j of `codes` as bf16x2 = {code j, code j + 4} x 2^-126.
+template <int kPair>
+__device__ __forceinline__ uint32_t e2m1_pair(uint32_t codes) {
+  constexpr int kMagnitudeShift = 6 - 4 * kPair;  // code bit 4j -> bit 6
+  constexpr int kSignShift = 12 - 4 * kPair;      // code bit 4j + 3 -> bit 15
+  const uint32_t magnitude =
+      (kMagnitudeShift >= 0 ? codes << kMagnitudeShift : codes >> -kMagnitudeShift) & kMagnitudeBits;
+  return magnitude | ((codes << kSignShift) & kSignBits);
+}
+
+__device__ __forceinline__ uint32_t bf16x2_mul(uint32_t a, uint32_t b) {
+  const __nv_bfloat162 product = __hmul2(*reinterpret_cast<const __nv_bfloat162*>(&a),
+                                         *reinterpret_cast<const __nv_bfloat162*>(&b));
+  return *reinterpret_cast<const uint32_t*>(&product);
+}
+
+// Two e4m3 scales (low byte -> low half) as bf16x2 s x 2^kScaleExponent, exactly.
+__device__ __forceinline__ uint32_t e4m3x2_to_scaled_bf16x2(uint32_t pair) {
+  uint32_t h;
+  asm("{\n.reg .b16 s;\ncvt.u16.u32 s, %1;\ncvt.rn.f16x2.e4m3x2 %0, s;\n}\n" : "=r"(h) : "r"(pair));
+  const uint32_t scaled = ((h >> 3) & kF16ToBf16Bits) | (h & kSignBits);  // s x 2^-112
+  constexpr uint32_t kTwoPow116 = 0x79807980u;  // bf16 2^116 in both halves
+  constexpr uint32_t kTwoPow115 = 0x79007900u;  // bf16 2^115
+  return bf16x2_mul(bf16x2_mul(scaled, kTwoPow116), kTwoPow115);
+}
+
+// {low half, low half} and {high half, high half} of a bf16x2.
+__device__ __forceinline__ uint32_t broadcast_low(uint32_t x) { return __byte_perm(x, 0, 0x1010); }
+__device__ __forceinline__ uint32_t broadcast_high(uint32_t x) { return __byte_perm(x, 0, 0x3232); }
+
+}  // namespace metrale::cuda::sm90::decode

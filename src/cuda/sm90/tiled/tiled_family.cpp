@@ -1,0 +1,155 @@
+// The tiled family's host side: dense bf16 GEMMs and NVFP4 experts with many rows. Picks a tile
+// from kTiles, stages the expert table and host offsets into the workspace, sizes the grid and
+// launches tiled_kernel.cuh on the caller's stream.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "cuda/cuda_check.hpp"
+#include "cuda/family.hpp"
+#include "cuda/sm90/tiled/tiled_params.hpp"
+#include "cuda/stage/stage_tables.hpp"
+#include "cuda/stage/workspace_carve.hpp"
+
+namespace metrale::cuda::sm90 {
+namespace {
+
+// The smallest tile holding twice the mean rows of an active expert. Routing is uneven, so a
+// tile sized to the mean splits the busier experts in two and reads their weights twice; the 2x
+// was measured (docs/perf.md, "tile choice", over the four presets, T = 1..4096): on all 40
+// shapes it picks a tile within 5 % of the fastest, where sizing to the mean lost up to 1.3x.
+int pick_tile(double rows_per_expert) {
+  for (int i = 0; i < kTileCount; ++i)
+    if (2 * rows_per_expert <= kTiles[i].tokens) return i;
+  return kTileCount - 1;
+}
+
+struct Layout {
+  ExpertEntry* table;
+  std::int32_t* offsets;
+  std::size_t bytes;
+};
+
+Layout carve(const Problem& problem, void* base) {
+  const GroupedNvfp4& a = problem.args;
+  const std::size_t experts = static_cast<std::size_t>(a.groups.num_experts);
+  WorkspaceCarve c(base);
+  Layout l{};
+  l.table = c.take<ExpertEntry>(experts * static_cast<std::size_t>(a.proj_count));
+  l.offsets = c.take<std::int32_t>(experts + 1);
+  l.bytes = c.used();
+  return l;
+}
+
+// Row tiles the grid must cover: exact for host offsets, a bound from m_total and
+// max_rows_per_expert for device offsets (nothing here may read them).
+int row_tiles(const GroupedNvfp4& a, const Plan& plan) {
+  const ExpertGroups& g = a.groups;
+  const long tokens = kTiles[plan.config].tokens;
+  if (g.offsets_on_device) {
+    const long rows = std::min(g.max_rows_per_expert, plan.rows.max_rows);
+    const long by_rows = (g.m_total + tokens - 1) / tokens + g.num_experts;
+    const long by_bound = g.num_experts * ((rows + tokens - 1) / tokens);
+    return static_cast<int>(std::min(by_rows, by_bound));
+  }
+  long tiles = 0;
+  for (int e = 0; e < g.num_experts; ++e) {
+    const int rows = g.offsets[e + 1] - g.offsets[e];
+    if (plan.rows.contains(rows)) tiles += (rows + tokens - 1) / tokens;
+  }
+  return static_cast<int>(tiles);
+}
+
+class TiledFamily final : public Family {
+ public:
+  const char* name() const override { return "sm90-tiled"; }
+  int config_count() const override { return kTileCount; }
+
+  std::string describe(const Plan& plan) const override {
+    return fmt::format("sm90-tiled tokens={} weight_rows={}", kTiles[plan.config].tokens,
+                       kTiles[plan.config].weight_rows);
+  }
+
+  std::string why_not(const Problem& problem) const override {
+    const int k = problem.args.k;
+    if (problem.nvfp4 && k % 32 != 0)
+      return fmt::format("K = {} is not a multiple of 32 (packed rows are loaded 16 bytes at a "
+                         "time)",
+                         k);
+    if (!problem.nvfp4 && k % 8 != 0)
+      return fmt::format("K = {} is not a multiple of 8 (rows are loaded 16 bytes at a time)", k);
+    return {};
+  }
+
+  Plan plan(const Problem& problem, RowWindow rows) const override {
+    const ExpertGroups& g = problem.args.groups;
+    Plan plan;
+    plan.rows = rows;
+    if (g.offsets_on_device) {
+      const int spread = std::max(1, std::min(g.num_experts, g.m_total));
+      plan.config = pick_tile(std::min<double>(std::min(g.max_rows_per_expert, rows.max_rows),
+                                               static_cast<double>(g.m_total) / spread));
+      return plan;
+    }
+    long total = 0;
+    int active = 0;
+    for (int e = 0; e < g.num_experts; ++e) {
+      const int r = g.offsets[e + 1] - g.offsets[e];
+      if (r > 0 && rows.contains(r)) {
+        total += r;
+        ++active;
+      }
+    }
+    plan.config = pick_tile(active ? static_cast<double>(total) / active : 1.0);
+    return plan;
+  }
+
+  std::size_t workspace_bytes(const Problem& problem, const Plan&) const override {
+    return carve(problem, nullptr).bytes;
+  }
+
+  void launch(const Problem& problem, const Plan& plan, core::Buffer ws,
+              cudaStream_t stream) const override {
+    const GroupedNvfp4& a = problem.args;
+    const int tiles = row_tiles(a, plan);
+    if (tiles == 0) return;
+    const int rows_per_cta = kTiles[plan.config].weight_rows;
+    const dim3 grid((a.n + rows_per_cta - 1) / rows_per_cta, tiles, a.proj_count);
+    if (grid.y > 65535)
+      fail(Status::unsupported, "{}: {} row tiles exceed the grid limit of 65535", problem.op,
+           grid.y);
+    const Layout l = carve(problem, ws.ptr);
+    const StagedTables tables{l.table, l.offsets, a.groups.num_experts, a.proj_count};
+    auto offsets = std::make_unique<HostOffsets>();
+    fill_host_offsets(problem, *offsets);
+    stage_tables(problem, 0, offsets.get(), tables, stream);
+
+    GroupedParams p{};
+    p.a = a.a;
+    p.token_ids = a.token_ids;
+    p.a_rows = a.a_rows;
+    p.n = a.n;
+    p.k = a.k;
+    p.num_experts = a.groups.num_experts;
+    p.scale_sfb = a.scale_layout == ScaleLayout::sfb;
+    p.scale_vec16 = problem.nvfp4 && !p.scale_sfb && a.n % 16 == 0 && scales_aligned_16(problem);
+    p.offsets = a.groups.offsets_on_device ? a.groups.offsets : l.offsets;
+    p.m_total = a.groups.m_total;
+    p.min_rows = plan.rows.min_rows;
+    p.max_rows = plan.rows.max_rows;
+    p.out[0] = a.out[0];
+    p.out[1] = a.proj_count > 1 ? a.out[1] : nullptr;
+    p.table = l.table;
+    METRALE_CUDA_CHECK(launch_grouped_gemm(plan.config, problem.nvfp4, p, grid, stream));
+  }
+};
+
+}  // namespace
+
+const Family& tiled_family() {
+  static const TiledFamily family;
+  return family;
+}
+
+}  // namespace metrale::cuda::sm90

@@ -1,0 +1,64 @@
+// Table staging: the API's host arrays -> launch parameters -> the workspace (expert_table.hpp).
+#include <algorithm>
+#include <cstring>
+
+#include "cuda/cuda_check.hpp"
+#include "cuda/stage/stage_tables.hpp"
+
+namespace metrale::cuda {
+namespace {
+
+struct TableCopyArgs {
+  TableChunk chunk;
+  HostOffsets offsets;
+  StagedTables dst;
+};
+
+constexpr int kCopyThreads = 256;
+
+__global__ void __launch_bounds__(kCopyThreads) stage_tables_kernel(const __grid_constant__ TableCopyArgs args) {
+  copy_table_chunk(args.chunk, args.dst, threadIdx.x, blockDim.x);
+  copy_host_offsets(args.offsets, args.dst, threadIdx.x, blockDim.x);
+}
+
+}  // namespace
+
+void fill_table_chunk(const Problem& problem, int first, TableChunk& chunk) {
+  const GroupedNvfp4& a = problem.args;
+  chunk.first = first;
+  chunk.count = std::max(0, std::min(kTableChunk, a.groups.num_experts - first));
+  for (int p = 0; p < a.proj_count; ++p) {
+    const ExpertWeights& w = a.proj[p];
+    for (int i = 0; i < chunk.count; ++i) {
+      const int e = first + i;
+      chunk.entries[p][i] = ExpertEntry{
+          reinterpret_cast<const void*>(w.packed_ptrs[e]),
+          problem.nvfp4 ? reinterpret_cast<const std::uint8_t*>(w.scale_ptrs[e]) : nullptr,
+          problem.nvfp4 ? w.scale2_vals[e] : 1.0f, 0};
+    }
+  }
+}
+
+void fill_host_offsets(const Problem& problem, HostOffsets& offsets) {
+  const ExpertGroups& g = problem.args.groups;
+  offsets.count = g.offsets_on_device ? 0 : g.num_experts + 1;
+  if (offsets.count > 0)
+    std::memcpy(offsets.values, g.offsets, sizeof(std::int32_t) * static_cast<std::size_t>(offsets.count));
+}
+
+void stage_tables(const Problem& problem, int first_expert, const HostOffsets* offsets,
+                  const StagedTables& dst, cudaStream_t stream) {
+  static TableCopyArgs empty_args{};  // zero offsets: the chunks after the first carry none
+  for (int first = first_expert;
+       first < problem.args.groups.num_experts || (offsets && offsets->count > 0 && first == first_expert);
+       first += kTableChunk) {
+    TableCopyArgs args = empty_args;
+    fill_table_chunk(problem, first, args.chunk);
+    if (offsets && first == first_expert) args.offsets = *offsets;
+    args.dst = dst;
+    stage_tables_kernel<<<1, kCopyThreads, 0, stream>>>(args);
+    METRALE_CUDA_CHECK_LAUNCH(stage_tables_kernel);
+  }
+}
+
+}  // namespace metrale::cuda

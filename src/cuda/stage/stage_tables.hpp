@@ -1,0 +1,43 @@
+// Host side of the table staging (stage_tables.cu): fills the launch-parameter chunks from the
+// API's host arrays and launches the copies. Device side: copy_table_chunk, shared by the decode
+// family's plan kernel, which carries the first chunk itself to save a launch.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "cuda/family.hpp"
+#include "cuda/stage/expert_table.hpp"
+
+namespace metrale::cuda {
+
+// Experts [first, first + kTableChunk) of `problem`, as launch parameters.
+void fill_table_chunk(const Problem& problem, int first, TableChunk& chunk);
+void fill_host_offsets(const Problem& problem, HostOffsets& offsets);
+
+// Copies the chunks of experts [first_expert, num_experts) and, when `offsets` is not null and
+// holds host offsets, the offsets, into `dst`. One launch per chunk (one at least when there are
+// offsets to copy).
+void stage_tables(const Problem& problem, int first_expert, const HostOffsets* offsets,
+                  const StagedTables& dst, cudaStream_t stream);
+
+#ifdef __CUDACC__
+// Entries travel as 8-byte words: the parameter block serialises a warp's loads of different
+// addresses, so fewer, wider loads per entry (and every CTA of the grid taking a share) matter.
+__device__ inline void copy_table_chunk(const TableChunk& chunk, const StagedTables& dst,
+                                        int thread, int threads) {
+  constexpr int kWords = sizeof(ExpertEntry) / sizeof(unsigned long long);
+  for (int i = thread; i < dst.proj_count * chunk.count * kWords; i += threads) {
+    const int word = i % kWords, entry = i / kWords;
+    const int p = entry / chunk.count, e = entry % chunk.count;
+    reinterpret_cast<unsigned long long*>(dst.table + p * dst.num_experts + chunk.first + e)[word] =
+        reinterpret_cast<const unsigned long long*>(&chunk.entries[p][e])[word];
+  }
+}
+
+__device__ inline void copy_host_offsets(const HostOffsets& offsets, const StagedTables& dst,
+                                         int thread, int threads) {
+  for (int i = thread; i < offsets.count; i += threads) dst.offsets[i] = offsets.values[i];
+}
+#endif
+
+}  // namespace metrale::cuda

@@ -1,0 +1,139 @@
+// The kernel-family seam and the decode family, on the GPU:
+//   - 512 and 1024 experts in every grouped operation, host and device offsets, both families,
+//     exact mode against the oracle (the tables live in the workspace: no 256-expert limit);
+//   - the decode family forced at every token width and at K splits across chunk edges, exact
+//     mode bit for bit, each case run twice (determinism);
+//   - realistic mode: a split, an unsplit and a wider token tile give the same bits (the order of
+//     the fp32 sums depends on K and the expert's rows only), and the grouped call equals a single
+//     GEMM on one expert's rows;
+//   - an expert past the widest token tile (more than 256 rows: several token tiles);
+//   - the seam's refusals: a forced family that cannot run says why.
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include <gtest/gtest.h>
+
+#include "cuda_test_support.hpp"
+
+#ifdef METRALE_HAS_CUDA
+#include "check/grouped.hpp"
+#include "cuda/family.hpp"
+#endif
+
+namespace metrale::cuda_test {
+namespace {
+
+#ifdef METRALE_HAS_CUDA
+
+constexpr const char* kDecode = "sm90-decode";
+constexpr const char* kTiled = "sm90-tiled";
+
+check::Case forced(check::Case c, const std::string& kernel, bool device_offsets = false) {
+  c.cuda_kernel = kernel;
+  c.device_offsets = device_offsets;
+  return c;
+}
+
+TEST(DecodeFamily, ManyExpertsEveryGroupedOp) {
+  METRALE_SKIP_WITHOUT_GPU();
+  std::uint64_t seed = 7000;
+  for (int experts : {512, 1024})
+    for (Op op : {Op::grouped_gate_up, Op::grouped_gate_up_fused, Op::grouped_down})
+      for (const char* kernel : {"", kTiled})
+        for (bool device_offsets : {false, true}) {
+          const check::Routing routing{96, experts, 8, RoutingKind::skew};
+          expect_pass(forced(grouped_case(op, Mode::exact, 72, 64, routing, ++seed), kernel,
+                             device_offsets));
+        }
+}
+
+// Every token width (configuration) and splits that cut K at, before and after chunk edges:
+// rows <= 8 make chunks of 1024 K, so K = 1056 is one chunk and a 32-wide remainder.
+TEST(DecodeFamily, ForcedWidthsAndSplits) {
+  METRALE_SKIP_WITHOUT_GPU();
+  std::uint64_t seed = 7100;
+  int failures = 0;
+  for (int config = 0; config < 6; ++config)
+    for (int splits : {1, 2, 3, 7})
+      for (int k : {32, 1024, 1056, 3104}) {
+        const std::string kernel = fmt::format("{}:{}:{}", kDecode, config, splits);
+        const check::Routing routing{24, 8, 2, RoutingKind::skew};
+        const check::Case c =
+            forced(grouped_case(Op::grouped_gate_up_fused, Mode::exact, 65, k, routing, ++seed),
+                   kernel, splits == 3);
+        if (!expect_pass(c) && ++failures >= kMaxReportedFailures) return;
+      }
+}
+
+// Experts past the widest tile: 300 rows on one expert run as two token tiles.
+TEST(DecodeFamily, ExpertWiderThanTheTokenTile) {
+  METRALE_SKIP_WITHOUT_GPU();
+  const check::Routing routing{300, 4, 1, RoutingKind::one_expert};
+  for (int config : {0, 5})
+    expect_pass(forced(grouped_case(Op::grouped_down, Mode::exact, 64, 96, routing, 7200),
+                       fmt::format("{}:{}", kDecode, config)));
+}
+
+// Realistic inputs through the API: the output of one (kernel, offsets) choice.
+std::vector<bf16_bits> run_realistic(const check::GroupedHost& h, check::GroupedDevice& d,
+                                     const std::string& kernel) {
+  setenv("METRALE_CUDA_KERNEL", kernel.c_str(), 1);
+  const Result r = nvfp4_grouped(check::device_args(h, d, false, h.routing.max_rows), kCuda);
+  unsetenv("METRALE_CUDA_KERNEL");
+  EXPECT_TRUE(r.ok()) << kernel << ": " << r.message;
+  check::device_synchronize(kernel);
+  std::vector<bf16_bits> out = d.out[0].download<bf16_bits>();
+  if (h.proj_count == 2) {
+    const auto up = d.out[1].download<bf16_bits>();
+    out.insert(out.end(), up.begin(), up.end());
+  }
+  return out;
+}
+
+TEST(DecodeFamily, SplitsAndWidthsGiveTheSameBits) {
+  METRALE_SKIP_WITHOUT_GPU();
+  for (int k : {2048, 7168}) {
+    const check::Routing routing{40, 16, 4, RoutingKind::skew};
+    const check::GroupedHost h = check::make_grouped_host(
+        grouped_case(Op::grouped_gate_up_fused, Mode::realistic, 200, k, routing, 7300 + k));
+    check::GroupedDevice d = check::upload_grouped(h);
+    const auto reference = run_realistic(h, d, fmt::format("{}:3:1", kDecode));
+    for (const char* variant : {"sm90-decode:3:2", "sm90-decode:3:7", "sm90-decode:5:3",
+                                "sm90-decode:4", "sm90-decode"}) {
+      const auto got = run_realistic(h, d, variant);
+      const check::Comparison cmp = check::compare_bf16_bits(got, reference, h.n, {}, variant);
+      EXPECT_EQ(cmp.mismatches, 0) << variant << " K = " << k << ": " << cmp.first_detail;
+    }
+  }
+}
+
+TEST(DecodeFamily, RefusalsSayWhy) {
+  METRALE_SKIP_WITHOUT_GPU();
+  const cuda::Family* decode = cuda::find_family(kDecode);
+  ASSERT_NE(decode, nullptr);
+  cuda::Problem bf16;
+  bf16.nvfp4 = false;
+  bf16.args.k = 64;
+  EXPECT_NE(decode->why_not(bf16), "");
+  cuda::Problem odd_k;
+  odd_k.args.k = 48;
+  EXPECT_NE(decode->why_not(odd_k).find("K = 48"), std::string::npos) << decode->why_not(odd_k);
+  setenv("METRALE_CUDA_KERNEL", "sm90-decode", 1);
+  check::Case c = gemm_case(Op::bf16_gemm, Mode::exact, 4, 64, 64, 7400);
+  const check::Report r = check::run_case(c);
+  unsetenv("METRALE_CUDA_KERNEL");
+  EXPECT_FALSE(r.passed());
+  EXPECT_NE(r.detail.find("bf16 weights"), std::string::npos) << r.detail;
+  EXPECT_EQ(cuda::find_family("sm90-nothing"), nullptr);
+  for (const cuda::Family* f : cuda::families()) EXPECT_GT(f->config_count(), 0) << f->name();
+}
+
+#else
+TEST(DecodeFamily, NeedsTheCudaBackend) {
+  GTEST_SKIP() << "the CUDA backend was not built";
+}
+#endif
+
+}  // namespace
+}  // namespace metrale::cuda_test
