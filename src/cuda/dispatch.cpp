@@ -257,11 +257,21 @@ std::string nvfp4_grouped_plan(const GroupedNvfp4& args) {
   return text;
 }
 
+// The size queries answer for the call as it would run; a call no family can run needs nothing
+// (the call itself then says why).
+static std::size_t workspace_or_zero(const Problem& problem) {
+  try {
+    return workspace_for(problem, choose(problem));
+  } catch (const Error&) {
+    return 0;
+  }
+}
+
 std::size_t gemm_workspace_size(int m, int n, int k) {
   if (m <= 0) return 0;
   const SingleGemm g("nvfp4_gemm_bf16_act_weight_t (CUDA)", true, nullptr, nullptr, nullptr, 1.0f,
                      ScaleLayout::k16_by_n, nullptr, m, n, k);
-  return workspace_for(g.problem, choose(g.problem));
+  return workspace_or_zero(g.problem);
 }
 
 std::size_t nvfp4_grouped_workspace_size(const ExpertGroups& groups, int n, int k,
@@ -276,7 +286,7 @@ std::size_t nvfp4_grouped_workspace_size(const ExpertGroups& groups, int n, int 
   problem.args.k = k;
   problem.args.proj_count = proj_count;
   problem.args.scale_layout = ScaleLayout::sfb;
-  return workspace_for(problem, choose(problem));
+  return workspace_or_zero(problem);
 }
 
 }  // namespace metrale::cuda
