@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <vector>
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/family.hpp"
@@ -107,43 +108,91 @@ class DecodeFamily final : public Family {
               cudaStream_t stream) const override {
     const GroupedNvfp4& a = problem.args;
     const Layout l = carve(problem, ws.ptr);
-    const int experts = a.groups.num_experts;
-    const StagedTables tables{l.table, nullptr, experts, a.proj_count};
-    if (experts > kTableChunk) stage_tables(problem, kTableChunk, nullptr, tables, stream);
-
+    std::vector<int> listed;
+    const bool compact = list_active(a, plan.rows, listed);
+    const int experts = compact ? static_cast<int>(listed.size()) : a.groups.num_experts;
     int ctas_per_sm = 0, shared_bytes = 0;
     METRALE_CUDA_CHECK(decode_occupancy(plan.config, experts, &ctas_per_sm, &shared_bytes));
-    const int sms = device_sm_count();
-    auto args = std::make_unique<PlanArgs>();
-    fill_table_chunk(problem, 0, args->chunk);
-    fill_host_offsets(problem, args->offsets);
-    args->tables = tables;
-    args->device_offsets = a.groups.offsets_on_device ? a.groups.offsets : nullptr;
-    args->num_experts = experts;
-    args->m_total = a.groups.m_total;
-    args->proj_count = a.proj_count;
-    args->n_tiles = (a.n + kRows - 1) / kRows;
-    args->k_tiles = k_tiles_of(a.k);
-    args->tokens = kTokenWidths[plan.config];
-    args->min_rows = plan.rows.min_rows;
-    args->max_rows = plan.rows.max_rows;
-    args->grid = std::max(1, ctas_per_sm) * sms;
-    args->split_capacity = split_capacity();
-    args->forced_splits = plan.splits;
-    args->segments = l.segments;
-    args->unit_first = l.unit_first;
-    args->totals = l.totals;
-    args->counters = l.counters;
-    args->a = a.a;
-    args->a_rows = a.a_rows;
-    args->token_ids = a.token_ids;
-    args->act = l.act;
-    args->k = a.k;
+    const PlanShape shape = plan_shape(problem, plan, l, experts, ctas_per_sm);
     const long long groups = 1LL * a.groups.m_total * (a.k / format::kDecodeKGroup);
-    const int plan_grid = static_cast<int>(
-        std::clamp<long long>((groups + kPlanThreads - 1) / kPlanThreads, 1, 4LL * sms));
-    METRALE_CUDA_CHECK(launch_plan(*args, plan_grid, stream));
+    const int plan_grid = static_cast<int>(std::clamp<long long>(
+        (groups + kPlanThreads - 1) / kPlanThreads, 1, 4LL * device_sm_count()));
+    if (compact) {
+      auto args = std::make_unique<CompactPlanArgs>();
+      args->shape = shape;
+      fill_compact(problem, listed, *args);
+      METRALE_CUDA_CHECK(launch_plan(*args, plan_grid, stream));
+    } else {
+      if (experts > kTableChunk) stage_tables(problem, kTableChunk, nullptr, shape.tables, stream);
+      auto args = std::make_unique<PlanArgs>();
+      args->shape = shape;
+      fill_table_chunk(problem, 0, args->chunk);
+      fill_host_offsets(problem, args->offsets);
+      args->device_offsets = a.groups.offsets_on_device ? a.groups.offsets : nullptr;
+      args->num_experts = experts;
+      METRALE_CUDA_CHECK(launch_plan(*args, plan_grid, stream));
+    }
+    METRALE_CUDA_CHECK(
+        launch_decode(plan.config, decode_params(problem, l, shape), shape.grid, shared_bytes, stream));
+  }
 
+ private:
+  // Host offsets with at most kCompactExperts experts holding rows in the window: their ids.
+  static bool list_active(const GroupedNvfp4& a, RowWindow window, std::vector<int>& listed) {
+    if (a.groups.offsets_on_device) return false;
+    for (int e = 0; e < a.groups.num_experts; ++e) {
+      const int rows = a.groups.offsets[e + 1] - a.groups.offsets[e];
+      if (rows > 0 && window.contains(rows)) {
+        if (static_cast<int>(listed.size()) == kCompactExperts) return false;
+        listed.push_back(e);
+      }
+    }
+    return true;
+  }
+
+  static void fill_compact(const Problem& problem, const std::vector<int>& listed,
+                           CompactPlanArgs& args) {
+    const GroupedNvfp4& a = problem.args;
+    args.count = static_cast<int>(listed.size());
+    for (int i = 0; i < args.count; ++i) {
+      const int e = listed[i];
+      args.experts[i] = ActiveExpert{a.groups.offsets[e], a.groups.offsets[e + 1] - a.groups.offsets[e]};
+      for (int p = 0; p < a.proj_count; ++p)
+        args.entries[p][i] = ExpertEntry{
+            reinterpret_cast<const void*>(a.proj[p].packed_ptrs[e]),
+            reinterpret_cast<const std::uint8_t*>(a.proj[p].scale_ptrs[e]), a.proj[p].scale2_vals[e], 0};
+    }
+  }
+
+  static PlanShape plan_shape(const Problem& problem, const Plan& plan, const Layout& l,
+                              int experts, int ctas_per_sm) {
+    const GroupedNvfp4& a = problem.args;
+    PlanShape s{};
+    s.tables = StagedTables{l.table, nullptr, experts, a.proj_count};
+    s.m_total = a.groups.m_total;
+    s.proj_count = a.proj_count;
+    s.n_tiles = (a.n + kRows - 1) / kRows;
+    s.k_tiles = k_tiles_of(a.k);
+    s.tokens = kTokenWidths[plan.config];
+    s.min_rows = plan.rows.min_rows;
+    s.max_rows = plan.rows.max_rows;
+    s.grid = std::max(1, ctas_per_sm) * device_sm_count();
+    s.split_capacity = split_capacity();
+    s.forced_splits = plan.splits;
+    s.segments = l.segments;
+    s.unit_first = l.unit_first;
+    s.totals = l.totals;
+    s.counters = l.counters;
+    s.a = a.a;
+    s.a_rows = a.a_rows;
+    s.token_ids = a.token_ids;
+    s.act = l.act;
+    s.k = a.k;
+    return s;
+  }
+
+  static DecodeParams decode_params(const Problem& problem, const Layout& l, const PlanShape& s) {
+    const GroupedNvfp4& a = problem.args;
     DecodeParams p{};
     p.table = l.table;
     p.segments = l.segments;
@@ -156,13 +205,13 @@ class DecodeFamily final : public Family {
     p.out[1] = a.proj_count > 1 ? a.out[1] : nullptr;
     p.n = a.n;
     p.k = a.k;
-    p.num_experts = experts;
+    p.num_experts = s.tables.num_experts;
     p.proj_count = a.proj_count;
-    p.n_tiles = args->n_tiles;
+    p.n_tiles = s.n_tiles;
     p.scale_sfb = a.scale_layout == ScaleLayout::sfb;
     p.scale_vec16 = !p.scale_sfb && a.n % 16 == 0 && scales_aligned_16(problem);
-    p.max_segments = experts;
-    METRALE_CUDA_CHECK(launch_decode(plan.config, p, args->grid, shared_bytes, stream));
+    p.max_segments = s.tables.num_experts;
+    return p;
   }
 };
 

@@ -58,12 +58,10 @@ struct PlanTotals {
   std::int32_t units;
 };
 
-struct PlanArgs {                 // the plan kernel's parameters (~21 KB, by value)
-  TableChunk chunk;               // experts [0, kTableChunk): later chunks are staged apart
-  HostOffsets offsets;            // host offsets, or count 0
-  StagedTables tables;
-  const std::int32_t* device_offsets;  // when offsets.count == 0
-  std::int32_t num_experts, m_total, proj_count, n_tiles, k_tiles, tokens;
+// What both plan kernels share: the launch's shape and the workspace arrays they fill.
+struct PlanShape {
+  StagedTables tables;            // the expert table: [proj][tables.num_experts]
+  std::int32_t m_total, proj_count, n_tiles, k_tiles, tokens;
   std::int32_t min_rows, max_rows;     // the launch's RowWindow
   std::int32_t grid;              // the main kernel's resident CTAs: what the split must keep busy
   std::int32_t split_capacity;    // tiles that may split (counters and partial slots for them)
@@ -80,8 +78,34 @@ struct PlanArgs {                 // the plan kernel's parameters (~21 KB, by va
   std::int32_t k;
 };
 
+// Any expert count: the offsets (host offsets travel here, device offsets are read) and the
+// table's first chunk (later chunks are staged by stage_tables). ~21 KB of parameters.
+struct PlanArgs {
+  PlanShape shape;
+  TableChunk chunk;
+  HostOffsets offsets;            // host offsets, or count 0
+  const std::int32_t* device_offsets;  // when offsets.count == 0
+  std::int32_t num_experts;
+};
+
+// Host offsets with few experts holding rows (decode sizes): the host lists those experts, and
+// the table holds them alone, indexed 0 .. count - 1, so a launch carries ~4 KB, not ~21 KB, and
+// the plan scans `count` experts, not all of them.
+inline constexpr int kCompactExperts = 64;
+
+struct ActiveExpert {
+  std::int32_t row_begin, rows;
+};
+
+struct CompactPlanArgs {
+  PlanShape shape;
+  std::int32_t count;
+  ActiveExpert experts[kCompactExperts];
+  alignas(16) ExpertEntry entries[2][kCompactExperts];
+};
+
 struct DecodeParams {             // the main kernel's parameters
-  const ExpertEntry* table;       // [proj][num_experts]
+  const ExpertEntry* table;       // [proj][num_experts] (the compact plan: active experts only)
   const Segment* segments;
   const std::int32_t* unit_first;
   const PlanTotals* totals;

@@ -1,6 +1,7 @@
-// The decode family's plan kernel: everything the main kernel reads, written into the workspace
-// in one launch, from the host arrays it carries as parameters or from device offsets:
-//   - the first kTableChunk experts' weight table (later chunks: stage_tables);
+// The decode family's plan kernels: everything the main kernel reads, written into the workspace
+// in one launch, from the host arrays they carry as parameters or from device offsets:
+//   - the expert table: the first kTableChunk experts (later chunks: stage_tables), or, in the
+//     compact form, the experts with rows alone;
 //   - the work list (CTA 0): one Segment per expert with rows in the window, the unit prefix, the
 //     split that fills the GPU, and the split tiles' counters zeroed;
 //   - the activations, gathered per group row and put in decode K order
@@ -19,11 +20,12 @@ namespace {
 constexpr int kPerThread = kMaxExperts / kPlanThreads;
 static_assert(kPerThread * kPlanThreads == kMaxExperts, "experts split evenly over the threads");
 
-// The offsets into shared memory, clamped into [0, m_total] (device offsets are not validated).
-// Host offsets sit in the parameter block, where loads of different addresses by one warp are
-// serialised: they are read 16 bytes at a time so that a warp's 32 loads cover 128 offsets.
-__device__ void stage_offsets(const PlanArgs& a, std::int32_t* offsets) {
+// Each expert's first row (the offsets, clamped into [0, m_total]: device offsets are not
+// validated) and row count into shared memory. Host offsets sit in the parameter block, where
+// loads of different addresses by one warp are serialised: they are read 16 bytes at a time.
+__device__ void stage_rows(const PlanArgs& a, std::int32_t* begin, std::int32_t* rows) {
   const int count = a.num_experts + 1;
+  const int m_total = a.shape.m_total;
   if (a.offsets.count > 0) {
     const auto* wide = reinterpret_cast<const uint4*>(a.offsets.values);
     for (int i = threadIdx.x; i < (count + 3) / 4; i += blockDim.x) {
@@ -32,11 +34,23 @@ __device__ void stage_offsets(const PlanArgs& a, std::int32_t* offsets) {
                                     static_cast<std::int32_t>(v.z), static_cast<std::int32_t>(v.w)};
 #pragma unroll
       for (int j = 0; j < 4; ++j)
-        if (4 * i + j < count) offsets[4 * i + j] = min(max(four[j], 0), a.m_total);
+        if (4 * i + j < count) begin[4 * i + j] = min(max(four[j], 0), m_total);
     }
   } else {
     for (int i = threadIdx.x; i < count; i += blockDim.x)
-      offsets[i] = min(max(__ldg(a.device_offsets + i), 0), a.m_total);
+      begin[i] = min(max(__ldg(a.device_offsets + i), 0), m_total);
+  }
+  __syncthreads();
+  for (int e = threadIdx.x; e < a.num_experts; e += blockDim.x)
+    rows[e] = max(begin[e + 1] - begin[e], 0);
+  __syncthreads();
+}
+
+// The compact form: the host's list of experts with rows.
+__device__ void stage_rows(const CompactPlanArgs& a, std::int32_t* begin, std::int32_t* rows) {
+  for (int e = threadIdx.x; e < a.count; e += blockDim.x) {
+    begin[e] = a.experts[e].row_begin;
+    rows[e] = a.experts[e].rows;
   }
   __syncthreads();
 }
@@ -45,7 +59,7 @@ struct Larger {
   __device__ int operator()(int a, int b) const { return a > b ? a : b; }
 };
 
-__device__ __forceinline__ int max_chunks(const PlanArgs& a, const int (&rows)[kPerThread]) {
+__device__ __forceinline__ int max_chunks(const PlanShape& a, const int (&rows)[kPerThread]) {
   using MaxReduce = cub::BlockReduce<int, kPlanThreads>;
   __shared__ typename MaxReduce::TempStorage storage;
   __shared__ int result;
@@ -65,7 +79,7 @@ __device__ __forceinline__ int max_chunks(const PlanArgs& a, const int (&rows)[k
 // units of ceil(chunks / splits) chunks, each unit costing about half a chunk more (finding it,
 // filling its first stages, its partial): minimise that, but first leave no CTA idle where a split
 // can help; on a tie the smaller split (fewer partials). Every split gives the same bits.
-__device__ int choose_splits(const PlanArgs& a, int tiles, int chunks) {
+__device__ int choose_splits(const PlanShape& a, int tiles, int chunks) {
   if (tiles == 0 || tiles > a.split_capacity) return 1;
   if (a.forced_splits > 0) return a.forced_splits;
   int best = 1;
@@ -87,24 +101,23 @@ __device__ int choose_splits(const PlanArgs& a, int tiles, int chunks) {
 
 // CTA 0: the work list. Experts are taken in order, kPerThread consecutive ones per thread, so
 // block-wide exclusive sums give each expert its first tile, unit and partial slot.
-__device__ void plan_work(const PlanArgs& a) {
+__device__ void plan_work(const PlanShape& a, int experts, const std::int32_t* first_row,
+                          const std::int32_t* row_count) {
   using IntScan = cub::BlockScan<int, kPlanThreads>;
   using LongScan = cub::BlockScan<long long, kPlanThreads>;
   __shared__ union {
     typename IntScan::TempStorage ints;
     typename LongScan::TempStorage longs;
   } scan;
-  __shared__ std::int32_t offsets[kMaxExperts + 1];
-  stage_offsets(a, offsets);
   int rows[kPerThread], begin[kPerThread], tiles[kPerThread], active[kPerThread];
   const int first = threadIdx.x * kPerThread;
 #pragma unroll
   for (int j = 0; j < kPerThread; ++j) {
     const int e = first + j;
     rows[j] = begin[j] = 0;
-    if (e < a.num_experts) {
-      begin[j] = offsets[e];
-      rows[j] = max(offsets[e + 1] - begin[j], 0);
+    if (e < experts) {
+      begin[j] = first_row[e];
+      rows[j] = row_count[e];
     }
     active[j] = rows[j] > 0 && rows[j] >= a.min_rows && rows[j] <= a.max_rows;
     tiles[j] = active[j] ? (rows[j] + a.tokens - 1) / a.tokens * a.proj_count * a.n_tiles : 0;
@@ -149,7 +162,7 @@ __device__ void plan_work(const PlanArgs& a) {
 }
 
 // Group row `row` of the activations, 32 values of K at a time, in decode order.
-__device__ void stage_activation_group(const PlanArgs& a, int row, int group) {
+__device__ void stage_activation_group(const PlanShape& a, int row, int group) {
   int src = a.token_ids ? __ldg(a.token_ids + row) : row;
   if (src < 0 || (a.a_rows > 0 && src >= a.a_rows)) src = -1;  // reads as zeros
   uint32_t in[16];
@@ -175,13 +188,10 @@ __device__ void stage_activation_group(const PlanArgs& a, int row, int group) {
   for (int i = 0; i < 4; ++i) to[i] = *reinterpret_cast<const uint4*>(&out[4 * i]);
 }
 
-__global__ void __launch_bounds__(kPlanThreads) plan_kernel(const __grid_constant__ PlanArgs a) {
-  // The main kernel may start launching now; it waits for this grid's writes before reading.
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+// Counters, activations: spread over every CTA of the grid.
+__device__ void stage_rest(const PlanShape& a) {
   const int thread = blockIdx.x * blockDim.x + threadIdx.x;
   const int threads = gridDim.x * blockDim.x;
-  if (blockIdx.x == 0) plan_work(a);
-  copy_table_chunk(a.chunk, a.tables, thread, threads);  // spread over every CTA
   for (int i = thread; i < a.split_capacity; i += threads) a.counters[i] = 0;
   const int groups = a.k / format::kDecodeKGroup;
   const long long items = 1LL * a.m_total * groups;
@@ -189,10 +199,43 @@ __global__ void __launch_bounds__(kPlanThreads) plan_kernel(const __grid_constan
     stage_activation_group(a, static_cast<int>(i / groups), static_cast<int>(i % groups));
 }
 
+template <class Args>
+__device__ void plan_on_cta0(const Args& a, int experts) {
+  __shared__ std::int32_t first_row[kMaxExperts + 1], row_count[kMaxExperts];
+  stage_rows(a, first_row, row_count);
+  plan_work(a.shape, experts, first_row, row_count);
+}
+
+__global__ void __launch_bounds__(kPlanThreads) plan_kernel(const __grid_constant__ PlanArgs a) {
+  // The main kernel may start launching now; it waits for this grid's writes before reading.
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+  if (blockIdx.x == 0) plan_on_cta0(a, a.num_experts);
+  copy_table_chunk(a.chunk, a.shape.tables, blockIdx.x * blockDim.x + threadIdx.x,
+                   gridDim.x * blockDim.x);
+  stage_rest(a.shape);
+}
+
+__global__ void __launch_bounds__(kPlanThreads)
+    compact_plan_kernel(const __grid_constant__ CompactPlanArgs a) {
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+  if (blockIdx.x == 0) {
+    plan_on_cta0(a, a.count);
+    // The table of the listed experts: [proj][count].
+    for (int i = threadIdx.x; i < a.shape.proj_count * a.count; i += blockDim.x)
+      a.shape.tables.table[i] = a.entries[i / a.count][i % a.count];
+  }
+  stage_rest(a.shape);
+}
+
 }  // namespace
 
 cudaError_t launch_plan(const PlanArgs& args, int grid, cudaStream_t stream) {
   plan_kernel<<<grid, kPlanThreads, 0, stream>>>(args);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_plan(const CompactPlanArgs& args, int grid, cudaStream_t stream) {
+  compact_plan_kernel<<<grid, kPlanThreads, 0, stream>>>(args);
   return cudaGetLastError();
 }
 
