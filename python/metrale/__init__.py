@@ -24,7 +24,7 @@ from .ops import (  # noqa: E402  (the extension raises the error types: set the
     quantize,
     swizzle_sfb,
 )
-from . import checkpoint  # noqa: E402
+from . import checkpoint, convert  # noqa: E402
 
 __version__ = _metrale.version()
 

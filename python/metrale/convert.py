@@ -19,7 +19,7 @@ import sys
 
 import numpy as np
 
-from . import __version__, _safetensors, checkpoint
+from . import _metrale, _safetensors, checkpoint
 from ._arrays import to_device, to_numpy
 from ._errors import CheckpointError
 from .ops import quantize
@@ -117,7 +117,7 @@ def convert(src, dst, *, force=False, device=None, progress=True):
 
 
 def _write_metadata(src, dst, files, weight_map, excluded):
-    config = {"producer": {"name": "metrale", "version": __version__},
+    config = {"producer": {"name": "metrale", "version": _metrale.version()},
               "quantization": {"quant_algo": "NVFP4", "kv_cache_quant_algo": None,
                                "group_size": 16, "exclude_modules": sorted(excluded)}}
     with open(os.path.join(dst, "hf_quant_config.json"), "w") as f:

@@ -63,6 +63,9 @@ std::string shape_text(const Array& a) {
 }
 
 bool is_c_contiguous(const Array& a) {
+  for (size_t i = 0; i < a.ndim(); ++i) {
+    if (a.shape(i) == 0) return true;  // no elements: exporters give such arrays any strides
+  }
   std::int64_t expected = 1;
   for (size_t i = a.ndim(); i-- > 0;) {
     // A dimension of extent 1 may carry any stride.
