@@ -132,12 +132,13 @@ def from_numpy(host, like):
     if name == "torch":
         import torch
 
-        raw_host = host.view(_RAW_NUMPY[host.dtype]) if host.dtype in _RAW_NUMPY else host
-        t = torch.from_numpy(np.ascontiguousarray(raw_host))
+        # int16 for bf16 bits: older torch cannot take NumPy's uint16.
         if host.dtype == _NUMPY_DTYPES[BF16]:
-            t = t.view(torch.int16).view(torch.bfloat16)
+            t = torch.from_numpy(np.ascontiguousarray(host).view(np.int16)).view(torch.bfloat16)
         elif host.dtype == _NUMPY_DTYPES[E4M3]:
-            t = t.view(torch.float8_e4m3fn)
+            t = torch.from_numpy(np.ascontiguousarray(host).view(np.uint8)).view(torch.float8_e4m3fn)
+        else:
+            t = torch.from_numpy(np.ascontiguousarray(host))
         return t.to(like.device)
     if name == "cupy":
         import cupy
