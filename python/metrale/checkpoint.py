@@ -35,6 +35,13 @@ class Nvfp4Weight(NamedTuple):
     scale: np.ndarray  # [N, K/16] float8_e4m3fn
     scale_2: float  # fp32 per-tensor decode scale
 
+    def to_device(self, device="cuda"):
+        """The same weight with its arrays on `device` ('cpu': NumPy; 'cuda[:N]': torch)."""
+        from ._arrays import to_device
+
+        return Nvfp4Weight(to_device(self.packed, device), to_device(self.scale, device),
+                           self.scale_2)
+
 
 class MoeExperts(dict):
     """{"gate": [Nvfp4Weight] * E, "up": [...], "down": [...]} for one layer's experts."""
