@@ -142,13 +142,22 @@ def test_backend_names_are_checked():
 
 def test_the_gil_is_released_during_a_call(rng):
     act, weight = small_ints(rng, 256, 2048), small_ints(rng, 512, 2048)
-    started, done = time.perf_counter(), threading.Event()
-    worker = threading.Thread(target=lambda: (metrale.gemm(act, weight), done.set()))
-    spins = 0
+    window = []
+
+    def call():
+        window.append(time.perf_counter())
+        metrale.gemm(act, weight)
+        window.append(time.perf_counter())
+
+    worker = threading.Thread(target=call)
+    stamps = []
     worker.start()
-    while not done.is_set():
-        spins += 1
+    while worker.is_alive():
+        stamps.append(time.perf_counter())
     worker.join()
-    elapsed = time.perf_counter() - started
-    # Holding the GIL for the whole call would leave this loop a few switch intervals at most.
-    assert spins > 1000, f"{spins} iterations in {elapsed:.3f} s beside the call"
+    begin, end = window
+    margin = 0.02  # a thread holding the GIL can let the other run one switch interval (5 ms)
+    inside = sum(begin + margin < t < end - margin for t in stamps)
+    assert end - begin > 3 * margin, f"the call took {end - begin:.3f} s: too short to tell"
+    # Holding the GIL for the whole call would leave this thread no step inside the window.
+    assert inside > 100, f"{inside} steps of this thread during a {end - begin:.3f} s call"
