@@ -29,6 +29,7 @@ struct Place {
   int device_type = 0;  // 0: not yet seen
   int device_id = 0;
 };
+inline constexpr Place kHost{1, 0};  // DLPack kDLCPU, device 0
 
 // Raises metrale.Error (or its ValueError subclass for invalid arguments) with `message`.
 [[noreturn]] void raise(Status status, const std::string& message);
