@@ -1,9 +1,9 @@
 // Checks of the DLPack arrays that reach the Python binding (arrays.hpp).
 #include "arrays.hpp"
 
-#include <fmt/format.h>
-
 #include <utility>
+
+#include <fmt/format.h>
 
 namespace metrale::python {
 
@@ -121,8 +121,8 @@ const void* check_array(std::string_view who, std::string_view name, const Array
     place = {a.device_type(), a.device_id()};
   } else if (place.device_type != a.device_type() || place.device_id != a.device_id()) {
     invalid(fmt::format("is on {}:{} but the arguments before it are on {}:{}",
-                        device_name(a.device_type()), a.device_id(),
-                        device_name(place.device_type), place.device_id));
+                        device_name(a.device_type()), a.device_id(), device_name(place.device_type),
+                        place.device_id));
   }
   return a.data();
 }
@@ -130,7 +130,8 @@ const void* check_array(std::string_view who, std::string_view name, const Array
 Backend backend_of(std::string_view who, const Place& place) {
   if (place.device_type == kDeviceCuda) return Backend::automatic;
   if (place.device_type == kDeviceCpu) return Backend::cpu;
-  raise(Status::invalid_argument, fmt::format("{}: no array argument to take the device from", who));
+  raise(Status::invalid_argument,
+        fmt::format("{}: no array argument to take the device from", who));
 }
 
 }  // namespace metrale::python

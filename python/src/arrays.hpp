@@ -3,13 +3,13 @@
 // its value. The library validates everything else (K % 16, scale_2, offsets) itself.
 #pragma once
 
-#include <nanobind/nanobind.h>
-#include <nanobind/ndarray.h>
-
 #include <cstdint>
 #include <initializer_list>
 #include <string>
 #include <string_view>
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
 
 #include "metrale/metrale.hpp"
 

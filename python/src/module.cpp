@@ -3,17 +3,17 @@
 // their dtype, shape, contiguity and device (arrays.hpp), then calls the C++ API with the GIL
 // released. The backend follows the arrays' device unless `backend` (a metrale::Backend value,
 // -1 for "from the device") says otherwise; `stream` is a cudaStream_t as an integer.
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
 #include <fmt/format.h>
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
-
-#include <cstdint>
-#include <optional>
-#include <utility>
-#include <vector>
 
 #include "arrays.hpp"
 #include "format/layouts.hpp"
@@ -57,7 +57,9 @@ struct Call {
   }
 };
 
-std::int32_t dim(const Array& a, size_t i) { return static_cast<std::int32_t>(a.shape(i)); }
+std::int32_t dim(const Array& a, size_t i) {
+  return static_cast<std::int32_t>(a.shape(i));
+}
 
 // Bytes of an SFB scale array for [N, K] (0 for an empty or invalid shape: the library refuses it).
 std::int64_t sfb_length(std::int32_t n, std::int32_t k) {
@@ -118,13 +120,16 @@ void nvfp4_gemm(const Array& act, const Array& packed, const Array& scale, float
                    : c.in<std::uint8_t>("scale", scale, Kind::e4m3, {args.k / 16, args.n});
   args.scale_2 = scale_2;
   args.out = c.out<bf16_bits>("out", out, Kind::bf16, {args.m, args.n});
-  c.run(backend, stream, [&](const Exec& exec) { return nvfp4_gemm_bf16_act_weight_t(args, exec); });
+  c.run(backend, stream,
+        [&](const Exec& exec) { return nvfp4_gemm_bf16_act_weight_t(args, exec); });
 }
 
 // One projection's per-expert tables: host arrays of num_experts entries each.
 struct Tables {
   Tables(Array packed, Array scale, Array scale2)
-      : packed_ptrs(std::move(packed)), scale_ptrs(std::move(scale)), scale2_vals(std::move(scale2)) {}
+      : packed_ptrs(std::move(packed)),
+        scale_ptrs(std::move(scale)),
+        scale2_vals(std::move(scale2)) {}
   Array packed_ptrs, scale_ptrs, scale2_vals;
 };
 
@@ -152,7 +157,8 @@ void grouped(const GroupedCall& g, const Array& a, const Array& offsets, int bac
   Call c{g.who};
   if (g.proj.empty() || g.proj.size() > 2 || g.proj.size() != g.out.size())
     raise(Status::invalid_argument, fmt::format("{}: {} projections with {} outputs; expected 1 "
-                                                "or 2 of each", c.who, g.proj.size(), g.out.size()));
+                                                "or 2 of each",
+                                                c.who, g.proj.size(), g.out.size()));
   GroupedNvfp4 args{};
   args.a = c.in<bf16_bits>("a", a, Kind::bf16, {kAny, kAny});
   args.a_rows = dim(a, 0);
@@ -171,8 +177,8 @@ void grouped(const GroupedCall& g, const Array& a, const Array& offsets, int bac
   args.proj_count = static_cast<std::int32_t>(g.proj.size());
   for (size_t p = 0; p < g.proj.size(); ++p) {
     args.proj[p] = check_tables(g.who, g.proj[p], args.groups.num_experts);
-    args.out[p] = c.out<bf16_bits>(p == 0 ? "out[0]" : "out[1]", g.out[p], Kind::bf16,
-                                   {g.m_total, g.n});
+    args.out[p] =
+        c.out<bf16_bits>(p == 0 ? "out[0]" : "out[1]", g.out[p], Kind::bf16, {g.m_total, g.n});
   }
   args.scale_layout = static_cast<ScaleLayout>(g.scale_layout);
   c.run(backend, stream, [&](const Exec& exec) { return nvfp4_grouped(args, exec); });
@@ -196,10 +202,10 @@ NB_MODULE(_metrale, m) {
       .def_rw("scale_ptrs", &Tables::scale_ptrs)
       .def_rw("scale2_vals", &Tables::scale2_vals);
   m.def("grouped",
-        [](std::string who, const Array& a, std::optional<Array> token_ids, std::vector<Tables> proj,
-           std::vector<Array> out, int scale_layout, const Array& offsets, bool offsets_on_device,
-           std::int32_t m_total, std::int32_t max_rows_per_expert, std::int32_t n, int backend,
-           std::uintptr_t stream) {
+        [](std::string who, const Array& a, std::optional<Array> token_ids,
+           std::vector<Tables> proj, std::vector<Array> out, int scale_layout, const Array& offsets,
+           bool offsets_on_device, std::int32_t m_total, std::int32_t max_rows_per_expert,
+           std::int32_t n, int backend, std::uintptr_t stream) {
           grouped({std::move(who), std::move(token_ids), std::move(proj), std::move(out),
                    scale_layout, offsets_on_device, m_total, max_rows_per_expert, n},
                   a, offsets, backend, stream);
