@@ -15,6 +15,7 @@ first: dtypes and shapes agree, K % 16 == 0, scale_2 finite and > 0, no NaN scal
 import builtins
 import json
 import os
+import re
 from typing import NamedTuple
 
 import ml_dtypes
@@ -174,9 +175,14 @@ class Checkpoint:
                               f"{prefix}.0.gate_proj, {prefix}.0.w1 and {prefix}.gate_up_proj)")
 
     def _per_expert(self, prefix, projections):
-        count = 0
-        while self.has_nvfp4(f"{prefix}.{count}.{projections[0]}"):
-            count += 1
+        # Every expert index stored under the prefix, so that a missing expert is an error.
+        pattern = re.compile(re.escape(prefix) + r"\.(\d+)\.")
+        indices = {int(m.group(1)) for m in map(pattern.match, self._where) if m}
+        count = len(indices)
+        if indices != set(range(count)):
+            missing = sorted(set(range(max(indices) + 1)) - indices)
+            raise CheckpointError(f"{self.path}: experts under {prefix!r}: indices run to "
+                                  f"{max(indices)} but {missing[:8]} are missing")
         experts = MoeExperts()
         for key, proj in zip(("gate", "up", "down"), projections):
             experts[key] = [self.nvfp4(f"{prefix}.{e}.{proj}") for e in range(count)]

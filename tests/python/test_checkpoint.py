@@ -100,6 +100,16 @@ def test_sharded_per_expert_moe(tmp_path, rng, fmt):
     assert tables["down"].num_experts == 3 and (tables["down"].n, tables["down"].k) == (64, 32)
 
 
+def test_a_missing_expert_is_an_error(tmp_path, rng):
+    tensors = {}
+    for e in (0, 1, 3):
+        for p in ("gate_proj", "up_proj", "down_proj"):
+            tensors.update(modelopt_tensors(f"experts.{e}.{p}", nvfp4(rng, 32, 32, 0.5)))
+    write_safetensors(tmp_path / "m.safetensors", tensors)
+    with pytest.raises(metrale.checkpoint.CheckpointError, match=r"run to 3 but \[2\] are missing"):
+        metrale.checkpoint.open(tmp_path / "m.safetensors").moe_experts("experts")
+
+
 @pytest.mark.parametrize("order", ["chunked", "interleaved"])
 def test_fused_3d_experts_stored_transposed(tmp_path, rng, order):
     experts, n, k = 2, 16, 64
