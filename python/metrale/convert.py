@@ -8,7 +8,10 @@ becomes `<p>.weight` (packed uint8 [N, K/2]), `<p>.weight_scale` (float8_e4m3fn 
 gives, and `<p>.input_scale` = 1.0 (metrale runs bf16 activations: the W4A4 engines that read it
 need a calibrated value instead). Embeddings, norms, routers, lm_head, tensors that are not 2-D
 bf16 and Linears whose K is not a multiple of 16 are kept as they are, and the kept Linears are
-listed in exclude_modules. Shards map one to one; the other files of IN (config.json, tokenizer)
+listed in exclude_modules. Fused 3-D expert tensors ([E, K, N] `experts.gate_up_proj` and
+`experts.down_proj`, gpt-oss and Llama-4) are quantized as ModelOpt exports them: one scale_2,
+stored transposed as [E, K/2, N] bytes and [E, K/16, N] scales, names suffixed `_weight_scale`,
+`_weight_scale_2`, `_input_scale`. Shards map one to one; the other files of IN (config.json, tokenizer)
 are copied.
 """
 
@@ -32,18 +35,24 @@ def _is_router(module):
     return module.endswith(".gate") or module.endswith(".gating")
 
 
+# The fused 3-D expert tensors of gpt-oss and Llama-4 ([E, K, N], stored input dimension first).
+_FUSED_EXPERTS = ("experts.gate_up_proj", "experts.down_proj")
+
+
 def plan(name, dtype, shape):
-    """'quantize' or why `name` is kept ('not a Linear weight', 'excluded', 'K % 16')."""
-    if not name.endswith(".weight") or len(shape) != 2:
+    """'quantize', 'quantize fused' (a 3-D expert tensor) or why `name` is kept ('not a Linear
+    weight', 'excluded', a dtype that is not bf16, 'K % 16')."""
+    fused = name.endswith(_FUSED_EXPERTS) and len(shape) == 3
+    if not fused and (not name.endswith(".weight") or len(shape) != 2):
         return "not a Linear weight"
-    module = name[: -len(".weight")]
+    module = name if fused else name[: -len(".weight")]
     if any(part in module for part in _KEPT) or _is_router(module):
         return "excluded"
     if dtype != "BF16":
         return f"{dtype}, not bf16"
-    if shape[1] % 16 != 0:
+    if shape[-2 if fused else -1] % 16 != 0:
         return "K % 16"
-    return "quantize"
+    return "quantize fused" if fused else "quantize"
 
 
 class _Progress:
@@ -73,14 +82,36 @@ def _input_files(path):
     return {path: _safetensors.SafetensorsFile(path)}
 
 
-def _quantized(name, w, device):
+def _quantize_on(w, device):
+    """(packed, scale, scale_2) of `w` [N, K], quantized on `device`, as host arrays."""
     if device not in (None, "cpu"):
         w = to_device(w, device)
     packed, scale, scale_2 = quantize(w)
+    return to_numpy(packed), to_numpy(scale), scale_2
+
+
+def _quantized(name, w, device):
+    """A Linear's `<p>.weight` -> its four ModelOpt tensors."""
+    packed, scale, scale_2 = _quantize_on(w, device)
     module = name[: -len(".weight")]
-    return {f"{module}.weight": to_numpy(packed), f"{module}.weight_scale": to_numpy(scale),
+    return {f"{module}.weight": packed, f"{module}.weight_scale": scale,
             f"{module}.weight_scale_2": np.array(scale_2, dtype=np.float32),
             f"{module}.input_scale": np.array(1.0, dtype=np.float32)}
+
+
+def _quantized_fused(name, w, device):
+    """A fused [E, K, N] expert tensor -> ModelOpt's export of it: one quantization of the whole
+    tensor (one scale_2, blocks along K), stored transposed back, [E, K/2, N] and [E, K/16, N].
+    Quantizing the experts' [N, K] matrices stacked into one [E*N, K] is exactly that, as every
+    block lies in one row and only scale_2 spans the tensor."""
+    experts, k, n = w.shape
+    stacked = np.ascontiguousarray(np.asarray(w).transpose(0, 2, 1)).reshape(experts * n, k)
+    packed, scale, scale_2 = _quantize_on(stacked, device)
+    return {name: np.ascontiguousarray(packed.reshape(experts, n, k // 2).transpose(0, 2, 1)),
+            f"{name}_weight_scale": np.ascontiguousarray(
+                scale.reshape(experts, n, k // 16).transpose(0, 2, 1)),
+            f"{name}_weight_scale_2": np.array(scale_2, dtype=np.float32),
+            f"{name}_input_scale": np.array(1.0, dtype=np.float32)}
 
 
 def convert(src, dst, *, force=False, device=None, progress=True):
@@ -100,11 +131,14 @@ def convert(src, dst, *, force=False, device=None, progress=True):
             if decision == "quantize":
                 out.update(_quantized(name, file.tensor(name), device))
                 quantized.append(name[: -len(".weight")])
+            elif decision == "quantize fused":
+                out.update(_quantized_fused(name, file.tensor(name), device))
+                quantized.append(name)
             else:
                 out[name] = file.tensor(name)
                 kept.append(name)
                 if decision != "not a Linear weight":
-                    excluded.append(name[: -len(".weight")])
+                    excluded.append(name.removesuffix(".weight"))
             if bar:
                 bar.step(name)
         out_name = os.path.basename(path)

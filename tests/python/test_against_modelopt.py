@@ -52,3 +52,18 @@ def test_torch_cpu_tensors_in_and_out():
     assert back.dtype == torch.bfloat16
     np.testing.assert_array_equal(back.view(torch.int16).numpy(),
                                   metrale.dequantize(*metrale.quantize(w)).view(np.int16))
+
+
+def test_a_3d_expert_tensor_equals_modelopt_stacked():
+    # ModelOpt quantizes a fused [E, N, K] expert tensor in one call (one scale_2); the converter
+    # quantizes the same experts stacked as [E*N, K]: the bytes must be the same.
+    rng = np.random.default_rng(3)
+    w3 = (rng.standard_normal((4, 24, 64)) * np.arange(1, 5)[:, None, None]).astype(np.float32)
+    w3 = w3.astype(CASES["normal"].dtype)
+    t = torch.from_numpy(w3.view(np.int16).copy()).view(torch.bfloat16)
+    q, scale, scale_2 = nvfp4_tensor.NVFP4QTensor.quantize(t, 16)
+    got = metrale.quantize(w3.reshape(4 * 24, 64))
+    np.testing.assert_array_equal(got[0].reshape(4, 24, 32), q._quantized_data.numpy())
+    np.testing.assert_array_equal(got[1].view(np.uint8).reshape(4, 24, 4),
+                                  scale.view(torch.uint8).numpy())
+    assert np.float32(got[2]) == np.float32(scale_2.item())

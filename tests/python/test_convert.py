@@ -17,6 +17,7 @@ from test_ops_cpu import expected_gemm
 
 HIDDEN, INTER, EXPERTS = 64, 32, 3
 PREFIX = "model.layers.0.mlp.experts"
+FUSED = "model.layers.1.mlp.experts"  # gpt-oss's layout: [E, K, N] tensors, gate/up interleaved
 
 
 def tiny_model(rng):
@@ -26,6 +27,9 @@ def tiny_model(rng):
          "model.layers.0.mlp.gate.weight": bf16(rng.standard_normal((EXPERTS, HIDDEN))),
          "lm_head.weight": bf16(rng.standard_normal((50, HIDDEN))),
          "model.layers.0.odd_proj.weight": bf16(rng.standard_normal((8, 24)))}  # K % 16 != 0
+    t[f"{FUSED}.gate_up_proj"] = bf16(rng.standard_normal((EXPERTS, HIDDEN, 2 * INTER)))
+    t[f"{FUSED}.gate_up_proj_bias"] = bf16(rng.standard_normal((EXPERTS, 2 * INTER)))
+    t[f"{FUSED}.down_proj"] = bf16(rng.standard_normal((EXPERTS, INTER, HIDDEN)))
     for e in range(EXPERTS):
         for proj, shape in (("gate_proj", (INTER, HIDDEN)), ("up_proj", (INTER, HIDDEN)),
                             ("down_proj", (HIDDEN, INTER))):
@@ -59,7 +63,7 @@ def test_quantize_writes_a_modelopt_checkpoint(tmp_path, model_dir):
     out = tmp_path / "nvfp4"
     done = run_cli("quantize", src, out)
     assert done.returncode == 0, done.stderr
-    assert f"{EXPERTS * 3 + 1} Linear weights in NVFP4" in done.stdout
+    assert f"{EXPERTS * 3 + 3} Linear weights in NVFP4" in done.stdout
     assert "[" in done.stderr and f"{len(tensors)}/{len(tensors)}" in done.stderr  # progress bar
     config = json.loads((out / "hf_quant_config.json").read_text())["quantization"]
     assert config["quant_algo"] == "NVFP4" and config["group_size"] == 16
@@ -73,8 +77,10 @@ def test_quantize_writes_a_modelopt_checkpoint(tmp_path, model_dir):
     index = json.loads((out / "model.safetensors.index.json").read_text())["weight_map"]
     assert set(index) == set(written)
     for name, array in tensors.items():
-        module = name[: -len(".weight")]
-        if f"{module}.weight_scale" in written:
+        module = name.removesuffix(".weight")
+        if name.startswith(FUSED) and not name.endswith("_bias"):
+            check_fused(written, name, array)
+        elif f"{module}.weight_scale" in written:
             packed, scale, scale_2 = ref.quantize(array)
             assert written[name] == ("U8", list(packed.shape), packed.tobytes())
             assert written[f"{module}.weight_scale"] == ("F8_E4M3", list(scale.shape),
@@ -83,6 +89,18 @@ def test_quantize_writes_a_modelopt_checkpoint(tmp_path, model_dir):
             assert written[f"{module}.input_scale"][0] == "F32"
         else:  # kept exactly as it was
             assert written[name] == ("BF16", list(array.shape), array.tobytes())
+
+
+def check_fused(written, name, array):
+    """ModelOpt quantizes the whole [E, N, K] tensor (one scale_2) and stores it transposed."""
+    experts, k, n = array.shape
+    packed, scale, scale_2 = ref.quantize(array.transpose(0, 2, 1).reshape(experts * n, k))
+    want_packed = packed.reshape(experts, n, k // 2).transpose(0, 2, 1)
+    want_scale = scale.reshape(experts, n, k // 16).transpose(0, 2, 1)
+    assert written[name] == ("U8", [experts, k // 2, n], want_packed.tobytes())
+    assert written[f"{name}_weight_scale"] == ("F8_E4M3", [experts, k // 16, n],
+                                               want_scale.tobytes())
+    assert written[f"{name}_weight_scale_2"][2] == np.float32(scale_2).tobytes()
 
 
 def test_quantize_refuses_to_overwrite_without_force(tmp_path, model_dir):
@@ -125,3 +143,9 @@ def test_quantize_load_gemm_round_trip_on_the_cpu(tmp_path, model_dir, rng):
         np.testing.assert_array_equal(c[rows].view(np.uint16),
                                       metrale.nvfp4_gemm(down_in[rows], *down).view(np.uint16))
     assert c_up.shape == (5, INTER)
+    fused = ck.moe_experts(FUSED, gate_up_order="interleaved")
+    assert len(fused["gate"]) == EXPERTS and fused["down"][0].packed.shape == (HIDDEN, INTER // 2)
+    gate_up = tensors[f"{FUSED}.gate_up_proj"][1].T  # expert 1 as [N, K]
+    # The gate rows of expert 1, dequantized, are close to the bf16 ones they came from.
+    gate = metrale.dequantize(*fused["gate"][1]).astype(np.float32)
+    assert np.abs(gate - gate_up[0::2].astype(np.float32)).max() < 0.3 * np.abs(gate_up).max()
