@@ -50,6 +50,7 @@ __all__ = [
     "ExpertTable",
     "backends",
     "checkpoint",
+    "convert",
     "dequantize",
     "expert_table",
     "gemm",

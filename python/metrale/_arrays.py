@@ -7,7 +7,6 @@ ml_dtypes' bfloat16 and float8_e4m3fn, torch its own dtypes, CuPy (which has nei
 """
 
 import contextlib
-import sys
 
 import ml_dtypes
 import numpy as np
@@ -66,14 +65,24 @@ def empty(like, shape, kind):
     if name == "torch":
         import torch
 
-        dtypes = {BF16: torch.bfloat16, E4M3: torch.float8_e4m3fn, U8: torch.uint8,
-                  F32: torch.float32, I32: torch.int32}
+        dtypes = {
+            BF16: torch.bfloat16,
+            E4M3: torch.float8_e4m3fn,
+            U8: torch.uint8,
+            F32: torch.float32,
+            I32: torch.int32,
+        }
         return torch.empty(shape, dtype=dtypes[kind], device=like.device)
     if name == "cupy":
         import cupy
 
-        dtypes = {BF16: cupy.uint16, E4M3: cupy.uint8, U8: cupy.uint8, F32: cupy.float32,
-                  I32: cupy.int32}
+        dtypes = {
+            BF16: cupy.uint16,
+            E4M3: cupy.uint8,
+            U8: cupy.uint8,
+            F32: cupy.float32,
+            I32: cupy.int32,
+        }
         with like.device:
             return cupy.empty(shape, dtype=dtypes[kind])
     return np.empty(shape, dtype=_NUMPY_DTYPES[kind])
@@ -136,7 +145,9 @@ def from_numpy(host, like):
         if host.dtype == _NUMPY_DTYPES[BF16]:
             t = torch.from_numpy(np.ascontiguousarray(host).view(np.int16)).view(torch.bfloat16)
         elif host.dtype == _NUMPY_DTYPES[E4M3]:
-            t = torch.from_numpy(np.ascontiguousarray(host).view(np.uint8)).view(torch.float8_e4m3fn)
+            t = torch.from_numpy(np.ascontiguousarray(host).view(np.uint8)).view(
+                torch.float8_e4m3fn
+            )
         else:
             t = torch.from_numpy(np.ascontiguousarray(host))
         return t.to(like.device)
@@ -168,11 +179,6 @@ def data_ptr(x):
     if name == "cupy":
         return x.data.ptr
     return np.asarray(x).ctypes.data
-
-
-def module_loaded(name):
-    """Whether the framework `name` was imported by the caller (we never import it for them)."""
-    return name in sys.modules
 
 
 def device_name(x):

@@ -34,8 +34,10 @@ def _check_compressed_tensors(path, quant):
     for name, group in (quant.get("config_groups") or {}).items():
         weights = (group or {}).get("weights") or {}
         if weights.get("num_bits") == 4 and weights.get("group_size", GROUP_SIZE) != GROUP_SIZE:
-            raise CheckpointError(f"{path}: config_groups.{name}.weights.group_size = "
-                                  f"{weights.get('group_size')}, NVFP4 needs {GROUP_SIZE}")
+            raise CheckpointError(
+                f"{path}: config_groups.{name}.weights.group_size = "
+                f"{weights.get('group_size')}, NVFP4 needs {GROUP_SIZE}"
+            )
 
 
 def detect(directory, names):
@@ -56,16 +58,15 @@ def detect(directory, names):
             if method == COMPRESSED_TENSORS:
                 _check_compressed_tensors(config_path, quant)
                 return COMPRESSED_TENSORS, quant
-            raise CheckpointError(f"{config_path}: quantization_config.quant_method = {method!r}, "
-                                  f"expected {MODELOPT!r} or {COMPRESSED_TENSORS!r}")
+            raise CheckpointError(
+                f"{config_path}: quantization_config.quant_method = {method!r}, "
+                f"expected {MODELOPT!r} or {COMPRESSED_TENSORS!r}"
+            )
     if any(n.endswith(".weight_packed") for n in names):
         return COMPRESSED_TENSORS, {}
     if any(n.endswith("weight_scale_2") for n in names):
         return MODELOPT, {}
-    raise CheckpointError(f"{directory}: no hf_quant_config.json, no quantization_config in "
-                          "config.json, and no NVFP4 tensor names: not an NVFP4 checkpoint")
-
-
-def exclude_modules(quant):
-    """The modules the config says were left unquantized."""
-    return list(quant.get("exclude_modules") or quant.get("ignore") or [])
+    raise CheckpointError(
+        f"{directory}: no hf_quant_config.json, no quantization_config in "
+        "config.json, and no NVFP4 tensor names: not an NVFP4 checkpoint"
+    )

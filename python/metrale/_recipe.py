@@ -17,8 +17,9 @@ import numpy as np
 
 from . import _arrays
 
-E2M1_VALUES = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6],
-                       dtype=np.float32)
+E2M1_VALUES = np.array(
+    [0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6], dtype=np.float32
+)
 E4M3_VALUES = np.arange(256, dtype=np.uint8).view(ml_dtypes.float8_e4m3fn).astype(np.float32)
 
 
@@ -60,8 +61,9 @@ def _apply_modelopt_zero_sign_torch(w, packed, scale, scale_2):
     n, k = w.shape
     x = w.view(torch.bfloat16).float().reshape(n, k // 16, 16)
     lut = torch.from_numpy(E4M3_VALUES).to(w.device)
-    d = lut[scale.view(torch.uint8).long()] * torch.tensor(scale_2, dtype=torch.float32,
-                                                            device=w.device)
+    d = lut[scale.view(torch.uint8).long()] * torch.tensor(
+        scale_2, dtype=torch.float32, device=w.device
+    )
     q = x / d.unsqueeze(-1)
     neg_zero = ((q == 0) & torch.signbit(q)).reshape(n, k)
     clear = neg_zero[:, 0::2].to(torch.uint8) * 0x08 | neg_zero[:, 1::2].to(torch.uint8) * 0x80

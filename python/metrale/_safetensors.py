@@ -49,8 +49,10 @@ class SafetensorsFile:
                 self._fail(f"is {size} bytes, too short for the 8-byte header length")
             header_len = int.from_bytes(prefix, "little")
             if header_len > min(size - 8, _MAX_HEADER):
-                self._fail(f"header length {header_len} exceeds the {size - 8} bytes after it "
-                           "(truncated or not a safetensors file)")
+                self._fail(
+                    f"header length {header_len} exceeds the {size - 8} bytes after it "
+                    "(truncated or not a safetensors file)"
+                )
             try:
                 header = json.loads(f.read(header_len))
             except (UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -75,19 +77,28 @@ class SafetensorsFile:
         if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
             self._fail(f"shape {shape!r} is not a list of non-negative integers", name)
         offsets = info.get("data_offsets")
-        if (not isinstance(offsets, list) or len(offsets) != 2
-                or not all(isinstance(o, int) for o in offsets)):
+        if (
+            not isinstance(offsets, list)
+            or len(offsets) != 2
+            or not all(isinstance(o, int) for o in offsets)
+        ):
             self._fail(f"data_offsets {offsets!r} is not [begin, end]", name)
         begin, end = offsets
         expected = math.prod(shape) * DTYPES[info["dtype"]].itemsize
         if not 0 <= begin <= end:
             self._fail(f"data_offsets [{begin}, {end}] are not 0 <= begin <= end", name)
         if end > self._data_len:
-            self._fail(f"data_offsets [{begin}, {end}] end past the {self._data_len} data bytes "
-                       "the file has (truncated?)", name)
+            self._fail(
+                f"data_offsets [{begin}, {end}] end past the {self._data_len} data bytes "
+                "the file has (truncated?)",
+                name,
+            )
         if end - begin != expected:
-            self._fail(f"data_offsets [{begin}, {end}] hold {end - begin} bytes but "
-                       f"{info['dtype']} {shape} needs {expected}", name)
+            self._fail(
+                f"data_offsets [{begin}, {end}] hold {end - begin} bytes but "
+                f"{info['dtype']} {shape} needs {expected}",
+                name,
+            )
         return info["dtype"], tuple(shape), begin, end
 
     def tensor(self, name):
@@ -98,7 +109,7 @@ class SafetensorsFile:
             return np.zeros(shape, dtype=DTYPES[dtype])
         if self._map is None:
             self._map = np.memmap(self.path, dtype=np.uint8, mode="r")
-        data = self._map[self._data_start + begin:self._data_start + end]
+        data = self._map[self._data_start + begin : self._data_start + end]
         return data.view(DTYPES[dtype]).reshape(shape)
 
 
@@ -116,8 +127,11 @@ def save_file(tensors, path, metadata=None):
     names = sorted(tensors)
     for name in names:
         array = tensors[name]
-        header[name] = {"dtype": dtype_name(array), "shape": list(array.shape),
-                        "data_offsets": [offset, offset + array.nbytes]}
+        header[name] = {
+            "dtype": dtype_name(array),
+            "shape": list(array.shape),
+            "data_offsets": [offset, offset + array.nbytes],
+        }
         offset += array.nbytes
     if metadata:
         header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}

@@ -2,7 +2,7 @@
 
     ck = metrale.checkpoint.open("path/to/model")        # detects the format
     w = ck.nvfp4("model.layers.0.self_attn.q_proj")       # Nvfp4Weight(packed, scale, scale_2)
-    experts = ck.moe_experts("model.layers.3.mlp.experts")  # {"gate": [...], "up": [...], "down": [...]}
+    experts = ck.moe_experts("model.layers.3.mlp.experts")  # {"gate": [...], "up": ..., "down": ...}
     tables = experts.to_device("cuda")                   # ExpertTables for the grouped operations
 
 Weights come back as host NumPy arrays in metrale's layouts: packed [N, K/2] uint8, scale [N, K/16]
@@ -40,8 +40,9 @@ class Nvfp4Weight(NamedTuple):
         """The same weight with its arrays on `device` ('cpu': NumPy; 'cuda[:N]': torch)."""
         from ._arrays import to_device
 
-        return Nvfp4Weight(to_device(self.packed, device), to_device(self.scale, device),
-                           self.scale_2)
+        return Nvfp4Weight(
+            to_device(self.packed, device), to_device(self.scale, device), self.scale_2
+        )
 
 
 class MoeExperts(dict):
@@ -52,8 +53,10 @@ class MoeExperts(dict):
         tables the grouped operations take. device='cpu' makes host tables for the CPU backend."""
         from .grouped import expert_table
 
-        return {name: expert_table(weights, layout=layout, device=device)
-                for name, weights in self.items()}
+        return {
+            name: expert_table(weights, layout=layout, device=device)
+            for name, weights in self.items()
+        }
 
 
 def open(path):  # noqa: A001  (the name the API documents: metrale.checkpoint.open)
@@ -78,8 +81,9 @@ class Checkpoint:
         for file in self._files.values():
             for name in file.entries:
                 if name in self._where:
-                    raise CheckpointError(f"{file.path}: tensor {name!r} is also in "
-                                          f"{self._where[name].path}")
+                    raise CheckpointError(
+                        f"{file.path}: tensor {name!r} is also in {self._where[name].path}"
+                    )
                 self._where[name] = file
         self.format, self.quant_config = _quant_config.detect(self.directory, self._where)
 
@@ -112,8 +116,10 @@ class Checkpoint:
         names = [name + s for s in self._suffixes()]
         for n in names:
             if n not in self._where:
-                raise CheckpointError(f"{self.path}: no tensor {n!r} ({self.format} NVFP4 weight "
-                                      f"{name!r} needs {', '.join(names)})")
+                raise CheckpointError(
+                    f"{self.path}: no tensor {n!r} ({self.format} NVFP4 weight "
+                    f"{name!r} needs {', '.join(names)})"
+                )
         packed_name, scale_name, scale_2_name = names
         packed = self._packed(packed_name, self.tensor(packed_name), ndim=2)
         scale = self._scales(scale_name, self.tensor(scale_name), packed.shape)
@@ -123,11 +129,17 @@ class Checkpoint:
 
     def _packed(self, name, packed, ndim):
         if packed.dtype != np.uint8 or packed.ndim != ndim:
-            self._fail(name, f"is {packed.dtype} {list(packed.shape)}, expected uint8 with "
-                       f"{ndim} dimensions (packed e2m1 pairs)")
+            self._fail(
+                name,
+                f"is {packed.dtype} {list(packed.shape)}, expected uint8 with "
+                f"{ndim} dimensions (packed e2m1 pairs)",
+            )
         if packed.shape[-1] % 8 != 0 or packed.shape[-1] == 0:
-            self._fail(name, f"has K/2 = {packed.shape[-1]} bytes a row: K = "
-                       f"{2 * packed.shape[-1]} is not a positive multiple of 16")
+            self._fail(
+                name,
+                f"has K/2 = {packed.shape[-1]} bytes a row: K = "
+                f"{2 * packed.shape[-1]} is not a positive multiple of 16",
+            )
         return packed
 
     def _scales(self, name, scale, expected):
@@ -136,14 +148,20 @@ class Checkpoint:
         if scale.dtype not in (np.uint8, np.dtype(ml_dtypes.float8_e4m3fn)):
             self._fail(name, f"has dtype {scale.dtype}, expected float8_e4m3fn")
         if scale.shape != want:
-            self._fail(name, f"has shape {list(scale.shape)}, expected {list(want)} "
-                       "(one scale per 16 elements of the weight)")
+            self._fail(
+                name,
+                f"has shape {list(scale.shape)}, expected {list(want)} "
+                "(one scale per 16 elements of the weight)",
+            )
         raw = scale.view(np.uint8)
         bad = np.flatnonzero((raw & 0x7F) == 0x7F)
         if bad.size:
             index = [int(i) for i in np.unravel_index(bad[0], raw.shape)]
-            self._fail(name, f"holds {bad.size} NaN e4m3 bytes (0x7F/0xFF), the first at "
-                       f"{index}: {raw.reshape(-1)[bad[0]]:#04x}")
+            self._fail(
+                name,
+                f"holds {bad.size} NaN e4m3 bytes (0x7F/0xFF), the first at "
+                f"{index}: {raw.reshape(-1)[bad[0]]:#04x}",
+            )
         return raw.view(ml_dtypes.float8_e4m3fn)
 
     def _scale_2(self, name, value, experts, inverted):
@@ -171,8 +189,10 @@ class Checkpoint:
                     return self._per_expert(candidate, (gate, up, down))
             if f"{candidate}.gate_up_proj" in self._where:
                 return self._fused(candidate, gate_up_order)
-        raise CheckpointError(f"{self.path}: no experts under {prefix!r} (looked for "
-                              f"{prefix}.0.gate_proj, {prefix}.0.w1 and {prefix}.gate_up_proj)")
+        raise CheckpointError(
+            f"{self.path}: no experts under {prefix!r} (looked for "
+            f"{prefix}.0.gate_proj, {prefix}.0.w1 and {prefix}.gate_up_proj)"
+        )
 
     def _per_expert(self, prefix, projections):
         # Every expert index stored under the prefix, so that a missing expert is an error.
@@ -181,8 +201,10 @@ class Checkpoint:
         count = len(indices)
         if indices != set(range(count)):
             missing = sorted(set(range(max(indices) + 1)) - indices)
-            raise CheckpointError(f"{self.path}: experts under {prefix!r}: indices run to "
-                                  f"{max(indices)} but {missing[:8]} are missing")
+            raise CheckpointError(
+                f"{self.path}: experts under {prefix!r}: indices run to "
+                f"{max(indices)} but {missing[:8]} are missing"
+            )
         experts = MoeExperts()
         for key, proj in zip(("gate", "up", "down"), projections):
             experts[key] = [self.nvfp4(f"{prefix}.{e}.{proj}") for e in range(count)]
@@ -191,19 +213,28 @@ class Checkpoint:
 
     def _fused(self, prefix, gate_up_order):
         if gate_up_order not in GATE_UP_ORDERS:
-            raise CheckpointError(f"gate_up_order = {gate_up_order!r}, expected one of "
-                                  f"{GATE_UP_ORDERS}")
+            raise CheckpointError(
+                f"gate_up_order = {gate_up_order!r}, expected one of {GATE_UP_ORDERS}"
+            )
         experts = MoeExperts()
         gate_up = self._fused_projection(f"{prefix}.gate_up_proj")
         if gate_up[0].packed.shape[0] % 2:
-            self._fail(f"{prefix}.gate_up_proj", "has an odd number of output rows: no gate/up split")
+            self._fail(
+                f"{prefix}.gate_up_proj", "has an odd number of output rows: no gate/up split"
+            )
         half = gate_up[0].packed.shape[0] // 2
-        rows = ((slice(0, half), slice(half, None)) if gate_up_order == "chunked"
-                else (slice(0, None, 2), slice(1, None, 2)))
+        rows = (
+            (slice(0, half), slice(half, None))
+            if gate_up_order == "chunked"
+            else (slice(0, None, 2), slice(1, None, 2))
+        )
         for key, r in zip(("gate", "up"), rows):
-            experts[key] = [Nvfp4Weight(np.ascontiguousarray(w.packed[r]),
-                                        np.ascontiguousarray(w.scale[r]), w.scale_2)
-                            for w in gate_up]
+            experts[key] = [
+                Nvfp4Weight(
+                    np.ascontiguousarray(w.packed[r]), np.ascontiguousarray(w.scale[r]), w.scale_2
+                )
+                for w in gate_up
+            ]
         experts["down"] = self._fused_projection(f"{prefix}.down_proj")
         _check_expert_shapes(self.path, prefix, experts)
         return experts
@@ -214,19 +245,22 @@ class Checkpoint:
         names = (name, name + "_weight_scale", name + "_weight_scale_2")
         for n in names:
             if n not in self._where:
-                raise CheckpointError(f"{self.path}: no tensor {n!r} (fused experts {name!r} need "
-                                      f"{', '.join(names)})")
+                raise CheckpointError(
+                    f"{self.path}: no tensor {n!r} (fused experts {name!r} need {', '.join(names)})"
+                )
         stored = self.tensor(names[0])
         if stored.dtype != np.uint8 or stored.ndim != 3:
-            self._fail(names[0], f"is {stored.dtype} {list(stored.shape)}, expected uint8 "
-                       "[E, K/2, N]")
+            self._fail(
+                names[0], f"is {stored.dtype} {list(stored.shape)}, expected uint8 [E, K/2, N]"
+            )
         packed = np.ascontiguousarray(stored.transpose(0, 2, 1))
         self._packed(names[0], packed, ndim=3)
         stored_scale = self.tensor(names[1])
         if stored_scale.ndim != 3:
             self._fail(names[1], f"has shape {list(stored_scale.shape)}, expected [E, K/16, N]")
-        scale = self._scales(names[1], np.ascontiguousarray(stored_scale.transpose(0, 2, 1)),
-                             packed.shape)
+        scale = self._scales(
+            names[1], np.ascontiguousarray(stored_scale.transpose(0, 2, 1)), packed.shape
+        )
         scale_2 = self._scale_2(names[2], self.tensor(names[2]), packed.shape[0], False)
         return [Nvfp4Weight(packed[e], scale[e], scale_2[e]) for e in range(packed.shape[0])]
 
@@ -234,18 +268,22 @@ class Checkpoint:
 def _check_expert_shapes(path, prefix, experts):
     gate, up, down = experts["gate"], experts["up"], experts["down"]
     if not gate or len({len(gate), len(up), len(down)}) != 1:
-        raise CheckpointError(f"{path}: experts under {prefix!r}: {len(gate)} gate, {len(up)} up, "
-                              f"{len(down)} down projections")
+        raise CheckpointError(
+            f"{path}: experts under {prefix!r}: {len(gate)} gate, {len(up)} up, "
+            f"{len(down)} down projections"
+        )
     for key, weights in experts.items():
         shapes = {w.packed.shape for w in weights}
         if len(shapes) != 1:
-            raise CheckpointError(f"{path}: experts under {prefix!r}: {key} shapes differ: "
-                                  f"{sorted(shapes)}")
+            raise CheckpointError(
+                f"{path}: experts under {prefix!r}: {key} shapes differ: {sorted(shapes)}"
+            )
     n, half_k = gate[0].packed.shape
     if up[0].packed.shape != (n, half_k) or down[0].packed.shape[1] * 2 != n:
         raise CheckpointError(
             f"{path}: experts under {prefix!r}: gate {list(gate[0].packed.shape)}, up "
-            f"{list(up[0].packed.shape)}, down {list(down[0].packed.shape)} (packed) do not chain")
+            f"{list(up[0].packed.shape)}, down {list(down[0].packed.shape)} (packed) do not chain"
+        )
 
 
 def _directory_files(directory):
@@ -263,16 +301,21 @@ def _directory_files(directory):
             path = os.path.join(directory, file_name)
             if path not in files:
                 if not os.path.isfile(path):
-                    raise CheckpointError(f"{index_path}: tensor {name!r} is in {file_name}, "
-                                          "which does not exist")
+                    raise CheckpointError(
+                        f"{index_path}: tensor {name!r} is in {file_name}, which does not exist"
+                    )
                 files[path] = SafetensorsFile(path)
             if name not in files[path].entries:
-                raise CheckpointError(f"{index_path}: tensor {name!r} is not in {file_name} "
-                                      "although the index says so")
+                raise CheckpointError(
+                    f"{index_path}: tensor {name!r} is not in {file_name} "
+                    "although the index says so"
+                )
         return files
-    paths = sorted(os.path.join(directory, f) for f in os.listdir(directory)
-                   if f.endswith(".safetensors"))
+    paths = sorted(
+        os.path.join(directory, f) for f in os.listdir(directory) if f.endswith(".safetensors")
+    )
     if not paths:
-        raise CheckpointError(f"{directory}: no .safetensors files and no "
-                              "model.safetensors.index.json")
+        raise CheckpointError(
+            f"{directory}: no .safetensors files and no model.safetensors.index.json"
+        )
     return {p: SafetensorsFile(p) for p in paths}

@@ -11,8 +11,8 @@ bf16 and Linears whose K is not a multiple of 16 are kept as they are, and the k
 listed in exclude_modules. Fused 3-D expert tensors ([E, K, N] `experts.gate_up_proj` and
 `experts.down_proj`, gpt-oss and Llama-4) are quantized as ModelOpt exports them: one scale_2,
 stored transposed as [E, K/2, N] bytes and [E, K/16, N] scales, names suffixed `_weight_scale`,
-`_weight_scale_2`, `_input_scale`. Shards map one to one; the other files of IN (config.json, tokenizer)
-are copied.
+`_weight_scale_2`, `_input_scale`. Shards map one to one; the other files of IN (config.json,
+tokenizer) are copied.
 """
 
 import json
@@ -65,8 +65,9 @@ class _Progress:
         self.done += 1
         width = 30
         filled = width * self.done // max(self.total, 1)
-        self.stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} "
-                          f"{label[-60:]:<60}")
+        self.stream.write(
+            f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} {label[-60:]:<60}"
+        )
         self.stream.flush()
 
     def close(self):
@@ -94,9 +95,12 @@ def _quantized(name, w, device):
     """A Linear's `<p>.weight` -> its four ModelOpt tensors."""
     packed, scale, scale_2 = _quantize_on(w, device)
     module = name[: -len(".weight")]
-    return {f"{module}.weight": packed, f"{module}.weight_scale": scale,
-            f"{module}.weight_scale_2": np.array(scale_2, dtype=np.float32),
-            f"{module}.input_scale": np.array(1.0, dtype=np.float32)}
+    return {
+        f"{module}.weight": packed,
+        f"{module}.weight_scale": scale,
+        f"{module}.weight_scale_2": np.array(scale_2, dtype=np.float32),
+        f"{module}.input_scale": np.array(1.0, dtype=np.float32),
+    }
 
 
 def _quantized_fused(name, w, device):
@@ -107,11 +111,14 @@ def _quantized_fused(name, w, device):
     experts, k, n = w.shape
     stacked = np.ascontiguousarray(np.asarray(w).transpose(0, 2, 1)).reshape(experts * n, k)
     packed, scale, scale_2 = _quantize_on(stacked, device)
-    return {name: np.ascontiguousarray(packed.reshape(experts, n, k // 2).transpose(0, 2, 1)),
-            f"{name}_weight_scale": np.ascontiguousarray(
-                scale.reshape(experts, n, k // 16).transpose(0, 2, 1)),
-            f"{name}_weight_scale_2": np.array(scale_2, dtype=np.float32),
-            f"{name}_input_scale": np.array(1.0, dtype=np.float32)}
+    return {
+        name: np.ascontiguousarray(packed.reshape(experts, n, k // 2).transpose(0, 2, 1)),
+        f"{name}_weight_scale": np.ascontiguousarray(
+            scale.reshape(experts, n, k // 16).transpose(0, 2, 1)
+        ),
+        f"{name}_weight_scale_2": np.array(scale_2, dtype=np.float32),
+        f"{name}_input_scale": np.array(1.0, dtype=np.float32),
+    }
 
 
 def convert(src, dst, *, force=False, device=None, progress=True):
@@ -151,20 +158,29 @@ def convert(src, dst, *, force=False, device=None, progress=True):
 
 
 def _write_metadata(src, dst, files, weight_map, excluded):
-    config = {"producer": {"name": "metrale", "version": _metrale.version()},
-              "quantization": {"quant_algo": "NVFP4", "kv_cache_quant_algo": None,
-                               "group_size": 16, "exclude_modules": sorted(excluded)}}
+    config = {
+        "producer": {"name": "metrale", "version": _metrale.version()},
+        "quantization": {
+            "quant_algo": "NVFP4",
+            "kv_cache_quant_algo": None,
+            "group_size": 16,
+            "exclude_modules": sorted(excluded),
+        },
+    }
     with open(os.path.join(dst, "hf_quant_config.json"), "w") as f:
         json.dump(config, f, indent=2)
     if len(files) > 1:
         total_size = sum(os.path.getsize(os.path.join(dst, f)) for f in set(weight_map.values()))
         with open(os.path.join(dst, "model.safetensors.index.json"), "w") as f:
-            json.dump({"metadata": {"total_size": total_size}, "weight_map": weight_map}, f,
-                      indent=2)
+            json.dump(
+                {"metadata": {"total_size": total_size}, "weight_map": weight_map}, f, indent=2
+            )
     if os.path.isdir(src):
         for entry in sorted(os.listdir(src)):
             path = os.path.join(src, entry)
             skip = entry.endswith(".safetensors") or entry in (
-                "model.safetensors.index.json", "hf_quant_config.json")
+                "model.safetensors.index.json",
+                "hf_quant_config.json",
+            )
             if os.path.isfile(path) and not skip:
                 shutil.copyfile(path, os.path.join(dst, entry))

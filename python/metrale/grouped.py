@@ -43,8 +43,9 @@ def expert_table(weights, *, layout="sfb", device=None):
     [N, K/16], scale_2) tuples. `device`: None keeps the arrays where they are, 'cpu' makes host
     (NumPy) tables for the CPU backend, 'cuda[:N]' copies them there (with torch)."""
     if layout not in SCALE_LAYOUTS:
-        raise InvalidArgumentError(f"metrale.expert_table: layout = {layout!r}, expected one of "
-                                   f"{sorted(SCALE_LAYOUTS)}")
+        raise InvalidArgumentError(
+            f"metrale.expert_table: layout = {layout!r}, expected one of {sorted(SCALE_LAYOUTS)}"
+        )
     weights = list(weights)
     if not weights:
         raise InvalidArgumentError("metrale.expert_table: no experts given")
@@ -57,17 +58,25 @@ def expert_table(weights, *, layout="sfb", device=None):
         if n is None:
             n, k = shape
         elif shape != (n, k):
-            raise InvalidArgumentError(f"metrale.expert_table: expert {e} is [N, K] = "
-                                       f"{list(shape)}, expert 0 is {[n, k]}")
+            raise InvalidArgumentError(
+                f"metrale.expert_table: expert {e} is [N, K] = {list(shape)}, expert 0 is {[n, k]}"
+            )
         packed_list.append(packed)
-        scale_list.append(swizzle_sfb(scale, n=n, k=k) if layout == "sfb"
-                          else _arrays.transposed(scale))
+        scale_list.append(
+            swizzle_sfb(scale, n=n, k=k) if layout == "sfb" else _arrays.transposed(scale)
+        )
         scale_2.append(float(s2))
     return ExpertTable(
-        n=n, k=k, layout=layout, device=_arrays.device_name(packed_list[0]),
-        packed=packed_list, scales=scale_list, scale_2=np.array(scale_2, dtype=np.float32),
+        n=n,
+        k=k,
+        layout=layout,
+        device=_arrays.device_name(packed_list[0]),
+        packed=packed_list,
+        scales=scale_list,
+        scale_2=np.array(scale_2, dtype=np.float32),
         packed_ptrs=np.array([_arrays.data_ptr(p) for p in packed_list], dtype=np.uint64),
-        scale_ptrs=np.array([_arrays.data_ptr(s) for s in scale_list], dtype=np.uint64))
+        scale_ptrs=np.array([_arrays.data_ptr(s) for s in scale_list], dtype=np.uint64),
+    )
 
 
 def _offsets(who, expert_offsets, m_total, max_rows_per_expert):
@@ -76,7 +85,8 @@ def _offsets(who, expert_offsets, m_total, max_rows_per_expert):
         if m_total is None or max_rows_per_expert is None:
             raise InvalidArgumentError(
                 f"{who}: expert_offsets on the device need m_total= and max_rows_per_expert= "
-                "(nothing reads device offsets on the host)")
+                "(nothing reads device offsets on the host)"
+            )
         return _arrays.raw(expert_offsets), True, int(m_total), int(max_rows_per_expert)
     host = _arrays.to_numpy(expert_offsets)
     if host.dtype.kind not in "iu":
@@ -92,15 +102,22 @@ def _check_tables(who, a, tables):
     first = tables[0]
     for name, t in zip(("gate", "up") if len(tables) == 2 else ("experts",), tables):
         if not isinstance(t, ExpertTable):
-            raise InvalidArgumentError(f"{who}: {name} is a {type(t).__name__}, expected an "
-                                       "ExpertTable (metrale.expert_table or .to_device())")
+            raise InvalidArgumentError(
+                f"{who}: {name} is a {type(t).__name__}, expected an "
+                "ExpertTable (metrale.expert_table or .to_device())"
+            )
         if t.device != device:
             raise InvalidArgumentError(f"{who}: {name} lives on {t.device} but a is on {device}")
-        if (t.n, t.k, t.layout, t.num_experts) != (first.n, first.k, first.layout,
-                                                   first.num_experts):
+        if (t.n, t.k, t.layout, t.num_experts) != (
+            first.n,
+            first.k,
+            first.layout,
+            first.num_experts,
+        ):
             raise InvalidArgumentError(
                 f"{who}: gate is [E, N, K] = {[first.num_experts, first.n, first.k]} "
-                f"({first.layout}), up is {[t.num_experts, t.n, t.k]} ({t.layout})")
+                f"({first.layout}), up is {[t.num_experts, t.n, t.k]} ({t.layout})"
+            )
 
 
 def _run(who, a, token_ids, tables, expert_offsets, m_total, max_rows, out, stream, backend):
@@ -109,30 +126,95 @@ def _run(who, a, token_ids, tables, expert_offsets, m_total, max_rows, out, stre
     n = tables[0].n
     outs = list(out) if out is not None else [_arrays.empty(a, (m_total, n), BF16) for _ in tables]
     with _arrays.on_device_of(a):
-        _metrale.grouped(who, _arrays.raw(a), None if token_ids is None else _arrays.raw(token_ids),
-                         [t.tables() for t in tables], [_arrays.raw(o) for o in outs],
-                         SCALE_LAYOUTS[tables[0].layout], offsets, on_device, m_total, max_rows, n,
-                         _backend_arg(backend), _arrays.stream_of(a, stream))
+        _metrale.grouped(
+            who,
+            _arrays.raw(a),
+            None if token_ids is None else _arrays.raw(token_ids),
+            [t.tables() for t in tables],
+            [_arrays.raw(o) for o in outs],
+            SCALE_LAYOUTS[tables[0].layout],
+            offsets,
+            on_device,
+            m_total,
+            max_rows,
+            n,
+            _backend_arg(backend),
+            _arrays.stream_of(a, stream),
+        )
     return outs
 
 
 def grouped_gate_up(a, gate, up, expert_offsets, *, out=None, stream=None, backend=None):
     """(c_gate, c_up) [M_total, N] = a[M_total, K] @ W_e^T for each expert e's rows."""
-    return tuple(_run("metrale.grouped_gate_up", a, None, [gate, up], expert_offsets, None, None,
-                      out, stream, backend))
+    return tuple(
+        _run(
+            "metrale.grouped_gate_up",
+            a,
+            None,
+            [gate, up],
+            expert_offsets,
+            None,
+            None,
+            out,
+            stream,
+            backend,
+        )
+    )
 
 
-def grouped_gate_up_fused(a, sorted_token_ids, gate, up, expert_offsets, *, m_total=None,
-                          max_rows_per_expert=None, out=None, stream=None, backend=None):
+def grouped_gate_up_fused(
+    a,
+    sorted_token_ids,
+    gate,
+    up,
+    expert_offsets,
+    *,
+    m_total=None,
+    max_rows_per_expert=None,
+    out=None,
+    stream=None,
+    backend=None,
+):
     """As grouped_gate_up, but group row i reads row sorted_token_ids[i] of a [tokens, K] (the
     identity when None). Device-side offsets need m_total and max_rows_per_expert."""
-    return tuple(_run("metrale.grouped_gate_up_fused", a, sorted_token_ids, [gate, up],
-                      expert_offsets, m_total, max_rows_per_expert, out, stream, backend))
+    return tuple(
+        _run(
+            "metrale.grouped_gate_up_fused",
+            a,
+            sorted_token_ids,
+            [gate, up],
+            expert_offsets,
+            m_total,
+            max_rows_per_expert,
+            out,
+            stream,
+            backend,
+        )
+    )
 
 
-def grouped_down(a, experts, expert_offsets, *, m_total=None, max_rows_per_expert=None, out=None,
-                 stream=None, backend=None):
+def grouped_down(
+    a,
+    experts,
+    expert_offsets,
+    *,
+    m_total=None,
+    max_rows_per_expert=None,
+    out=None,
+    stream=None,
+    backend=None,
+):
     """c [M_total, N] = a[M_total, K] @ W_e^T for each expert e's rows."""
-    outs = _run("metrale.grouped_down", a, None, [experts], expert_offsets, m_total,
-                max_rows_per_expert, None if out is None else [out], stream, backend)
+    outs = _run(
+        "metrale.grouped_down",
+        a,
+        None,
+        [experts],
+        expert_offsets,
+        m_total,
+        max_rows_per_expert,
+        None if out is None else [out],
+        stream,
+        backend,
+    )
     return outs[0]

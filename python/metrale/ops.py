@@ -43,8 +43,14 @@ def quantize(w, *, out=None, stream=None, backend=None):
     scale_kn = _arrays.empty(w, (k // 16, n), E4M3)
     scale_2 = _arrays.empty(w, (1,), F32)
     with _arrays.on_device_of(w):
-        _metrale.quantize(_arrays.raw(w), _arrays.raw(packed), _arrays.raw(scale_kn),
-                          _arrays.raw(scale_2), _backend_arg(backend), _arrays.stream_of(w, stream))
+        _metrale.quantize(
+            _arrays.raw(w),
+            _arrays.raw(packed),
+            _arrays.raw(scale_kn),
+            _arrays.raw(scale_2),
+            _backend_arg(backend),
+            _arrays.stream_of(w, stream),
+        )
         scale = _arrays.transposed(scale_kn)
         value = float(_arrays.to_numpy(scale_2)[0])
         _recipe.apply_modelopt_zero_sign(w, packed, scale, value)
@@ -59,22 +65,31 @@ def dequantize(packed, scale, scale_2):
     return _recipe.dequantize(packed, scale, float(scale_2))
 
 
-def swizzle_sfb(scale, *, n=None, k=None, src_layout="n_by_k16", out=None, stream=None,
-                backend=None):
+def swizzle_sfb(
+    scale, *, n=None, k=None, src_layout="n_by_k16", out=None, stream=None, backend=None
+):
     """Block scales [N, K/16] (or [K/16, N] with src_layout="k16_by_n") -> the 128x4 swizzled SFB
     layout (a 1-D e4m3 array of metrale's sfb_bytes(N, K), padding zeroed)."""
     rows, cols = _shape2("metrale.swizzle_sfb", "scale", scale)
     if src_layout not in ("n_by_k16", "k16_by_n"):
         raise InvalidArgumentError(
-            f"metrale.swizzle_sfb: src_layout = {src_layout!r}, expected 'n_by_k16' or 'k16_by_n'")
+            f"metrale.swizzle_sfb: src_layout = {src_layout!r}, expected 'n_by_k16' or 'k16_by_n'"
+        )
     n_major = src_layout == "k16_by_n"
     n = n if n is not None else (cols if n_major else rows)
     k = k if k is not None else 16 * (rows if n_major else cols)
     if out is None:
         out = _arrays.empty(scale, (_metrale.sfb_bytes(n, k),), E4M3)
     with _arrays.on_device_of(scale):
-        _metrale.swizzle_sfb(_arrays.raw(scale), _arrays.raw(out), n, k, n_major,
-                             _backend_arg(backend), _arrays.stream_of(scale, stream))
+        _metrale.swizzle_sfb(
+            _arrays.raw(scale),
+            _arrays.raw(out),
+            n,
+            k,
+            n_major,
+            _backend_arg(backend),
+            _arrays.stream_of(scale, stream),
+        )
     return out
 
 
@@ -84,13 +99,19 @@ def gemm(act, weight, *, out=None, stream=None, backend=None):
     n, _ = _shape2("metrale.gemm", "weight", weight)
     out = out if out is not None else _arrays.empty(act, (m, n), BF16)
     with _arrays.on_device_of(act):
-        _metrale.gemm(_arrays.raw(act), _arrays.raw(weight), _arrays.raw(out),
-                      _backend_arg(backend), _arrays.stream_of(act, stream))
+        _metrale.gemm(
+            _arrays.raw(act),
+            _arrays.raw(weight),
+            _arrays.raw(out),
+            _backend_arg(backend),
+            _arrays.stream_of(act, stream),
+        )
     return out
 
 
-def nvfp4_gemm(act, packed, scale, scale_2, *, scale_layout="n_by_k16", out=None, stream=None,
-               backend=None):
+def nvfp4_gemm(
+    act, packed, scale, scale_2, *, scale_layout="n_by_k16", out=None, stream=None, backend=None
+):
     """out [M, N] = act [M, K] @ (e2m1 * e4m3 * scale_2)^T. `scale` is [N, K/16] (the checkpoint
     layout: swizzled to SFB for the call), [K/16, N] with scale_layout="k16_by_n", or SFB bytes
     with scale_layout="sfb"."""
@@ -100,13 +121,22 @@ def nvfp4_gemm(act, packed, scale, scale_2, *, scale_layout="n_by_k16", out=None
         scale = swizzle_sfb(scale, n=n, k=k, stream=stream, backend=backend)
         scale_layout = "sfb"
     if scale_layout not in SCALE_LAYOUTS:
-        raise InvalidArgumentError(f"metrale.nvfp4_gemm: scale_layout = {scale_layout!r}, expected "
-                                   "'n_by_k16', 'k16_by_n' or 'sfb'")
+        raise InvalidArgumentError(
+            f"metrale.nvfp4_gemm: scale_layout = {scale_layout!r}, expected "
+            "'n_by_k16', 'k16_by_n' or 'sfb'"
+        )
     out = out if out is not None else _arrays.empty(act, (m, n), BF16)
     with _arrays.on_device_of(act):
-        _metrale.nvfp4_gemm(_arrays.raw(act), _arrays.raw(packed), _arrays.raw(scale),
-                            float(scale_2), SCALE_LAYOUTS[scale_layout], _arrays.raw(out),
-                            _backend_arg(backend), _arrays.stream_of(act, stream))
+        _metrale.nvfp4_gemm(
+            _arrays.raw(act),
+            _arrays.raw(packed),
+            _arrays.raw(scale),
+            float(scale_2),
+            SCALE_LAYOUTS[scale_layout],
+            _arrays.raw(out),
+            _backend_arg(backend),
+            _arrays.stream_of(act, stream),
+        )
     return out
 
 

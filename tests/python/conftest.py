@@ -15,8 +15,15 @@ BF16 = ml_dtypes.bfloat16
 E4M3 = ml_dtypes.float8_e4m3fn
 
 # safetensors' header names of the NumPy dtypes the tests write.
-_HEADER_NAMES = {"uint8": "U8", "int32": "I32", "float32": "F32", "bfloat16": "BF16",
-                 "float8_e4m3fn": "F8_E4M3", "float16": "F16", "int64": "I64"}
+_HEADER_NAMES = {
+    "uint8": "U8",
+    "int32": "I32",
+    "float32": "F32",
+    "bfloat16": "BF16",
+    "float8_e4m3fn": "F8_E4M3",
+    "float16": "F16",
+    "int64": "I64",
+}
 
 
 def write_safetensors(path, tensors, metadata=None):
@@ -25,12 +32,21 @@ def write_safetensors(path, tensors, metadata=None):
 
     arrays = {name: np.ascontiguousarray(a) for name, a in tensors.items()}
     if hasattr(safetensors, "TensorSpec"):
-        specs = {name: safetensors.TensorSpec(dtype=a.dtype.name, shape=list(a.shape),
-                                              data_ptr=a.ctypes.data, data_len=a.nbytes)
-                 for name, a in arrays.items()}
+        specs = {
+            name: safetensors.TensorSpec(
+                dtype=a.dtype.name, shape=list(a.shape), data_ptr=a.ctypes.data, data_len=a.nbytes
+            )
+            for name, a in arrays.items()
+        }
     else:
-        specs = {name: {"dtype": _HEADER_NAMES[a.dtype.name], "shape": list(a.shape),
-                        "data": a.tobytes()} for name, a in arrays.items()}
+        specs = {
+            name: {
+                "dtype": _HEADER_NAMES[a.dtype.name],
+                "shape": list(a.shape),
+                "data": a.tobytes(),
+            }
+            for name, a in arrays.items()
+        }
     safetensors.serialize_file(specs, os.fspath(path), metadata)
 
 
@@ -40,8 +56,9 @@ def read_safetensors(path):
 
     with open(path, "rb") as f:
         entries = safetensors.deserialize(f.read())
-    return {name: (info["dtype"], list(info["shape"]), bytes(info["data"]))
-            for name, info in entries}
+    return {
+        name: (info["dtype"], list(info["shape"]), bytes(info["data"])) for name, info in entries
+    }
 
 
 def bf16(values):

@@ -15,8 +15,7 @@ nvfp4_tensor = pytest.importorskip("modelopt.torch.quantization.qtensor.nvfp4_te
 def modelopt_quantize(w):
     t = torch.from_numpy(w.view(np.int16).copy()).view(torch.bfloat16)
     q, scale, scale_2 = nvfp4_tensor.NVFP4QTensor.quantize(t, 16)
-    return (q._quantized_data.numpy(), scale.view(torch.uint8).numpy(),
-            np.float32(scale_2.item()))
+    return (q._quantized_data.numpy(), scale.view(torch.uint8).numpy(), np.float32(scale_2.item()))
 
 
 def assert_same(w, got):
@@ -50,8 +49,9 @@ def test_torch_cpu_tensors_in_and_out():
     assert_same(w, (packed.numpy(), scale.view(torch.uint8).numpy(), scale_2))
     back = metrale.dequantize(packed, scale, scale_2)
     assert back.dtype == torch.bfloat16
-    np.testing.assert_array_equal(back.view(torch.int16).numpy(),
-                                  metrale.dequantize(*metrale.quantize(w)).view(np.int16))
+    np.testing.assert_array_equal(
+        back.view(torch.int16).numpy(), metrale.dequantize(*metrale.quantize(w)).view(np.int16)
+    )
 
 
 def test_a_3d_expert_tensor_equals_modelopt_stacked():
@@ -64,6 +64,7 @@ def test_a_3d_expert_tensor_equals_modelopt_stacked():
     q, scale, scale_2 = nvfp4_tensor.NVFP4QTensor.quantize(t, 16)
     got = metrale.quantize(w3.reshape(4 * 24, 64))
     np.testing.assert_array_equal(got[0].reshape(4, 24, 32), q._quantized_data.numpy())
-    np.testing.assert_array_equal(got[1].view(np.uint8).reshape(4, 24, 4),
-                                  scale.view(torch.uint8).numpy())
+    np.testing.assert_array_equal(
+        got[1].view(np.uint8).reshape(4, 24, 4), scale.view(torch.uint8).numpy()
+    )
     assert np.float32(got[2]) == np.float32(scale_2.item())

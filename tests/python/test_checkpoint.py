@@ -20,27 +20,43 @@ def nvfp4(rng, n, k, scale_2):
 
 def modelopt_tensors(name, w, scale_2_dtype=np.float32):
     packed, scale, scale_2 = w
-    return {f"{name}.weight": packed, f"{name}.weight_scale": scale,
-            f"{name}.weight_scale_2": np.array(scale_2, dtype=scale_2_dtype)}
+    return {
+        f"{name}.weight": packed,
+        f"{name}.weight_scale": scale,
+        f"{name}.weight_scale_2": np.array(scale_2, dtype=scale_2_dtype),
+    }
 
 
 def compressed_tensors(name, w):
     packed, scale, scale_2 = w
-    return {f"{name}.weight_packed": packed, f"{name}.weight_scale": scale,
-            f"{name}.weight_global_scale": np.array([1.0 / scale_2], dtype=np.float32)}
+    return {
+        f"{name}.weight_packed": packed,
+        f"{name}.weight_scale": scale,
+        f"{name}.weight_global_scale": np.array([1.0 / scale_2], dtype=np.float32),
+    }
 
 
 def write_config(directory, fmt):
     if fmt == "modelopt":
-        config = {"quantization": {"quant_algo": "NVFP4", "group_size": 16,
-                                   "exclude_modules": ["lm_head"]}}
+        config = {
+            "quantization": {
+                "quant_algo": "NVFP4",
+                "group_size": 16,
+                "exclude_modules": ["lm_head"],
+            }
+        }
         with open(os.path.join(directory, "hf_quant_config.json"), "w") as f:
             json.dump(config, f)
     else:
-        config = {"quantization_config": {
-            "quant_method": "compressed-tensors", "format": "nvfp4-pack-quantized",
-            "config_groups": {"group_0": {"weights": {"num_bits": 4, "type": "float",
-                                                      "group_size": 16}}}}}
+        config = {
+            "quantization_config": {
+                "quant_method": "compressed-tensors",
+                "format": "nvfp4-pack-quantized",
+                "config_groups": {
+                    "group_0": {"weights": {"num_bits": 4, "type": "float", "group_size": 16}}
+                },
+            }
+        }
         with open(os.path.join(directory, "config.json"), "w") as f:
             json.dump(config, f)
 
@@ -79,8 +95,13 @@ def test_bf16_scale_2_is_upcast(tmp_path, rng):
 def test_sharded_per_expert_moe(tmp_path, rng, fmt):
     make = modelopt_tensors if fmt == "modelopt" else compressed_tensors
     prefix = "model.layers.3.mlp.experts"
-    weights = {(e, p): nvfp4(rng, 32 if p != "down_proj" else 64, 64 if p != "down_proj" else 32,
-                             0.01 * (e + 1)) for e in range(3) for p in ("gate_proj", "up_proj", "down_proj")}
+    weights = {
+        (e, p): nvfp4(
+            rng, 32 if p != "down_proj" else 64, 64 if p != "down_proj" else 32, 0.01 * (e + 1)
+        )
+        for e in range(3)
+        for p in ("gate_proj", "up_proj", "down_proj")
+    }
     shards, weight_map = [{}, {}], {}
     for (e, p), w in weights.items():
         for name, t in make(f"{prefix}.{e}.{p}", w).items():
@@ -118,19 +139,28 @@ def test_fused_3d_experts_stored_transposed(tmp_path, rng, order):
     down = rng.integers(0, 256, (experts, k, n // 2), dtype=np.uint8)
     down_scale = rng.integers(0x20, 0x50, (experts, k, n // 16), dtype=np.uint8)
     prefix = "model.layers.0.feed_forward.experts"
-    write_safetensors(tmp_path / "model.safetensors", {
-        f"{prefix}.gate_up_proj": gate_up.transpose(0, 2, 1),
-        f"{prefix}.gate_up_proj_weight_scale": gate_up_scale.transpose(0, 2, 1).view(E4M3),
-        f"{prefix}.gate_up_proj_weight_scale_2": np.array(0.25, np.float32),
-        f"{prefix}.down_proj": down.transpose(0, 2, 1),
-        f"{prefix}.down_proj_weight_scale": down_scale.transpose(0, 2, 1).view(E4M3),
-        f"{prefix}.down_proj_weight_scale_2": np.array([0.5, 0.75], np.float32)})
+    write_safetensors(
+        tmp_path / "model.safetensors",
+        {
+            f"{prefix}.gate_up_proj": gate_up.transpose(0, 2, 1),
+            f"{prefix}.gate_up_proj_weight_scale": gate_up_scale.transpose(0, 2, 1).view(E4M3),
+            f"{prefix}.gate_up_proj_weight_scale_2": np.array(0.25, np.float32),
+            f"{prefix}.down_proj": down.transpose(0, 2, 1),
+            f"{prefix}.down_proj_weight_scale": down_scale.transpose(0, 2, 1).view(E4M3),
+            f"{prefix}.down_proj_weight_scale_2": np.array([0.5, 0.75], np.float32),
+        },
+    )
     write_config(tmp_path, "modelopt")
     got = metrale.checkpoint.open(tmp_path).moe_experts(prefix, gate_up_order=order)
-    gate_rows, up_rows = ((slice(0, n), slice(n, None)) if order == "chunked"
-                          else (slice(0, None, 2), slice(1, None, 2)))
+    gate_rows, up_rows = (
+        (slice(0, n), slice(n, None))
+        if order == "chunked"
+        else (slice(0, None, 2), slice(1, None, 2))
+    )
     for e in range(experts):
-        assert_weight(got["gate"][e], (gate_up[e][gate_rows], gate_up_scale[e][gate_rows].view(E4M3)))
+        assert_weight(
+            got["gate"][e], (gate_up[e][gate_rows], gate_up_scale[e][gate_rows].view(E4M3))
+        )
         assert_weight(got["up"][e], (gate_up[e][up_rows], gate_up_scale[e][up_rows].view(E4M3)))
         assert_weight(got["down"][e], (down[e], down_scale[e].view(E4M3)))
         assert got["gate"][e].scale_2 == 0.25
@@ -144,15 +174,24 @@ def _write_one(tmp_path, rng, **changes):
     return tmp_path / "m.safetensors"
 
 
-@pytest.mark.parametrize("changes, message", [
-    ({"p.weight_scale_2": np.array(0.0, np.float32)}, r"scale_2 = \[0.0\] is not finite and > 0"),
-    ({"p.weight_scale_2": np.array(np.inf, np.float32)}, "is not finite"),
-    ({"p.weight_scale_2": np.array(np.nan, np.float32)}, "is not finite"),
-    ({"p.weight_scale": np.full((16, 2), 0x7F, np.uint8).view(E4M3)}, r"32 NaN e4m3 bytes.*\[0, 0\]"),
-    ({"p.weight_scale": np.full((16, 3), 0x38, np.uint8).view(E4M3)}, r"expected \[16, 2\]"),
-    ({"p.weight": np.zeros((16, 16), np.float32)}, "expected uint8"),
-    ({"p.weight": np.zeros((16, 12), np.uint8)}, "K = 24 is not a positive multiple of 16"),
-])
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        (
+            {"p.weight_scale_2": np.array(0.0, np.float32)},
+            r"scale_2 = \[0.0\] is not finite and > 0",
+        ),
+        ({"p.weight_scale_2": np.array(np.inf, np.float32)}, "is not finite"),
+        ({"p.weight_scale_2": np.array(np.nan, np.float32)}, "is not finite"),
+        (
+            {"p.weight_scale": np.full((16, 2), 0x7F, np.uint8).view(E4M3)},
+            r"32 NaN e4m3 bytes.*\[0, 0\]",
+        ),
+        ({"p.weight_scale": np.full((16, 3), 0x38, np.uint8).view(E4M3)}, r"expected \[16, 2\]"),
+        ({"p.weight": np.zeros((16, 16), np.float32)}, "expected uint8"),
+        ({"p.weight": np.zeros((16, 12), np.uint8)}, "K = 24 is not a positive multiple of 16"),
+    ],
+)
 def test_malformed_weights_are_refused(tmp_path, rng, changes, message):
     path = _write_one(tmp_path, rng, **changes)
     with pytest.raises(metrale.checkpoint.CheckpointError, match=message) as info:
@@ -173,11 +212,11 @@ def test_header_that_lies_about_offsets_is_refused(tmp_path, rng):
     path = _write_one(tmp_path, rng)
     data = bytearray(path.read_bytes())
     header_len = int.from_bytes(data[:8], "little")
-    header = json.loads(data[8:8 + header_len])
+    header = json.loads(data[8 : 8 + header_len])
     header["p.weight"]["data_offsets"][1] -= 8
     encoded = json.dumps(header, separators=(",", ":")).encode().ljust(header_len)
     assert len(encoded) == header_len
-    path.write_bytes(bytes(data[:8]) + encoded + bytes(data[8 + header_len:]))
+    path.write_bytes(bytes(data[:8]) + encoded + bytes(data[8 + header_len :]))
     with pytest.raises(metrale.Error, match=r"tensor 'p.weight': data_offsets .* hold 248 bytes"):
         metrale.checkpoint.open(path)
 

@@ -21,18 +21,23 @@ FUSED = "model.layers.1.mlp.experts"  # gpt-oss's layout: [E, K, N] tensors, gat
 
 
 def tiny_model(rng):
-    t = {"model.embed_tokens.weight": bf16(rng.standard_normal((50, HIDDEN))),
-         "model.layers.0.input_layernorm.weight": bf16(np.ones(HIDDEN)),
-         "model.layers.0.self_attn.q_proj.weight": bf16(rng.standard_normal((HIDDEN, HIDDEN))),
-         "model.layers.0.mlp.gate.weight": bf16(rng.standard_normal((EXPERTS, HIDDEN))),
-         "lm_head.weight": bf16(rng.standard_normal((50, HIDDEN))),
-         "model.layers.0.odd_proj.weight": bf16(rng.standard_normal((8, 24)))}  # K % 16 != 0
+    t = {
+        "model.embed_tokens.weight": bf16(rng.standard_normal((50, HIDDEN))),
+        "model.layers.0.input_layernorm.weight": bf16(np.ones(HIDDEN)),
+        "model.layers.0.self_attn.q_proj.weight": bf16(rng.standard_normal((HIDDEN, HIDDEN))),
+        "model.layers.0.mlp.gate.weight": bf16(rng.standard_normal((EXPERTS, HIDDEN))),
+        "lm_head.weight": bf16(rng.standard_normal((50, HIDDEN))),
+        "model.layers.0.odd_proj.weight": bf16(rng.standard_normal((8, 24))),
+    }  # K % 16 != 0
     t[f"{FUSED}.gate_up_proj"] = bf16(rng.standard_normal((EXPERTS, HIDDEN, 2 * INTER)))
     t[f"{FUSED}.gate_up_proj_bias"] = bf16(rng.standard_normal((EXPERTS, 2 * INTER)))
     t[f"{FUSED}.down_proj"] = bf16(rng.standard_normal((EXPERTS, INTER, HIDDEN)))
     for e in range(EXPERTS):
-        for proj, shape in (("gate_proj", (INTER, HIDDEN)), ("up_proj", (INTER, HIDDEN)),
-                            ("down_proj", (HIDDEN, INTER))):
+        for proj, shape in (
+            ("gate_proj", (INTER, HIDDEN)),
+            ("up_proj", (INTER, HIDDEN)),
+            ("down_proj", (HIDDEN, INTER)),
+        ):
             t[f"{PREFIX}.{e}.{proj}.weight"] = bf16(rng.standard_normal(shape) * (e + 1))
     return t
 
@@ -43,8 +48,10 @@ def model_dir(tmp_path, rng):
     src.mkdir()
     tensors = tiny_model(rng)
     names = sorted(tensors)
-    shards = {"model-00001-of-00002.safetensors": names[::2],
-              "model-00002-of-00002.safetensors": names[1::2]}
+    shards = {
+        "model-00001-of-00002.safetensors": names[::2],
+        "model-00002-of-00002.safetensors": names[1::2],
+    }
     for file_name, shard in shards.items():
         write_safetensors(src / file_name, {n: tensors[n] for n in shard})
     weight_map = {n: f for f, shard in shards.items() for n in shard}
@@ -54,8 +61,12 @@ def model_dir(tmp_path, rng):
 
 
 def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "metrale", *map(str, args)],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "metrale", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_quantize_writes_a_modelopt_checkpoint(tmp_path, model_dir):
@@ -68,7 +79,8 @@ def test_quantize_writes_a_modelopt_checkpoint(tmp_path, model_dir):
     config = json.loads((out / "hf_quant_config.json").read_text())["quantization"]
     assert config["quant_algo"] == "NVFP4" and config["group_size"] == 16
     assert {"lm_head", "model.layers.0.mlp.gate", "model.layers.0.odd_proj"} <= set(
-        config["exclude_modules"])
+        config["exclude_modules"]
+    )
     assert json.loads((out / "config.json").read_text()) == {"model_type": "tiny_moe"}
     written = {}
     for file_name in sorted(os.listdir(out)):
@@ -83,8 +95,11 @@ def test_quantize_writes_a_modelopt_checkpoint(tmp_path, model_dir):
         elif f"{module}.weight_scale" in written:
             packed, scale, scale_2 = ref.quantize(array)
             assert written[name] == ("U8", list(packed.shape), packed.tobytes())
-            assert written[f"{module}.weight_scale"] == ("F8_E4M3", list(scale.shape),
-                                                         scale.tobytes())
+            assert written[f"{module}.weight_scale"] == (
+                "F8_E4M3",
+                list(scale.shape),
+                scale.tobytes(),
+            )
             assert written[f"{module}.weight_scale_2"][2] == np.float32(scale_2).tobytes()
             assert written[f"{module}.input_scale"][0] == "F32"
         else:  # kept exactly as it was
@@ -98,8 +113,11 @@ def check_fused(written, name, array):
     want_packed = packed.reshape(experts, n, k // 2).transpose(0, 2, 1)
     want_scale = scale.reshape(experts, n, k // 16).transpose(0, 2, 1)
     assert written[name] == ("U8", [experts, k // 2, n], want_packed.tobytes())
-    assert written[f"{name}_weight_scale"] == ("F8_E4M3", [experts, k // 16, n],
-                                               want_scale.tobytes())
+    assert written[f"{name}_weight_scale"] == (
+        "F8_E4M3",
+        [experts, k // 16, n],
+        want_scale.tobytes(),
+    )
     assert written[f"{name}_weight_scale_2"][2] == np.float32(scale_2).tobytes()
 
 
@@ -126,8 +144,10 @@ def test_quantize_load_gemm_round_trip_on_the_cpu(tmp_path, model_dir, rng):
     y = metrale.nvfp4_gemm(act, q.packed, q.scale, q.scale_2)
     np.testing.assert_array_equal(y.view(np.uint16), expected_gemm(act, *q).view(np.uint16))
     # and close to the bf16 weight it came from (NVFP4 keeps ~2 significant bits a value)
-    original = act.astype(np.float64) @ tensors["model.layers.0.self_attn.q_proj.weight"].astype(
-        np.float64).T
+    original = (
+        act.astype(np.float64)
+        @ tensors["model.layers.0.self_attn.q_proj.weight"].astype(np.float64).T
+    )
     assert np.abs(y.astype(np.float64) - original).max() < 0.5 * np.abs(original).max()
     tables = ck.moe_experts(PREFIX).to_device("cpu")
     offsets = np.array([0, 2, 2, 5], np.int32)
@@ -138,10 +158,12 @@ def test_quantize_load_gemm_round_trip_on_the_cpu(tmp_path, model_dir, rng):
         rows = slice(offsets[e], offsets[e + 1])
         gate = ck.nvfp4(f"{PREFIX}.{e}.gate_proj")
         down = ck.nvfp4(f"{PREFIX}.{e}.down_proj")
-        np.testing.assert_array_equal(c_gate[rows].view(np.uint16),
-                                      metrale.nvfp4_gemm(act[rows], *gate).view(np.uint16))
-        np.testing.assert_array_equal(c[rows].view(np.uint16),
-                                      metrale.nvfp4_gemm(down_in[rows], *down).view(np.uint16))
+        np.testing.assert_array_equal(
+            c_gate[rows].view(np.uint16), metrale.nvfp4_gemm(act[rows], *gate).view(np.uint16)
+        )
+        np.testing.assert_array_equal(
+            c[rows].view(np.uint16), metrale.nvfp4_gemm(down_in[rows], *down).view(np.uint16)
+        )
     assert c_up.shape == (5, INTER)
     fused = ck.moe_experts(FUSED, gate_up_order="interleaved")
     assert len(fused["gate"]) == EXPERTS and fused["down"][0].packed.shape == (HIDDEN, INTER // 2)

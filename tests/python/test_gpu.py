@@ -10,8 +10,10 @@ from test_ops_cpu import nvfp4_weight, small_ints
 from test_quantize import CASES
 
 torch = pytest.importorskip("torch")
-pytestmark = [pytest.mark.gpu,
-              pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")]
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device"),
+]
 
 
 def cuda(array):
@@ -50,17 +52,21 @@ def test_swizzle_gemm_and_nvfp4_gemm_equal_the_cpu(rng):
     assert_same(metrale.swizzle_sfb(cuda(scale)), metrale.swizzle_sfb(scale))
     assert_same(metrale.gemm(cuda(act), cuda(weight)), metrale.gemm(act, weight))
     for layout in ("n_by_k16", "k16_by_n", "sfb"):
-        given = {"n_by_k16": scale, "k16_by_n": np.ascontiguousarray(scale.T),
-                 "sfb": metrale.swizzle_sfb(scale)}[layout]
-        got = metrale.nvfp4_gemm(cuda(act), cuda(packed), cuda(given), scale_2,
-                                 scale_layout=layout)
+        given = {
+            "n_by_k16": scale,
+            "k16_by_n": np.ascontiguousarray(scale.T),
+            "sfb": metrale.swizzle_sfb(scale),
+        }[layout]
+        got = metrale.nvfp4_gemm(cuda(act), cuda(packed), cuda(given), scale_2, scale_layout=layout)
         assert_same(got, metrale.nvfp4_gemm(act, packed, given, scale_2, scale_layout=layout))
 
 
 def experts(rng, count, n, k):
     weights = [nvfp4_weight(rng, n, k, 0.25 * (e + 1)) for e in range(count)]
-    return (metrale.expert_table(weights, device="cpu"),
-            metrale.expert_table(weights, device="cuda"))
+    return (
+        metrale.expert_table(weights, device="cpu"),
+        metrale.expert_table(weights, device="cuda"),
+    )
 
 
 def test_grouped_ops_equal_the_cpu(rng):
@@ -69,20 +75,24 @@ def test_grouped_ops_equal_the_cpu(rng):
     up_cpu, up = experts(rng, 4, 128, 256)
     down_cpu, down = experts(rng, 4, 256, 128)
     a = small_ints(rng, 64, 256)
-    for got, want in zip(metrale.grouped_gate_up(cuda(a), gate, up, offsets),
-                         metrale.grouped_gate_up(a, gate_cpu, up_cpu, offsets)):
+    for got, want in zip(
+        metrale.grouped_gate_up(cuda(a), gate, up, offsets),
+        metrale.grouped_gate_up(a, gate_cpu, up_cpu, offsets),
+    ):
         assert_same(got, want)
     tokens = small_ints(rng, 20, 256)
     ids = rng.integers(0, 20, 64).astype(np.int32)
     fused = metrale.grouped_gate_up_fused(cuda(tokens), cuda(ids), gate, up, offsets)
-    for got, want in zip(fused, metrale.grouped_gate_up_fused(tokens, ids, gate_cpu, up_cpu,
-                                                              offsets)):
+    for got, want in zip(
+        fused, metrale.grouped_gate_up_fused(tokens, ids, gate_cpu, up_cpu, offsets)
+    ):
         assert_same(got, want)
     h = small_ints(rng, 64, 128)
     want = metrale.grouped_down(h, down_cpu, offsets)
     assert_same(metrale.grouped_down(cuda(h), down, offsets), want)
-    on_device = metrale.grouped_down(cuda(h), down, cuda(offsets), m_total=64,
-                                     max_rows_per_expert=35)
+    on_device = metrale.grouped_down(
+        cuda(h), down, cuda(offsets), m_total=64, max_rows_per_expert=35
+    )
     assert_same(on_device, want)
 
 

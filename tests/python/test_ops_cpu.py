@@ -48,8 +48,13 @@ def sfb_reference(scale):
     out = np.zeros(-(-n // 128) * 128 * k_tiles * 4, np.uint8)
     for row in range(n):
         for b in range(cols):
-            offset = ((row // 128) * k_tiles * 512 + (b // 4) * 512 + (row % 32) * 16
-                      + ((row // 32) % 4) * 4 + b % 4)
+            offset = (
+                (row // 128) * k_tiles * 512
+                + (b // 4) * 512
+                + (row % 32) * 16
+                + ((row // 32) % 4) * 4
+                + b % 4
+            )
             out[offset] = scale.view(np.uint8)[row, b]
     return out
 
@@ -66,8 +71,11 @@ def test_gemm_exact(rng, m, n, k):
 def test_nvfp4_gemm_exact_in_every_scale_layout(rng, layout, m, n, k):
     packed, scale, scale_2 = nvfp4_weight(rng, n, k)
     act = small_ints(rng, m, k)
-    given = {"n_by_k16": scale, "k16_by_n": np.ascontiguousarray(scale.T),
-             "sfb": metrale.swizzle_sfb(scale)}[layout]
+    given = {
+        "n_by_k16": scale,
+        "k16_by_n": np.ascontiguousarray(scale.T),
+        "sfb": metrale.swizzle_sfb(scale),
+    }[layout]
     got = metrale.nvfp4_gemm(act, packed, given, scale_2, scale_layout=layout)
     assert_bits_equal(got, expected_gemm(act, packed, scale, scale_2))
 
@@ -123,7 +131,10 @@ def test_grouped_down_writes_out(rng):
 def test_library_messages_reach_python(rng):
     _, down = make_experts(rng, 2, 64, 32, "sfb")
     a = small_ints(rng, 5, 32)
-    with pytest.raises(metrale.InvalidArgumentError, match=r"^nvfp4_grouped_down: expert_offsets\[2\] = 2 < expert_offsets\[1\] = 5"):
+    with pytest.raises(
+        metrale.InvalidArgumentError,
+        match=r"^nvfp4_grouped_down: expert_offsets\[2\] = 2 < expert_offsets\[1\] = 5",
+    ):
         metrale.grouped_down(a, down, np.array([0, 5, 2], np.int32), m_total=5)
     packed, scale, _ = nvfp4_weight(rng, 16, 32)
     with pytest.raises(metrale.InvalidArgumentError, match="scale_2 = nan"):

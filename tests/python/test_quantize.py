@@ -17,7 +17,9 @@ def _cases():
     zero_blocks = random_weight(rng, 32, 128)
     zero_blocks[:, 16:48] = 0  # two all-zero blocks per row
     zero_blocks[5] = 0  # an all-zero row
-    huge_range = random_weight(rng, 16, 256) * bf16(np.float32(2.0) ** rng.integers(-60, 60, (16, 1)))
+    huge_range = random_weight(rng, 16, 256) * bf16(
+        np.float32(2.0) ** rng.integers(-60, 60, (16, 1))
+    )
     huge_range[0, :16] = bf16(1e30)
     huge_range[1, :16] = bf16(1e-30)
     negative_zero = random_weight(rng, 16, 64)
@@ -30,9 +32,16 @@ def _cases():
     # Values exactly on the e2m1 decision bounds (the ties) after scaling by a power of two.
     bounds = np.array([0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 6.0], dtype=np.float32)
     ties = bf16(np.tile(np.concatenate([bounds, -bounds]), (8, 4)) * 2.0)
-    return {"normal": normal, "heavy_tailed": heavy, "all_zero_blocks": zero_blocks,
-            "huge_range": huge_range, "negative_zero": negative_zero, "underflow": underflow,
-            "ties": ties, "on_grid": grid_weight(rng, 32, 64)}
+    return {
+        "normal": normal,
+        "heavy_tailed": heavy,
+        "all_zero_blocks": zero_blocks,
+        "huge_range": huge_range,
+        "negative_zero": negative_zero,
+        "underflow": underflow,
+        "ties": ties,
+        "on_grid": grid_weight(rng, 32, 64),
+    }
 
 
 CASES = _cases()
@@ -48,8 +57,10 @@ def test_quantize_equals_modelopt_reference(name):
     assert np.float32(scale_2) == np.float32(want_scale_2)
     np.testing.assert_array_equal(scale.view(np.uint8), want_scale)
     mismatch = np.argwhere(packed != want_packed)
-    assert mismatch.size == 0, f"{name}: first differing byte at {mismatch[0].tolist()}: " \
+    assert mismatch.size == 0, (
+        f"{name}: first differing byte at {mismatch[0].tolist()}: "
         f"{packed[tuple(mismatch[0])]:#04x} != {want_packed[tuple(mismatch[0])]:#04x}"
+    )
 
 
 def test_negative_zero_gives_the_plus_zero_code():
@@ -74,8 +85,9 @@ def test_dequantize_matches_reference_and_round_trips(name):
     packed, scale, scale_2 = metrale.quantize(w)
     got = metrale.dequantize(packed, scale, scale_2)
     assert got.dtype == BF16 and got.shape == w.shape
-    np.testing.assert_array_equal(got.view(np.uint16),
-                                  ref.dequantize(packed, scale, scale_2).view(np.uint16))
+    np.testing.assert_array_equal(
+        got.view(np.uint16), ref.dequantize(packed, scale, scale_2).view(np.uint16)
+    )
     # Quantizing the dequantized weight gives the same codes (it is on the grid already), except
     # that a 0x8 code decoded to -0.0 comes back as 0x0 (ModelOpt's rule).
     again = metrale.quantize(got)
@@ -98,12 +110,15 @@ def test_raw_bits_are_accepted():
     np.testing.assert_array_equal(metrale.quantize(w.view(np.uint16))[0], metrale.quantize(w)[0])
 
 
-@pytest.mark.parametrize("bad, message", [
-    (np.zeros((4, 24), BF16), "K = 24 is not a multiple of 16"),
-    (np.zeros((4, 32), np.float32), "w has dtype"),
-    (np.zeros((4, 64), BF16)[:, ::2], "not C-contiguous"),
-    (np.zeros((64,), BF16), "expected 2 dimensions"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (np.zeros((4, 24), BF16), "K = 24 is not a multiple of 16"),
+        (np.zeros((4, 32), np.float32), "w has dtype"),
+        (np.zeros((4, 64), BF16)[:, ::2], "not C-contiguous"),
+        (np.zeros((64,), BF16), "expected 2 dimensions"),
+    ],
+)
 def test_bad_input_raises_value_error_with_the_message(bad, message):
     with pytest.raises(metrale.InvalidArgumentError, match=message) as info:
         metrale.quantize(bad)
