@@ -2,7 +2,7 @@
 
     ck = metrale.checkpoint.open("path/to/model")        # detects the format
     w = ck.nvfp4("model.layers.0.self_attn.q_proj")       # Nvfp4Weight(packed, scale, scale_2)
-    experts = ck.moe_experts("model.layers.3.mlp.experts")  # {"gate": [...], "up": ..., "down": ...}
+    experts = ck.moe_experts("model.layers.3.mlp.experts")  # {"gate": [...], "up": .., "down": ..}
     tables = experts.to_device("cuda")                   # ExpertTables for the grouped operations
 
 Weights come back as host NumPy arrays in metrale's layouts: packed [N, K/2] uint8, scale [N, K/16]
