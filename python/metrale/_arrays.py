@@ -7,6 +7,7 @@ ml_dtypes' bfloat16 and float8_e4m3fn, torch its own dtypes, CuPy (which has nei
 """
 
 import contextlib
+import importlib
 
 import ml_dtypes
 import numpy as np
@@ -59,33 +60,24 @@ def raw(x):
     return x
 
 
+# The dtype of each kind in torch and in CuPy (which has no bf16 or e4m3: their bits instead).
+_FRAMEWORK_DTYPES = {
+    "torch": {BF16: "bfloat16", E4M3: "float8_e4m3fn", U8: "uint8", F32: "float32", I32: "int32"},
+    "cupy": {BF16: "uint16", E4M3: "uint8", U8: "uint8", F32: "float32", I32: "int32"},
+}
+
+
 def empty(like, shape, kind):
     """A new array of `kind` in `like`'s framework, on its device."""
     name = framework(like)
+    if name == "numpy":
+        return np.empty(shape, dtype=_NUMPY_DTYPES[kind])
+    module = importlib.import_module(name)
+    dtype = getattr(module, _FRAMEWORK_DTYPES[name][kind])
     if name == "torch":
-        import torch
-
-        dtypes = {
-            BF16: torch.bfloat16,
-            E4M3: torch.float8_e4m3fn,
-            U8: torch.uint8,
-            F32: torch.float32,
-            I32: torch.int32,
-        }
-        return torch.empty(shape, dtype=dtypes[kind], device=like.device)
-    if name == "cupy":
-        import cupy
-
-        dtypes = {
-            BF16: cupy.uint16,
-            E4M3: cupy.uint8,
-            U8: cupy.uint8,
-            F32: cupy.float32,
-            I32: cupy.int32,
-        }
-        with like.device:
-            return cupy.empty(shape, dtype=dtypes[kind])
-    return np.empty(shape, dtype=_NUMPY_DTYPES[kind])
+        return module.empty(shape, dtype=dtype, device=like.device)
+    with like.device:
+        return module.empty(shape, dtype=dtype)
 
 
 def stream_of(like, stream):

@@ -13,7 +13,7 @@ import numpy as np
 from . import _arrays, _metrale
 from ._arrays import BF16
 from ._errors import InvalidArgumentError
-from .ops import SCALE_LAYOUTS, _backend_arg, swizzle_sfb
+from .ops import SCALE_LAYOUTS, _invoke, swizzle_sfb
 
 
 @dataclass
@@ -120,101 +120,50 @@ def _check_tables(who, a, tables):
             )
 
 
-def _run(who, a, token_ids, tables, expert_offsets, m_total, max_rows, out, stream, backend):
+def _run(who, a, token_ids, tables, expert_offsets, options):
+    """One grouped call; `options`: m_total, max_rows_per_expert, out, stream, backend."""
     _check_tables(who, a, tables)
-    offsets, on_device, m_total, max_rows = _offsets(who, expert_offsets, m_total, max_rows)
+    offsets, on_device, m_total, max_rows = _offsets(
+        who, expert_offsets, options.get("m_total"), options.get("max_rows_per_expert")
+    )
     n = tables[0].n
+    out = options.get("out")
     outs = list(out) if out is not None else [_arrays.empty(a, (m_total, n), BF16) for _ in tables]
-    with _arrays.on_device_of(a):
-        _metrale.grouped(
-            who,
-            _arrays.raw(a),
-            None if token_ids is None else _arrays.raw(token_ids),
-            [t.tables() for t in tables],
-            [_arrays.raw(o) for o in outs],
-            SCALE_LAYOUTS[tables[0].layout],
-            offsets,
-            on_device,
-            m_total,
-            max_rows,
-            n,
-            _backend_arg(backend),
-            _arrays.stream_of(a, stream),
-        )
+    ids = None if token_ids is None else _arrays.raw(token_ids)
+    args = [who, _arrays.raw(a), ids, [t.tables() for t in tables], [_arrays.raw(o) for o in outs]]
+    args += [SCALE_LAYOUTS[tables[0].layout], offsets, on_device, m_total, max_rows, n]
+    _invoke(_metrale.grouped, a, args, options.get("backend"), options.get("stream"))
     return outs
 
 
 def grouped_gate_up(a, gate, up, expert_offsets, *, out=None, stream=None, backend=None):
     """(c_gate, c_up) [M_total, N] = a[M_total, K] @ W_e^T for each expert e's rows."""
-    return tuple(
-        _run(
-            "metrale.grouped_gate_up",
-            a,
-            None,
-            [gate, up],
-            expert_offsets,
-            None,
-            None,
-            out,
-            stream,
-            backend,
-        )
-    )
+    options = {"out": out, "stream": stream, "backend": backend}
+    return tuple(_run("metrale.grouped_gate_up", a, None, [gate, up], expert_offsets, options))
 
 
-def grouped_gate_up_fused(
-    a,
-    sorted_token_ids,
-    gate,
-    up,
-    expert_offsets,
-    *,
-    m_total=None,
-    max_rows_per_expert=None,
-    out=None,
-    stream=None,
-    backend=None,
-):
+def grouped_gate_up_fused(a, sorted_token_ids, gate, up, expert_offsets, **options):
     """As grouped_gate_up, but group row i reads row sorted_token_ids[i] of a [tokens, K] (the
-    identity when None). Device-side offsets need m_total and max_rows_per_expert."""
-    return tuple(
-        _run(
-            "metrale.grouped_gate_up_fused",
-            a,
-            sorted_token_ids,
-            [gate, up],
-            expert_offsets,
-            m_total,
-            max_rows_per_expert,
-            out,
-            stream,
-            backend,
-        )
-    )
+    identity when None). Keywords: out, stream, backend, and m_total and max_rows_per_expert,
+    which device-side offsets need."""
+    _check_options("metrale.grouped_gate_up_fused", options)
+    name = "metrale.grouped_gate_up_fused"
+    return tuple(_run(name, a, sorted_token_ids, [gate, up], expert_offsets, options))
 
 
-def grouped_down(
-    a,
-    experts,
-    expert_offsets,
-    *,
-    m_total=None,
-    max_rows_per_expert=None,
-    out=None,
-    stream=None,
-    backend=None,
-):
-    """c [M_total, N] = a[M_total, K] @ W_e^T for each expert e's rows."""
-    outs = _run(
-        "metrale.grouped_down",
-        a,
-        None,
-        [experts],
-        expert_offsets,
-        m_total,
-        max_rows_per_expert,
-        None if out is None else [out],
-        stream,
-        backend,
-    )
-    return outs[0]
+def grouped_down(a, experts, expert_offsets, **options):
+    """c [M_total, N] = a[M_total, K] @ W_e^T for each expert e's rows. Keywords as
+    grouped_gate_up_fused; `out` is one array."""
+    _check_options("metrale.grouped_down", options)
+    if options.get("out") is not None:
+        options = {**options, "out": [options["out"]]}
+    return _run("metrale.grouped_down", a, None, [experts], expert_offsets, options)[0]
+
+
+_OPTIONS = ("m_total", "max_rows_per_expert", "out", "stream", "backend")
+
+
+def _check_options(who, options):
+    unknown = sorted(set(options) - set(_OPTIONS))
+    if unknown:
+        raise TypeError(f"{who}: unexpected keyword arguments {unknown}; it takes {_OPTIONS}")

@@ -27,6 +27,12 @@ def _backend_arg(backend):
     return BACKENDS[backend]
 
 
+def _invoke(function, like, args, backend, stream):
+    """Runs the extension's `function` on `like`'s device with `args`, the backend and stream."""
+    with _arrays.on_device_of(like):
+        function(*args, _backend_arg(backend), _arrays.stream_of(like, stream))
+
+
 def _shape2(who, name, x):
     shape = tuple(x.shape)
     if len(shape) != 2:
@@ -42,15 +48,11 @@ def quantize(w, *, out=None, stream=None, backend=None):
     packed = out[0] if out is not None else _arrays.empty(w, (n, k // 2), U8)
     scale_kn = _arrays.empty(w, (k // 16, n), E4M3)
     scale_2 = _arrays.empty(w, (1,), F32)
+    raw = _arrays.raw
+    _invoke(
+        _metrale.quantize, w, [raw(w), raw(packed), raw(scale_kn), raw(scale_2)], backend, stream
+    )
     with _arrays.on_device_of(w):
-        _metrale.quantize(
-            _arrays.raw(w),
-            _arrays.raw(packed),
-            _arrays.raw(scale_kn),
-            _arrays.raw(scale_2),
-            _backend_arg(backend),
-            _arrays.stream_of(w, stream),
-        )
         scale = _arrays.transposed(scale_kn)
         value = float(_arrays.to_numpy(scale_2)[0])
         _recipe.apply_modelopt_zero_sign(w, packed, scale, value)
@@ -80,16 +82,8 @@ def swizzle_sfb(
     k = k if k is not None else 16 * (rows if n_major else cols)
     if out is None:
         out = _arrays.empty(scale, (_metrale.sfb_bytes(n, k),), E4M3)
-    with _arrays.on_device_of(scale):
-        _metrale.swizzle_sfb(
-            _arrays.raw(scale),
-            _arrays.raw(out),
-            n,
-            k,
-            n_major,
-            _backend_arg(backend),
-            _arrays.stream_of(scale, stream),
-        )
+    raw = _arrays.raw
+    _invoke(_metrale.swizzle_sfb, scale, [raw(scale), raw(out), n, k, n_major], backend, stream)
     return out
 
 
@@ -98,14 +92,8 @@ def gemm(act, weight, *, out=None, stream=None, backend=None):
     m, _ = _shape2("metrale.gemm", "act", act)
     n, _ = _shape2("metrale.gemm", "weight", weight)
     out = out if out is not None else _arrays.empty(act, (m, n), BF16)
-    with _arrays.on_device_of(act):
-        _metrale.gemm(
-            _arrays.raw(act),
-            _arrays.raw(weight),
-            _arrays.raw(out),
-            _backend_arg(backend),
-            _arrays.stream_of(act, stream),
-        )
+    raw = _arrays.raw
+    _invoke(_metrale.gemm, act, [raw(act), raw(weight), raw(out)], backend, stream)
     return out
 
 
@@ -126,17 +114,16 @@ def nvfp4_gemm(
             "'n_by_k16', 'k16_by_n' or 'sfb'"
         )
     out = out if out is not None else _arrays.empty(act, (m, n), BF16)
-    with _arrays.on_device_of(act):
-        _metrale.nvfp4_gemm(
-            _arrays.raw(act),
-            _arrays.raw(packed),
-            _arrays.raw(scale),
-            float(scale_2),
-            SCALE_LAYOUTS[scale_layout],
-            _arrays.raw(out),
-            _backend_arg(backend),
-            _arrays.stream_of(act, stream),
-        )
+    raw = _arrays.raw
+    args = [
+        raw(act),
+        raw(packed),
+        raw(scale),
+        float(scale_2),
+        SCALE_LAYOUTS[scale_layout],
+        raw(out),
+    ]
+    _invoke(_metrale.nvfp4_gemm, act, args, backend, stream)
     return out
 
 
