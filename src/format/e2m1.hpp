@@ -28,7 +28,9 @@ METRALE_HD inline float e2m1_to_float(std::uint8_t code) {
 // Nearest e2m1 code, ties to even, saturating at ±6. The decision bounds between neighbours are
 // 0.25, 0.75, 1.25, 1.75, 2.5, 3.5 and 5; at a bound exactly the code with an even mantissa wins
 // (0.25→0, 0.75→1, 1.25→1, 1.75→2, 2.5→2, 3.5→4, 5→4). The sign bit of `x` is kept, so -0.0 and
-// negatives that round to zero give 0x8 (as ModelOpt checkpoints and CUDA's cvt do).
+// negatives that round to zero give 0x8 (as CUDA's cvt does). ModelOpt differs on exactly -0.0
+// (its sign is `x < 0`: code 0x0); the Python package's quantize applies ModelOpt's rule on top
+// (python/metrale/_recipe.py), the library keeps this one, which its CUDA quantizer shares.
 // Non-finite input, the one policy on host and device (identical to cuda_fp4.h's
 // __nv_cvt_float_to_fp4(x, __NV_E2M1, cudaRoundNearest) and to PTX cvt.rn.satfinite.e2m1x2):
 // ±Inf saturates to ±6 (0x7 / 0xF); NaN becomes +6 (0x7).

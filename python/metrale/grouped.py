@@ -1,0 +1,169 @@
+"""The grouped (per-expert) operations and the expert tables they take.
+
+An ExpertTable is one projection of a layer's experts as the library takes it: per expert a
+packed [N, K/2] array and its block scales (SFB-swizzled, or [K/16, N]), on one device, with the
+host tables of their addresses and the per-expert scale_2 values. Rows are in expert order:
+expert e owns group rows [expert_offsets[e], expert_offsets[e+1]).
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import _arrays, _metrale
+from ._arrays import BF16
+from ._errors import InvalidArgumentError
+from .ops import SCALE_LAYOUTS, _invoke, swizzle_sfb
+
+
+@dataclass
+class ExpertTable:
+    """One projection's experts, ready for the grouped operations (see expert_table)."""
+
+    n: int
+    k: int
+    layout: str  # "sfb" or "k16_by_n"
+    device: str  # "cpu" or "cuda:N"
+    packed: list = field(repr=False)  # per expert [N, K/2], kept alive for the pointers below
+    scales: list = field(repr=False)  # per expert block scales in `layout`
+    scale_2: np.ndarray = field(repr=False)  # float32 [E]
+    packed_ptrs: np.ndarray = field(repr=False)  # uint64 [E]
+    scale_ptrs: np.ndarray = field(repr=False)  # uint64 [E]
+
+    @property
+    def num_experts(self):
+        return len(self.packed)
+
+    def tables(self):
+        return _metrale.Tables(self.packed_ptrs, self.scale_ptrs, self.scale_2)
+
+
+def expert_table(weights, *, layout="sfb", device=None):
+    """An ExpertTable from per-expert weights: Nvfp4Weight objects or (packed [N, K/2], scale
+    [N, K/16], scale_2) tuples. `device`: None keeps the arrays where they are, 'cpu' makes host
+    (NumPy) tables for the CPU backend, 'cuda[:N]' copies them there (with torch)."""
+    if layout not in SCALE_LAYOUTS:
+        raise InvalidArgumentError(
+            f"metrale.expert_table: layout = {layout!r}, expected one of {sorted(SCALE_LAYOUTS)}"
+        )
+    weights = list(weights)
+    if not weights:
+        raise InvalidArgumentError("metrale.expert_table: no experts given")
+    packed_list, scale_list, scale_2 = [], [], []
+    n = k = None
+    for e, (packed, scale, s2) in enumerate(tuple(w) for w in weights):
+        packed = _arrays.to_device(packed, device)
+        scale = _arrays.to_device(scale, device)
+        shape = (packed.shape[0], packed.shape[1] * 2)
+        if n is None:
+            n, k = shape
+        elif shape != (n, k):
+            raise InvalidArgumentError(
+                f"metrale.expert_table: expert {e} is [N, K] = {list(shape)}, expert 0 is {[n, k]}"
+            )
+        packed_list.append(packed)
+        scale_list.append(
+            swizzle_sfb(scale, n=n, k=k) if layout == "sfb" else _arrays.transposed(scale)
+        )
+        scale_2.append(float(s2))
+    return ExpertTable(
+        n=n,
+        k=k,
+        layout=layout,
+        device=_arrays.device_name(packed_list[0]),
+        packed=packed_list,
+        scales=scale_list,
+        scale_2=np.array(scale_2, dtype=np.float32),
+        packed_ptrs=np.array([_arrays.data_ptr(p) for p in packed_list], dtype=np.uint64),
+        scale_ptrs=np.array([_arrays.data_ptr(s) for s in scale_list], dtype=np.uint64),
+    )
+
+
+def _offsets(who, expert_offsets, m_total, max_rows_per_expert):
+    """(offsets array, on_device, m_total, max_rows_per_expert) for the extension."""
+    if _arrays.is_device(expert_offsets):
+        if m_total is None or max_rows_per_expert is None:
+            raise InvalidArgumentError(
+                f"{who}: expert_offsets on the device need m_total= and max_rows_per_expert= "
+                "(nothing reads device offsets on the host)"
+            )
+        return _arrays.raw(expert_offsets), True, int(m_total), int(max_rows_per_expert)
+    host = _arrays.to_numpy(expert_offsets)
+    if host.dtype.kind not in "iu":
+        raise InvalidArgumentError(f"{who}: expert_offsets has dtype {host.dtype}, expected int32")
+    host = np.ascontiguousarray(host, dtype=np.int32)
+    if m_total is None:
+        m_total = int(host[-1]) if host.ndim == 1 and host.size else 0
+    return host, False, int(m_total), int(max_rows_per_expert or 0)
+
+
+def _check_tables(who, a, tables):
+    device = _arrays.device_name(a)
+    first = tables[0]
+    for name, t in zip(("gate", "up") if len(tables) == 2 else ("experts",), tables):
+        if not isinstance(t, ExpertTable):
+            raise InvalidArgumentError(
+                f"{who}: {name} is a {type(t).__name__}, expected an "
+                "ExpertTable (metrale.expert_table or .to_device())"
+            )
+        if t.device != device:
+            raise InvalidArgumentError(f"{who}: {name} lives on {t.device} but a is on {device}")
+        if (t.n, t.k, t.layout, t.num_experts) != (
+            first.n,
+            first.k,
+            first.layout,
+            first.num_experts,
+        ):
+            raise InvalidArgumentError(
+                f"{who}: gate is [E, N, K] = {[first.num_experts, first.n, first.k]} "
+                f"({first.layout}), up is {[t.num_experts, t.n, t.k]} ({t.layout})"
+            )
+
+
+def _run(who, a, token_ids, tables, expert_offsets, options):
+    """One grouped call; `options`: m_total, max_rows_per_expert, out, stream, backend."""
+    _check_tables(who, a, tables)
+    offsets, on_device, m_total, max_rows = _offsets(
+        who, expert_offsets, options.get("m_total"), options.get("max_rows_per_expert")
+    )
+    n = tables[0].n
+    out = options.get("out")
+    outs = list(out) if out is not None else [_arrays.empty(a, (m_total, n), BF16) for _ in tables]
+    ids = None if token_ids is None else _arrays.raw(token_ids)
+    args = [who, _arrays.raw(a), ids, [t.tables() for t in tables], [_arrays.raw(o) for o in outs]]
+    args += [SCALE_LAYOUTS[tables[0].layout], offsets, on_device, m_total, max_rows, n]
+    _invoke(_metrale.grouped, a, args, options.get("backend"), options.get("stream"))
+    return outs
+
+
+def grouped_gate_up(a, gate, up, expert_offsets, *, out=None, stream=None, backend=None):
+    """(c_gate, c_up) [M_total, N] = a[M_total, K] @ W_e^T for each expert e's rows."""
+    options = {"out": out, "stream": stream, "backend": backend}
+    return tuple(_run("metrale.grouped_gate_up", a, None, [gate, up], expert_offsets, options))
+
+
+def grouped_gate_up_fused(a, sorted_token_ids, gate, up, expert_offsets, **options):
+    """As grouped_gate_up, but group row i reads row sorted_token_ids[i] of a [tokens, K] (the
+    identity when None). Keywords: out, stream, backend, and m_total and max_rows_per_expert,
+    which device-side offsets need."""
+    _check_options("metrale.grouped_gate_up_fused", options)
+    name = "metrale.grouped_gate_up_fused"
+    return tuple(_run(name, a, sorted_token_ids, [gate, up], expert_offsets, options))
+
+
+def grouped_down(a, experts, expert_offsets, **options):
+    """c [M_total, N] = a[M_total, K] @ W_e^T for each expert e's rows. Keywords as
+    grouped_gate_up_fused; `out` is one array."""
+    _check_options("metrale.grouped_down", options)
+    if options.get("out") is not None:
+        options = {**options, "out": [options["out"]]}
+    return _run("metrale.grouped_down", a, None, [experts], expert_offsets, options)[0]
+
+
+_OPTIONS = ("m_total", "max_rows_per_expert", "out", "stream", "backend")
+
+
+def _check_options(who, options):
+    unknown = sorted(set(options) - set(_OPTIONS))
+    if unknown:
+        raise TypeError(f"{who}: unexpected keyword arguments {unknown}; it takes {_OPTIONS}")

@@ -1,0 +1,136 @@
+"""The operations: quantize and dequantize, the SFB swizzle, the dense and NVFP4 GEMMs.
+
+Layouts (all row-major): w [N, K] bf16; packed [N, K/2] uint8 (two e2m1 codes a byte, even k in
+the low nibble); scale [N, K/16] e4m3 (the checkpoint layout, as ModelOpt writes it); scale_2 a
+Python float, the fp32 per-tensor decode scale: w = e2m1 * e4m3 * scale_2. The grouped (per-expert)
+operations are in grouped.py.
+"""
+
+from . import _arrays, _metrale, _recipe
+from ._arrays import BF16, E4M3, F32, U8
+from ._errors import InvalidArgumentError
+
+# metrale::Backend values (include/metrale/metrale.hpp).
+BACKENDS = {"cpu": 1, "cuda": 2, "cutlass": 3, "cublaslt": 4}
+
+# metrale::ScaleLayout values, and the checkpoint layout that is swizzled before a call.
+SCALE_LAYOUTS = {"k16_by_n": 0, "sfb": 1}
+_AUTO_BACKEND = -1
+
+
+def _backend_arg(backend):
+    """-1 (follow the inputs' device) or a metrale::Backend value from its name."""
+    if backend is None:
+        return _AUTO_BACKEND
+    if backend not in BACKENDS:
+        raise InvalidArgumentError(f"backend = {backend!r} is not one of {sorted(BACKENDS)}")
+    return BACKENDS[backend]
+
+
+def _invoke(function, like, args, backend, stream):
+    """Runs the extension's `function` on `like`'s device with `args`, the backend and stream."""
+    with _arrays.on_device_of(like):
+        function(*args, _backend_arg(backend), _arrays.stream_of(like, stream))
+
+
+def _shape2(who, name, x):
+    shape = tuple(x.shape)
+    if len(shape) != 2:
+        raise InvalidArgumentError(f"{who}: {name} has shape {list(shape)}, expected 2 dimensions")
+    return shape
+
+
+def quantize(w, *, out=None, stream=None, backend=None):
+    """w [N, K] bf16 -> (packed [N, K/2] uint8, scale [N, K/16] e4m3, scale_2 float), byte for
+    byte ModelOpt's NVFP4QTensor.quantize(w, 16) (including its +0 code for a -0.0 quotient).
+    `out=(packed, scale)` writes into the caller's buffers."""
+    n, k = _shape2("metrale.quantize", "w", w)
+    packed = out[0] if out is not None else _arrays.empty(w, (n, k // 2), U8)
+    scale_kn = _arrays.empty(w, (k // 16, n), E4M3)
+    scale_2 = _arrays.empty(w, (1,), F32)
+    raw = _arrays.raw
+    _invoke(
+        _metrale.quantize, w, [raw(w), raw(packed), raw(scale_kn), raw(scale_2)], backend, stream
+    )
+    with _arrays.on_device_of(w):
+        scale = _arrays.transposed(scale_kn)
+        value = float(_arrays.to_numpy(scale_2)[0])
+        _recipe.apply_modelopt_zero_sign(w, packed, scale, value)
+    if out is not None:
+        out[1][...] = scale
+        scale = out[1]
+    return packed, scale, value
+
+
+def dequantize(packed, scale, scale_2):
+    """(packed [N, K/2], scale [N, K/16], scale_2) -> w [N, K] bf16, in packed's framework."""
+    return _recipe.dequantize(packed, scale, float(scale_2))
+
+
+def swizzle_sfb(
+    scale, *, n=None, k=None, src_layout="n_by_k16", out=None, stream=None, backend=None
+):
+    """Block scales [N, K/16] (or [K/16, N] with src_layout="k16_by_n") -> the 128x4 swizzled SFB
+    layout (a 1-D e4m3 array of metrale's sfb_bytes(N, K), padding zeroed)."""
+    rows, cols = _shape2("metrale.swizzle_sfb", "scale", scale)
+    if src_layout not in ("n_by_k16", "k16_by_n"):
+        raise InvalidArgumentError(
+            f"metrale.swizzle_sfb: src_layout = {src_layout!r}, expected 'n_by_k16' or 'k16_by_n'"
+        )
+    n_major = src_layout == "k16_by_n"
+    n = n if n is not None else (cols if n_major else rows)
+    k = k if k is not None else 16 * (rows if n_major else cols)
+    if out is None:
+        out = _arrays.empty(scale, (_metrale.sfb_bytes(n, k),), E4M3)
+    raw = _arrays.raw
+    _invoke(_metrale.swizzle_sfb, scale, [raw(scale), raw(out), n, k, n_major], backend, stream)
+    return out
+
+
+def gemm(act, weight, *, out=None, stream=None, backend=None):
+    """out [M, N] = act [M, K] @ weight [N, K]^T, bf16 in and out, fp32 accumulation."""
+    m, _ = _shape2("metrale.gemm", "act", act)
+    n, _ = _shape2("metrale.gemm", "weight", weight)
+    out = out if out is not None else _arrays.empty(act, (m, n), BF16)
+    raw = _arrays.raw
+    _invoke(_metrale.gemm, act, [raw(act), raw(weight), raw(out)], backend, stream)
+    return out
+
+
+def nvfp4_gemm(
+    act, packed, scale, scale_2, *, scale_layout="n_by_k16", out=None, stream=None, backend=None
+):
+    """out [M, N] = act [M, K] @ (e2m1 * e4m3 * scale_2)^T. `scale` is [N, K/16] (the checkpoint
+    layout: swizzled to SFB for the call), [K/16, N] with scale_layout="k16_by_n", or SFB bytes
+    with scale_layout="sfb"."""
+    m, k = _shape2("metrale.nvfp4_gemm", "act", act)
+    n, _ = _shape2("metrale.nvfp4_gemm", "packed", packed)
+    if scale_layout == "n_by_k16":
+        scale = swizzle_sfb(scale, n=n, k=k, stream=stream, backend=backend)
+        scale_layout = "sfb"
+    if scale_layout not in SCALE_LAYOUTS:
+        raise InvalidArgumentError(
+            f"metrale.nvfp4_gemm: scale_layout = {scale_layout!r}, expected "
+            "'n_by_k16', 'k16_by_n' or 'sfb'"
+        )
+    out = out if out is not None else _arrays.empty(act, (m, n), BF16)
+    raw = _arrays.raw
+    args = [
+        raw(act),
+        raw(packed),
+        raw(scale),
+        float(scale_2),
+        SCALE_LAYOUTS[scale_layout],
+        raw(out),
+    ]
+    _invoke(_metrale.nvfp4_gemm, act, args, backend, stream)
+    return out
+
+
+from .grouped import (  # noqa: E402,F401  (re-exported: grouped.py imports the helpers above)
+    ExpertTable,
+    expert_table,
+    grouped_down,
+    grouped_gate_up,
+    grouped_gate_up_fused,
+)
