@@ -82,13 +82,13 @@ __device__ __forceinline__ int max_chunks(const PlanShape& a, const int (&rows)[
 __device__ int choose_splits(const PlanShape& a, int tiles, int chunks) {
   if (tiles == 0 || tiles > a.split_capacity) return 1;
   if (a.forced_splits > 0) return a.forced_splits;
-  int best = 1;
-  long long best_cost = -1;
+  // 32-bit throughout: tiles <= split_capacity and chunks <= K / 1024 keep units far below 2^31.
+  int best = 1, best_cost = -1;
   bool best_starved = true;
   for (int s = 1; s <= chunks; ++s) {
-    const long long units = 1LL * tiles * s;
+    const int units = tiles * s;
     const bool starved = units < a.grid;
-    const long long cost = (units + a.grid - 1) / a.grid * (2 * ((chunks + s - 1) / s) + 1);
+    const int cost = (units + a.grid - 1) / a.grid * (2 * ((chunks + s - 1) / s) + 1);
     if (best_cost < 0 || (best_starved && !starved) ||
         (starved == best_starved && cost < best_cost)) {
       best = s;
@@ -193,10 +193,10 @@ __device__ void stage_rest(const PlanShape& a) {
   const int thread = blockIdx.x * blockDim.x + threadIdx.x;
   const int threads = gridDim.x * blockDim.x;
   for (int i = thread; i < a.split_capacity; i += threads) a.counters[i] = 0;
+  // items < 2^31: the copy is at most kDecodeActivationBudget (128 MB) of 64-byte groups.
   const int groups = a.k / format::kDecodeKGroup;
-  const long long items = 1LL * a.m_total * groups;
-  for (long long i = thread; i < items; i += threads)
-    stage_activation_group(a, static_cast<int>(i / groups), static_cast<int>(i % groups));
+  const int items = a.m_total * groups;
+  for (int i = thread; i < items; i += threads) stage_activation_group(a, i / groups, i % groups);
 }
 
 template <class Args>
