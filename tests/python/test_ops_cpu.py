@@ -152,7 +152,16 @@ def test_backend_names_are_checked():
 
 
 def test_the_gil_is_released_during_a_call(rng):
-    act, weight = small_ints(rng, 256, 2048), small_ints(rng, 512, 2048)
+    # Long enough to tell on a fast many-core host too (a 16-core machine ran 256 rows in 41 ms):
+    # the rows grow until one call takes a quarter of a second.
+    rows, weight = 256, small_ints(rng, 512, 2048)
+    while True:
+        act = small_ints(rng, rows, 2048)
+        start = time.perf_counter()
+        metrale.gemm(act, weight)
+        if time.perf_counter() - start > 0.25 or rows >= 1 << 16:
+            break
+        rows *= 2
     window = []
 
     def call():
