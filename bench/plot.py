@@ -8,6 +8,8 @@ implementation, gate_up and down side by side.
 (active experts' NVFP4 weights + activations + outputs over the read ceiling) and the compute
 floor (2·rows·N·K over the bf16 ceiling), both ceilings measured in the same run. 100 % is the
 floor itself; the dotted lines are PERF.md's targets for our kernels (80 % decode, 85 % prefill).
+metrale's points say which kernel family ran them (the rows' `kernel` field): filled circles the
+decode family, squares the tiled family, diamonds both in one call.
 """
 import json
 import sys
@@ -32,6 +34,26 @@ def load(path):
         if r.get("op") in OPS and r.get("status") == "ok" and r.get("pct_floor") is not None
     ]
     return doc.get("metadata", {}), rows
+
+
+# metrale rows: the marker of the kernel family that ran each point.
+FAMILY_MARKER = {"sm90-decode": "o", "sm90-tiled": "s", "both": "D"}
+
+
+def family(row):
+    kernel = row.get("kernel", "")
+    names = [name for name in ("sm90-decode", "sm90-tiled") if name in kernel]
+    return "both" if len(names) == 2 else (names[0] if names else None)
+
+
+def mark_families(ax, selected):
+    ours = [r for r in selected if r["impl"] == "metrale" and family(r)]
+    for name, marker in FAMILY_MARKER.items():
+        points = [(r["tokens"], r["pct_floor"]) for r in ours if family(r) == name]
+        if points:
+            ax.scatter([t for t, _ in points], [p for _, p in points], marker=marker, s=60,
+                       facecolors="none", edgecolors="black", linewidths=1.0, zorder=3,
+                       label=f"metrale: {name}")
 
 
 def title(meta):
@@ -78,6 +100,7 @@ def main(argv):
                     marker=marker,
                     linewidth=2.2 if impl == "metrale" else 1.2,
                 )
+            mark_families(ax, selected)
             ax.axhline(100, color="black", linewidth=0.8)
             ax.axhline(80, color="tab:red", linewidth=0.6, linestyle=":")
             ax.axhline(85, color="tab:red", linewidth=0.6, linestyle="--")
