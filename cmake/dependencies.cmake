@@ -20,6 +20,13 @@ if(NOT METRALE_CUDA STREQUAL "OFF")
       message(FATAL_ERROR "CMAKE_CUDA_ARCHITECTURES = '${CMAKE_CUDA_ARCHITECTURES}' has no 90a: "
                           "the CUDA backend's kernels need sm_90a (wgmma); add 90a-real")
     endif()
+    # The Hopper kernel families (src/cuda/sm90) have their own list (src/CMakeLists.txt).
+    set(METRALE_SM90_ARCHS "90a-real" CACHE STRING
+        "CUDA architectures of the sm90 kernel families (wgmma needs 90a)")
+    if(NOT METRALE_SM90_ARCHS MATCHES "90a")
+      message(FATAL_ERROR "METRALE_SM90_ARCHS = '${METRALE_SM90_ARCHS}' has no 90a: the sm90 "
+                          "kernel families need sm_90a (wgmma)")
+    endif()
     enable_language(CUDA)
     # CMake 3.25 does not know nvcc's C++20 flag yet: tell it.
     set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
