@@ -7,7 +7,7 @@
 //     the fp32 sums depends on K and the expert's rows only), and the grouped call equals a single
 //     GEMM on one expert's rows;
 //   - an expert past the widest token tile (more than 256 rows: several token tiles);
-//   - the seam's refusals: a forced family that cannot run says why.
+//   - the seam's refusals: a forced family that cannot run says why; 2049 experts name the limit.
 #include <cstdlib>
 
 #include <fmt/format.h>
@@ -106,6 +106,18 @@ TEST(DecodeFamily, SplitsAndWidthsGiveTheSameBits) {
       EXPECT_EQ(cmp.mismatches, 0) << variant << " K = " << k << ": " << cmp.first_detail;
     }
   }
+}
+
+// Past the 2048-expert limit (host offsets travel in one 8 KB block) a call is refused, naming it.
+TEST(DecodeFamily, TooManyExpertsNamesTheLimit) {
+  METRALE_SKIP_WITHOUT_GPU();
+  const check::GroupedHost h = check::make_grouped_host(
+      grouped_case(Op::grouped_down, Mode::exact, 64, 64, {4, 2049, 1, RoutingKind::uniform}, 7500));
+  check::GroupedDevice d = check::upload_grouped(h);
+  const Result r = nvfp4_grouped(check::device_args(h, d, false, h.routing.max_rows), kCuda);
+  EXPECT_EQ(r.status, Status::unsupported) << r.message;
+  EXPECT_NE(r.message.find("num_experts = 2049"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("2048"), std::string::npos) << r.message;
 }
 
 TEST(DecodeFamily, RefusalsSayWhy) {
