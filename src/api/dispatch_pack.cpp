@@ -29,7 +29,10 @@ Backend select_packing_backend(std::string_view who, Backend requested) {
 void run(std::string_view who, const PackNvfp4& args, const Exec& exec) {
   validate(who, args);
   const Backend backend = select_packing_backend(who, exec.backend);
-  if (backend == Backend::cpu) return cpu::pack_nvfp4(args);
+  if (backend == Backend::cpu) {
+    require_finite_weights_on_host(who, args);
+    return cpu::pack_nvfp4(args);
+  }
   // The quantizers need no scratch: the amax reduction runs in *scale_2_out itself.
   const cuda::Workspace ws{};
   switch (backend) {

@@ -2,6 +2,7 @@
 // scale_2 values, host offsets) are read here, so they are checked before anything else reads
 // them; the seed's ensure_group_arrays runs on the offsets, then offsets[E] <= M_total. Device
 // offsets cannot be read, so max_rows_per_expert bounds them instead.
+#include <cstdint>
 #include <span>
 
 #include <fmt/format.h>
@@ -165,6 +166,10 @@ void validate_for_cpu(std::string_view who, const GroupedNvfp4& args) {
     } else {
       METRALE_REQUIRE(row >= 0, "{}: {}[{}] = {} is negative, expected a row of a", who, ids, i,
                       row);
+      // a's row count is an int32 too: its last row is INT32_MAX - 1.
+      METRALE_REQUIRE(row < INT32_MAX,
+                      "{}: {}[{}] = {} is not a row of a, expected a row index < {}", who, ids, i,
+                      row, INT32_MAX);
     }
   }
 }

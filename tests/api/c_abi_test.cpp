@@ -9,12 +9,14 @@
 #include <gtest/gtest.h>
 
 #include "api_test_util.hpp"
+#include "seed_arrays.hpp"
 #include "metrale/metrale.h"
 
 namespace metrale {
 namespace {
 
 using test::ptr_bits;
+using test::SeedArrays;
 
 std::string last_error() {
   return metrale_last_error();
@@ -87,16 +89,6 @@ TEST(CAbi, LastErrorIsThreadLocal) {
   std::thread([&fresh] { fresh = metrale_last_error(); }).join();
   EXPECT_EQ(fresh, "");
 }
-
-struct SeedArrays {
-  std::vector<std::uint8_t> packed = std::vector<std::uint8_t>(8 * 16, 0x22);
-  std::vector<std::uint8_t> scale = std::vector<std::uint8_t>(512, 0x38);
-  std::vector<std::uint64_t> packed_ptrs = std::vector<std::uint64_t>(2, ptr_bits(packed.data()));
-  std::vector<std::uint64_t> scale_ptrs = std::vector<std::uint64_t>(2, ptr_bits(scale.data()));
-  std::vector<float> s2 = std::vector<float>(2, 1.0f);
-  std::vector<std::uint16_t> a = std::vector<std::uint16_t>(16 * 32, 0x3F80);
-  std::vector<std::uint16_t> c = std::vector<std::uint16_t>(16 * 8), c2 = c;
-};
 
 metrale_status down(SeedArrays& s, const std::vector<std::int32_t>& offsets, int32_t experts) {
   return metrale_cpu_nvfp4_grouped_down(s.a.data(), s.packed_ptrs.data(), s.scale_ptrs.data(),
