@@ -172,15 +172,15 @@ TEST(CAbiSeed, SwizzleFlagAndTransposeNames) {
 TEST(CAbiEx, GroupedExAndQueries) {
   SeedArrays s;
   const std::vector<std::int32_t> offsets = {0, 4, 9};
-  const metrale_groups groups{offsets.data(), 0, 2, 16, 0};
+  const metrale_groups groups{sizeof(metrale_groups), offsets.data(), 0, 2, 16, 0};
   const metrale_expert_weights proj{s.packed_ptrs.data(), s.scale_ptrs.data(), s.s2.data()};
   void* out[1] = {s.c.data()};
-  const metrale_exec cpu{METRALE_BACKEND_CPU, nullptr, 0, nullptr};
+  const metrale_exec cpu{sizeof(metrale_exec), METRALE_BACKEND_CPU, nullptr, 0, nullptr, -1};
   EXPECT_EQ(metrale_nvfp4_grouped_ex(s.a.data(), 16, nullptr, &proj, out, 1, METRALE_SCALE_SFB,
                                      &groups, 8, 32, &cpu),
             METRALE_STATUS_OK)
       << last_error();
-  const metrale_groups too_few{offsets.data(), 0, 2, 8, 0};
+  const metrale_groups too_few{sizeof(metrale_groups), offsets.data(), 0, 2, 8, 0};
   EXPECT_EQ(metrale_nvfp4_grouped_ex(s.a.data(), 16, nullptr, &proj, out, 1, METRALE_SCALE_SFB,
                                      &too_few, 8, 32, &cpu),
             METRALE_STATUS_INVALID_ARGUMENT);

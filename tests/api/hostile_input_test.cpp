@@ -65,7 +65,8 @@ TEST(HostileInput, QuantizerRefusesNonFiniteWeights) {
             "not finite, expected finite weights (NVFP4 has no NaN or Inf)");
   w[37] = 0x3F80;
   w[100] = 0xFF80;  // -Inf
-  const metrale_exec cpu{METRALE_BACKEND_CPU, nullptr, 0, nullptr};
+  metrale_exec cpu = METRALE_EXEC_INIT;
+  cpu.backend = METRALE_BACKEND_CPU;
   EXPECT_EQ(metrale_pack_bf16_weight_to_nvfp4_ex(w.data(), packed.data(), scale.data(), &scale_2,
                                                  kN, kK, &cpu),
             METRALE_STATUS_INVALID_ARGUMENT);
