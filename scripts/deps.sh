@@ -17,6 +17,7 @@ declare -A probe=(
   [libcli11-dev]="pkg:libcli11-dev"
   [nlohmann-json3-dev]="pkg:nlohmann-json3-dev"
   [cargo]="cmd:cargo"
+  [pkg-config]="cmd:pkg-config"
 )
 
 present() {
@@ -31,7 +32,8 @@ present() {
 missing=()
 # METRALE_DEPS_ASSUME_MISSING="pkg ..." treats those as missing (to exercise the install path).
 for package in ${METRALE_DEPS_ASSUME_MISSING:-}; do missing+=("$package"); done
-for package in cmake ninja-build g++ libgtest-dev libfmt-dev libcli11-dev nlohmann-json3-dev cargo; do
+for package in cmake ninja-build g++ libgtest-dev libfmt-dev libcli11-dev nlohmann-json3-dev cargo \
+               pkg-config; do
   [[ " ${missing[*]} " == *" $package "* ]] && continue
   present "${probe[$package]}" || missing+=("$package")
 done
