@@ -20,13 +20,21 @@ struct ArrayLength {
 // array holds num_experts entries, expert_offsets num_experts + 1, offsets[0] >= 0 and the
 // offsets never decrease (equal neighbours are an expert with no rows, which is fine). The upper
 // bound offsets[E] <= M_total is require_offsets_within's, for callers that know M_total.
+// The caller's names for the offsets, the expert count and M_total, which messages use ("the
+// seed's": expert_offsets, num_experts, M_total; metrale_nvfp4_grouped_ex's: groups->offsets ...).
+struct OffsetNames {
+  std::string_view offsets = "expert_offsets";
+  std::string_view num_experts = "num_experts";
+  std::string_view m_total = "M_total";
+};
+
 void ensure_group_arrays(std::string_view who, std::int64_t num_experts,
                          std::span<const ArrayLength> per_expert,
-                         std::span<const std::int32_t> offsets);
+                         std::span<const std::int32_t> offsets, const OffsetNames& names = {});
 
 // offsets.back() <= m_total (offsets already passed ensure_group_arrays).
 void require_offsets_within(std::string_view who, std::span<const std::int32_t> offsets,
-                            std::int64_t m_total);
+                            std::int64_t m_total, const OffsetNames& names = {});
 
 void require_not_null(std::string_view who, std::string_view name, const void* ptr);
 // `ptr` % alignment == 0 (null passes: nullness is require_not_null's).

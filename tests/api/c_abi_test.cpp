@@ -152,7 +152,7 @@ TEST(CAbiSeed, PerExpertArraysAndScale2) {
             METRALE_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(last_error(),
             "metrale_cpu_nvfp4_grouped_gate_up_fused: sorted_token_ids[7] = -4 is "
-            "negative, expected a row of a");
+            "negative, expected a row of a_bf16");
 }
 
 TEST(CAbiSeed, SwizzleFlagAndTransposeNames) {
@@ -184,7 +184,8 @@ TEST(CAbiEx, GroupedExAndQueries) {
   EXPECT_EQ(metrale_nvfp4_grouped_ex(s.a.data(), 16, nullptr, &proj, out, 1, METRALE_SCALE_SFB,
                                      &too_few, 8, 32, &cpu),
             METRALE_STATUS_INVALID_ARGUMENT);
-  EXPECT_EQ(last_error(), "metrale_nvfp4_grouped_ex: expert_offsets[2] = 9 > M_total = 8");
+  EXPECT_EQ(last_error(),
+            "metrale_nvfp4_grouped_ex: groups->offsets[2] = 9 > groups->m_total = 8");
   EXPECT_EQ(metrale_nvfp4_grouped_ex(s.a.data(), 16, nullptr, &proj, out, 1, METRALE_SCALE_SFB,
                                      nullptr, 8, 32, &cpu),
             METRALE_STATUS_INVALID_ARGUMENT);

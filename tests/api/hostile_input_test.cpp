@@ -37,7 +37,7 @@ TEST(HostileInput, TokenIdOfInt32MaxIsRefusedInTheCallersNames) {
             METRALE_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(last_error(),
             "metrale_cpu_nvfp4_grouped_gate_up_fused: sorted_token_ids[17] = 2147483647 is not a "
-            "row of a, expected a row index < 2147483647");
+            "row of a_bf16, expected a row index < 2147483647");
   // The largest id an int32 row count allows still runs (a is 20 rows here, so use one in it).
   ids[17] = 19;
   EXPECT_EQ(metrale_cpu_nvfp4_grouped_gate_up_fused(
@@ -78,6 +78,62 @@ TEST(HostileInput, QuantizerRefusesNonFiniteWeights) {
   PackNvfp4 args{w.data(), packed.data(), scale.data(), &scale_2, kN, kK};
   EXPECT_TRUE(test::fails_with(pack_bf16_weight_to_nvfp4_t(args, Exec{Backend::cpu}),
                                Status::invalid_argument, "weight_bf16[0] = nan (row 0, column 0)"));
+}
+
+
+// Issue 11, item 2: metrale_nvfp4_grouped_ex named the seeds' parameters (sorted_token_ids,
+// c_up, gate_packed_ptrs, expert_offsets) instead of its own.
+TEST(HostileInput, GroupedExMessagesUseItsOwnParameterNames) {
+  SeedArrays s;
+  const std::vector<std::int32_t> offsets = {0, 4, 9};
+  std::vector<std::int32_t> ids(9, 0);
+  metrale_groups groups = METRALE_GROUPS_INIT;
+  groups.offsets = offsets.data();
+  groups.num_experts = 2;
+  groups.m_total = 9;
+  metrale_expert_weights proj[2] = {{s.packed_ptrs.data(), s.scale_ptrs.data(), s.s2.data()},
+                                    {s.packed_ptrs.data(), s.scale_ptrs.data(), s.s2.data()}};
+  void* out[2] = {s.c.data(), nullptr};
+  metrale_exec cpu = METRALE_EXEC_INIT;
+  cpu.backend = METRALE_BACKEND_CPU;
+  auto call = [&](std::int32_t a_rows) {
+    return metrale_nvfp4_grouped_ex(s.a.data(), a_rows, ids.data(), proj, out, 2, METRALE_SCALE_SFB,
+                                    &groups, 8, 32, &cpu);
+  };
+  EXPECT_EQ(call(16), METRALE_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(last_error(), "metrale_nvfp4_grouped_ex: out[1] is null, expected a valid pointer");
+  out[1] = s.c2.data();
+  ids[5] = 40;
+  EXPECT_EQ(call(16), METRALE_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(last_error(),
+            "metrale_nvfp4_grouped_ex: token_ids[5] = 40 is outside [0, a_rows = 16)");
+  ids[5] = 0;
+  std::vector<std::uint64_t> no_weights = {s.packed_ptrs[0], 0};
+  proj[0].packed_ptrs = no_weights.data();
+  EXPECT_EQ(call(16), METRALE_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(last_error(),
+            "metrale_nvfp4_grouped_ex: proj[0].packed_ptrs[1] is null, expected expert 1's weight "
+            "(it may have rows)");
+  proj[0].packed_ptrs = s.packed_ptrs.data();
+  groups.num_experts = -1;
+  EXPECT_EQ(call(16), METRALE_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(last_error(),
+            "metrale_nvfp4_grouped_ex: groups->num_experts = -1, expected groups->num_experts >= 0");
+  groups.num_experts = 2;
+  EXPECT_EQ(call(16), METRALE_STATUS_OK) << last_error();
+}
+
+// Issue 11, item 2: a failure found below the API (an environment variable's check) named no
+// function.
+TEST(HostileInput, EnvironmentErrorsNameTheFunction) {
+  test::ScopedEnv env("METRALE_CUTLASS_GEMM", "yes");
+  std::vector<std::uint16_t> buf(16, 0x3F80);
+  EXPECT_NE(metrale_bf16_gemm_act_weight_t(buf.data(), buf.data(), buf.data(), 1, 1, 16, nullptr,
+                                           0, nullptr),
+            METRALE_STATUS_OK);
+  EXPECT_EQ(last_error().rfind("metrale_bf16_gemm_act_weight_t: METRALE_CUTLASS_GEMM = 'yes'", 0),
+            0u)
+      << last_error();
 }
 
 }  // namespace
