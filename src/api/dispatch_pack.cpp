@@ -30,6 +30,7 @@ void run(std::string_view who, const PackNvfp4& args, const Exec& exec) {
   validate(who, args);
   const Backend backend = select_packing_backend(who, exec.backend);
   if (backend == Backend::cpu) {
+    cpu::require_pack_memory(args);
     require_finite_weights_on_host(who, args);
     return cpu::pack_nvfp4(args);
   }
