@@ -43,12 +43,16 @@ int report_failure(const char* command, const Result& result) {
       "ok",         "invalid argument",    "unsupported",   "not built",
       "CUDA error", "workspace too small", "internal error"};
   const auto index = static_cast<std::size_t>(result.status);
-  const char* name = index < std::size(kNames) ? kNames[index] : "error";
+  return report_failure(command, index < std::size(kNames) ? kNames[index] : "error",
+                        result.message);
+}
+
+int report_failure(const char* command, const char* kind, const std::string& text) {
   // Messages from deeper code often start with the command's own name; say it once.
-  std::string message = result.message;
+  std::string message = text;
   const std::string prefix = std::string(command) + ": ";
   if (message.rfind(prefix, 0) == 0) message.erase(0, prefix.size());
-  fmt::print(stderr, "metrale {}: {}: {}\n", command, name, message);
+  fmt::print(stderr, "metrale {}: {}: {}\n", command, kind, message);
   return 1;
 }
 
