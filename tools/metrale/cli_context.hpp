@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include "core/error.hpp"
 #include "metrale/metrale.hpp"
@@ -31,6 +32,13 @@ class UsageError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+// Before any work: `path` (the value of `option`, e.g. --json) can be written — its directory
+// exists, is a directory and is writable, and an existing `path` is a writable regular file.
+// With `prefix` the files are PATH.<ext>, so only the directory is checked. IoError (with the OS
+// reason) otherwise.
+void check_writable_location(std::string_view command, std::string_view option,
+                             const std::string& path, bool prefix);
 
 // Runs a subcommand's body, which returns the exit code; a metrale::Error, IoError or UsageError
 // it throws becomes report_failure's line and exit code.

@@ -67,16 +67,7 @@ void check_quantize_options(const QuantizeOptions& opt) {
 }
 
 void check_output_location(const std::string& prefix) {
-  const std::filesystem::path parent = std::filesystem::path(prefix).parent_path();
-  const std::string dir = parent.empty() ? std::string(".") : parent.string();
-  struct stat info {};
-  if (stat(dir.c_str(), &info) != 0)
-    io_fail(fmt::format("the directory of --out {} ({}) is not usable", prefix, dir), errno);
-  if (!S_ISDIR(info.st_mode))
-    throw IoError(fmt::format("quantize: the directory of --out {} ({}) is not a directory",
-                              prefix, dir));
-  if (access(dir.c_str(), W_OK | X_OK) != 0)
-    io_fail(fmt::format("cannot write into the directory of --out {} ({})", prefix, dir), errno);
+  check_writable_location("quantize", "--out", prefix, true);
 }
 
 std::vector<bf16_bits> read_weight_file(const QuantizeOptions& opt) {
