@@ -54,7 +54,7 @@ metrale_status metrale_workspace_get(metrale_backend backend, void** workspace,
                                      size_t* workspace_size) {
   constexpr const char* kWho = "metrale_workspace_get";
   return api::c_call(kWho, [&] {
-    api::get_shared_workspace(kWho, static_cast<Backend>(backend), workspace, workspace_size);
+    api::query_shared_workspace(kWho, static_cast<Backend>(backend), workspace, workspace_size);
   });
 }
 

@@ -58,7 +58,7 @@ Result nvfp4_grouped_workspace_size(Backend backend, const ExpertGroups& groups,
 
 Result shared_workspace(Backend backend, void** workspace, std::size_t* size) {
   constexpr std::string_view kWho = "shared_workspace";
-  return api::guarded(kWho, [&] { api::get_shared_workspace(kWho, backend, workspace, size); });
+  return api::guarded(kWho, [&] { api::query_shared_workspace(kWho, backend, workspace, size); });
 }
 
 }  // namespace metrale

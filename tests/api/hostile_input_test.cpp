@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "api_test_util.hpp"
+#include "core/device.hpp"
 #include "metrale/metrale.h"
 #include "seed_arrays.hpp"
 
@@ -133,6 +134,34 @@ TEST(HostileInput, EnvironmentErrorsNameTheFunction) {
             METRALE_STATUS_OK);
   EXPECT_EQ(last_error().rfind("metrale_bf16_gemm_act_weight_t: METRALE_CUTLASS_GEMM = 'yes'", 0),
             0u)
+      << last_error();
+}
+
+
+// Issue 11, item 3: without a usable device, metrale_workspace_get(CUDA or AUTO) answered
+// cuda_error with the runtime's allocation text while other calls said unsupported. One status,
+// one plain message ("no CUDA device"), the runtime's text as its detail, for every call.
+TEST(HostileInput, NoGpuIsOneStory) {
+  if (!backend_built(Backend::cuda)) GTEST_SKIP() << "no CUDA backend in this build";
+  if (core::cuda_device_present(nullptr)) GTEST_SKIP() << "a CUDA device is present";
+  void* ws = nullptr;
+  size_t size = 0;
+  std::vector<std::uint16_t> buf(16, 0x3F80);
+  for (metrale_backend backend : {METRALE_BACKEND_CUDA, METRALE_BACKEND_AUTO}) {
+    EXPECT_EQ(metrale_workspace_get(backend, &ws, &size), METRALE_STATUS_UNSUPPORTED);
+    EXPECT_EQ(last_error().rfind("metrale_workspace_get: the cuda backend cannot run here: no CUDA "
+                                 "device (",
+                                 0),
+              0u)
+        << last_error();
+  }
+  EXPECT_EQ(metrale_bf16_gemm_act_weight_t(buf.data(), buf.data(), buf.data(), 1, 1, 16, nullptr,
+                                           0, nullptr),
+            METRALE_STATUS_UNSUPPORTED);
+  EXPECT_NE(last_error().find("cannot run here: no CUDA device ("), std::string::npos)
+      << last_error();
+  EXPECT_EQ(metrale_workspace_get(METRALE_BACKEND_CUBLASLT, &ws, &size), METRALE_STATUS_UNSUPPORTED);
+  EXPECT_NE(last_error().find("cannot run here: no CUDA device ("), std::string::npos)
       << last_error();
 }
 
