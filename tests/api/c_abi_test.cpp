@@ -135,21 +135,13 @@ TEST(CAbiSeed, PerExpertArraysAndScale2) {
             "a valid pointer");
   std::vector<float> bad = {1.0f, NAN};
   std::vector<std::int32_t> ids(9, 0);
-  EXPECT_EQ(metrale_cpu_nvfp4_grouped_gate_up_fused(
-                s.a.data(), ids.data(), s.packed_ptrs.data(), s.scale_ptrs.data(), s.s2.data(),
-                s.packed_ptrs.data(), s.scale_ptrs.data(), bad.data(), s.c.data(), s.c2.data(),
-                offsets.data(), 2, 8, 32, nullptr, 0, nullptr),
-            METRALE_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(test::seed_fused(s, ids.data(), offsets, bad.data()), METRALE_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(last_error(),
             "metrale_cpu_nvfp4_grouped_gate_up_fused: up_scale2_vals[1] = nan is "
             "not finite and > 0");
   // The seed form of the fused call has no token count: ids are checked only for sign.
   ids[7] = -4;
-  EXPECT_EQ(metrale_cpu_nvfp4_grouped_gate_up_fused(
-                s.a.data(), ids.data(), s.packed_ptrs.data(), s.scale_ptrs.data(), s.s2.data(),
-                s.packed_ptrs.data(), s.scale_ptrs.data(), s.s2.data(), s.c.data(), s.c2.data(),
-                offsets.data(), 2, 8, 32, nullptr, 0, nullptr),
-            METRALE_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(test::seed_fused(s, ids.data(), offsets), METRALE_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(last_error(),
             "metrale_cpu_nvfp4_grouped_gate_up_fused: sorted_token_ids[7] = -4 is "
             "negative, expected a row of a_bf16");

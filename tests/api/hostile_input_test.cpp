@@ -31,22 +31,13 @@ TEST(HostileInput, TokenIdOfInt32MaxIsRefusedInTheCallersNames) {
   const std::vector<std::int32_t> offsets = {0, 4, 20};
   std::vector<std::int32_t> ids(20, 3);
   ids[17] = INT32_MAX;
-  EXPECT_EQ(metrale_cpu_nvfp4_grouped_gate_up_fused(
-                s.a.data(), ids.data(), s.packed_ptrs.data(), s.scale_ptrs.data(), s.s2.data(),
-                s.packed_ptrs.data(), s.scale_ptrs.data(), s.s2.data(), s.c.data(), s.c2.data(),
-                offsets.data(), 2, 8, 32, nullptr, 0, nullptr),
-            METRALE_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(test::seed_fused(s, ids.data(), offsets), METRALE_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(last_error(),
             "metrale_cpu_nvfp4_grouped_gate_up_fused: sorted_token_ids[17] = 2147483647 is not a "
             "row of a_bf16, expected a row index < 2147483647");
   // The largest id an int32 row count allows still runs (a is 20 rows here, so use one in it).
   ids[17] = 19;
-  EXPECT_EQ(metrale_cpu_nvfp4_grouped_gate_up_fused(
-                s.a.data(), ids.data(), s.packed_ptrs.data(), s.scale_ptrs.data(), s.s2.data(),
-                s.packed_ptrs.data(), s.scale_ptrs.data(), s.s2.data(), s.c.data(), s.c2.data(),
-                offsets.data(), 2, 8, 32, nullptr, 0, nullptr),
-            METRALE_STATUS_OK)
-      << last_error();
+  EXPECT_EQ(test::seed_fused(s, ids.data(), offsets), METRALE_STATUS_OK) << last_error();
 }
 
 

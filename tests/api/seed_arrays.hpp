@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "api_test_util.hpp"
+#include "metrale/metrale.h"
 
 namespace metrale::test {
 
@@ -22,5 +23,17 @@ struct SeedArrays {
   std::vector<std::uint16_t> a;
   std::vector<std::uint16_t> c, c2;
 };
+
+// metrale_cpu_nvfp4_grouped_gate_up_fused on `s`, gate and up sharing the weights; up_scale2
+// overrides the up projection's scale_2 values when given.
+inline metrale_status seed_fused(SeedArrays& s, const std::int32_t* ids,
+                                 const std::vector<std::int32_t>& offsets,
+                                 const float* up_scale2 = nullptr) {
+  return metrale_cpu_nvfp4_grouped_gate_up_fused(
+      s.a.data(), ids, s.packed_ptrs.data(), s.scale_ptrs.data(), s.s2.data(),
+      s.packed_ptrs.data(), s.scale_ptrs.data(), up_scale2 ? up_scale2 : s.s2.data(), s.c.data(),
+      s.c2.data(), offsets.data(), static_cast<std::int32_t>(offsets.size()) - 1, 8, 32, nullptr,
+      0, nullptr);
+}
 
 }  // namespace metrale::test
