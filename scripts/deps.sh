@@ -18,6 +18,8 @@ declare -A probe=(
   [nlohmann-json3-dev]="pkg:nlohmann-json3-dev"
   [cargo]="cmd:cargo"
   [pkg-config]="cmd:pkg-config"
+  [clang]="cmd:clang"
+  [libclang-rt-dev]="pkg:libclang-rt-dev"
 )
 
 present() {
@@ -32,8 +34,9 @@ present() {
 missing=()
 # METRALE_DEPS_ASSUME_MISSING="pkg ..." treats those as missing (to exercise the install path).
 for package in ${METRALE_DEPS_ASSUME_MISSING:-}; do missing+=("$package"); done
+# clang and libclang-rt-dev (libFuzzer, the sanitizer runtimes): scripts/fuzz.sh.
 for package in cmake ninja-build g++ libgtest-dev libfmt-dev libcli11-dev nlohmann-json3-dev cargo \
-               pkg-config; do
+               pkg-config clang libclang-rt-dev; do
   [[ " ${missing[*]} " == *" $package "* ]] && continue
   present "${probe[$package]}" || missing+=("$package")
 done
