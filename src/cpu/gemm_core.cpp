@@ -89,8 +89,11 @@ void gemm_rows(const float* a, std::int32_t rows, const DecodeRows& w, std::int3
   // over the workers too; a panel is decoded again per block (1/kBlockRows of the work).
   const std::size_t panels = (N + kPanelRows - 1) / kPanelRows;
   const std::size_t blocks = (M + kBlockRows - 1) / kBlockRows;
-  parallel_for(panels * blocks, 1, [&](std::size_t begin, std::size_t end) {
-    std::vector<float> panel(kPanelRows * K);  // this worker's decoded weight rows
+  // About four chunks per worker balance the load; each chunk allocates its panel buffer once.
+  const std::size_t items = panels * blocks;
+  const std::size_t grain = std::max<std::size_t>(1, items / (4 * std::size_t{worker_count()}));
+  parallel_for(items, grain, [&](std::size_t begin, std::size_t end) {
+    std::vector<float> panel(kPanelRows * K);  // this chunk's decoded weight rows
     for (std::size_t item = begin; item < end; ++item) {
       const std::size_t p = item / blocks, block = item % blocks;
       const std::size_t c0 = p * kPanelRows, count = std::min(kPanelRows, N - c0);
