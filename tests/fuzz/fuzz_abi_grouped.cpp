@@ -75,12 +75,14 @@ void seed_call(FuzzedDataProvider& in, std::int32_t experts, std::int32_t n, std
   const bool fits = small(m_total, kMaxRows) && small(n, kMaxN) && small(k, kMaxK);
   const std::size_t M = fits ? m_total : 0, N = fits ? n : 0, K = fits ? k : 0;
   const int op = in.ConsumeIntegralInRange<int>(0, 2);
-  const std::int32_t a_rows = op == 1 ? in.ConsumeIntegralInRange<std::int32_t>(1, kMaxRows) : M;
+  // Without ids the fused call reads group row i from row i: then a holds M_total rows.
+  const bool gather = op == 1 && in.ConsumeIntegralInRange<int>(0, 5) != 0;
+  const std::int32_t a_rows = gather ? in.ConsumeIntegralInRange<std::int32_t>(1, kMaxRows) : M;
   Buffer a(in, a_rows * K * 2, fits), c0(in, M * N * 2, fits), c1(in, M * N * 2, fits);
   const std::vector<std::int32_t> ids = draw_ids(in, M, a_rows, false);
   Experts gate = draw_experts(in, std::max(experts, 0), N, K, op != 0);
   Experts up = draw_experts(in, std::max(experts, 0), N, K, op != 0);
-  const int32_t* ids_ptr = in.ConsumeIntegralInRange<int>(0, 5) == 0 ? nullptr : ids.data();
+  const int32_t* ids_ptr = gather ? ids.data() : nullptr;
   switch (op) {
     case 0:
       check_contract("metrale_cpu_nvfp4_grouped_gate_up",
