@@ -35,7 +35,7 @@ void run(std::string_view who, const PackNvfp4& args, const Exec& exec) {
     return cpu::pack_nvfp4(args);
   }
   // The quantizers need no scratch: the amax reduction runs in *scale_2_out itself.
-  const cuda::Workspace ws{};
+  [[maybe_unused]] const cuda::Workspace ws{};  // unused without a device backend
   switch (backend) {
 #ifdef METRALE_HAS_CUDA
     case Backend::cuda: return cuda::pack_nvfp4(args, ws, exec.stream);
