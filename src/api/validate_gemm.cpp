@@ -73,12 +73,9 @@ void validate(std::string_view who, const PackNvfp4& args) {
 void require_finite_weights_on_host(std::string_view who, const PackNvfp4& args) {
   const std::size_t count = static_cast<std::size_t>(args.n) * static_cast<std::size_t>(args.k);
   for (std::size_t i = 0; i < count; ++i) {
-    if (format::bf16_is_finite(args.weight[i])) continue;
-    const std::size_t k = static_cast<std::size_t>(args.k);
-    fail(Status::invalid_argument,
-         "{}: weight_bf16[{}] = {} (row {}, column {}) is not finite, expected finite weights "
-         "(NVFP4 has no NaN or Inf)",
-         who, i, format::bf16_to_float(args.weight[i]), i / k, i % k);
+    if (!format::bf16_is_finite(args.weight[i]))
+      core::fail_non_finite_weight(who, "weight_bf16", i, format::bf16_to_float(args.weight[i]),
+                                   args.k);
   }
 }
 

@@ -62,6 +62,15 @@ void require_multiple_of(std::string_view who, std::string_view name, std::int64
                   divisor);
 }
 
+void fail_non_finite_weight(std::string_view who, std::string_view name, std::size_t index,
+                            float value, std::int64_t k) {
+  const auto columns = static_cast<std::size_t>(k);
+  fail(Status::invalid_argument,
+       "{}: {}[{}] = {} (row {}, column {}) is not finite, expected finite weights (NVFP4 has no "
+       "NaN or Inf)",
+       who, name, index, value, index / columns, index % columns);
+}
+
 void require_scale2(std::string_view who, std::string_view name, float value) {
   METRALE_REQUIRE(std::isfinite(value) && value > 0.0f, "{}: {} = {} is not finite and > 0", who,
                   name, value);

@@ -44,6 +44,11 @@ void require_positive(std::string_view who, std::string_view name, std::int64_t 
 void require_non_negative(std::string_view who, std::string_view name, std::int64_t value);
 void require_multiple_of(std::string_view who, std::string_view name, std::int64_t value,
                          std::int64_t divisor);
+// The quantizer's refusal of a NaN or ±Inf weight, one message for every backend (the CPU scan
+// in api/validate_gemm.cpp; a device scan reports its first bad index the same way):
+// "who: name[i] = nan (row r, column c) is not finite, expected finite weights ...".
+[[noreturn]] void fail_non_finite_weight(std::string_view who, std::string_view name,
+                                         std::size_t index, float value, std::int64_t k);
 // A decode scale_2 must be finite and > 0 (a NaN or 0 would silently zero or poison the output).
 void require_scale2(std::string_view who, std::string_view name, float value);
 // The same for each entry of a per-expert host array, naming the index: "name[3] = nan ...".
