@@ -85,8 +85,23 @@ void reduce_for_cpu(bench::BenchConfig& c) {
   c.impls = {bench::Impl::metrale_cpu};
 }
 
+// Without a GPU only the CPU backend runs: a GPU implementation the user named is an error, never
+// silently dropped from the report.
+void refuse_gpu_impls(const bench::BenchConfig& c, const std::string& why) {
+  if (!c.user_impls) return;
+  for (bench::Impl impl : c.impls) {
+    if (impl == bench::Impl::metrale_cpu || impl == bench::Impl::metrale) continue;
+    fail(Status::unsupported,
+         "bench: --impls {} needs a CUDA device, and none is in use ({}); leave it out to run the "
+         "CPU reference backend",
+         bench::impl_label(impl), why);
+  }
+}
+
 int run_bench(BenchOptions& opt) {
   bench::BenchConfig config = resolve(opt);
+  // Where the report goes is checked before minutes of measurement, not after.
+  if (!config.json_path.empty()) check_writable_location("bench", "--json", config.json_path, false);
   bench::Report report;
   report.info.version = version();
   report.info.date = bench::utc_now_iso8601();
@@ -107,6 +122,7 @@ int run_bench(BenchOptions& opt) {
     bench::run_cuda_bench(config, report);
 #endif
   } else {
+    refuse_gpu_impls(config, why);
     fmt::print(
         "metrale bench: no CUDA device in use ({}); running the CPU reference backend on "
         "a reduced default. These are CPU numbers, labelled metrale-cpu, not GPU "

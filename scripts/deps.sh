@@ -19,6 +19,9 @@ declare -A probe=(
   [cargo]="cmd:cargo"
   [python3-venv]="pkg:python3-venv"
   [python3-dev]="pkg:python3-dev"
+  [pkg-config]="cmd:pkg-config"
+  [clang]="cmd:clang"
+  [libclang-rt-dev]="pkg:libclang-rt-dev"
 )
 
 present() {
@@ -33,8 +36,10 @@ present() {
 missing=()
 # METRALE_DEPS_ASSUME_MISSING="pkg ..." treats those as missing (to exercise the install path).
 for package in ${METRALE_DEPS_ASSUME_MISSING:-}; do missing+=("$package"); done
+# clang and libclang-rt-dev (libFuzzer, the sanitizer runtimes): scripts/fuzz.sh; python3-venv
+# and python3-dev: the Python package (scripts/test_python.sh).
 for package in cmake ninja-build g++ libgtest-dev libfmt-dev libcli11-dev nlohmann-json3-dev cargo \
-  python3-venv python3-dev; do
+               pkg-config clang libclang-rt-dev python3-venv python3-dev; do
   [[ " ${missing[*]} " == *" $package "* ]] && continue
   present "${probe[$package]}" || missing+=("$package")
 done

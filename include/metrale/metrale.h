@@ -30,6 +30,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The library's version (semantic: a MAJOR change breaks callers, MINOR adds, PATCH fixes), and
+ * the version of this binary interface: the layouts of the structs below and the entry points'
+ * parameter lists. METRALE_ABI_VERSION grows by one whenever a struct gains a field; a library
+ * accepts every struct whose struct_size it knows (an older caller's), and refuses, with a
+ * message, a struct_size larger than its own (a caller built against a newer header).
+ * metrale_abi_version() is the library's value, to compare with the header's at run time. The
+ * CMake project reads its version from these three lines. */
+#define METRALE_VERSION_MAJOR 0
+#define METRALE_VERSION_MINOR 2
+#define METRALE_VERSION_PATCH 0
+#define METRALE_ABI_VERSION 1
+
 #if defined(_WIN32)
 #define METRALE_API __declspec(dllexport)
 #else
@@ -63,7 +75,8 @@ enum {
 
 /* Thread-local message of the last failure on this thread ("" after a success). */
 METRALE_API const char* metrale_last_error(void);
-METRALE_API const char* metrale_version(void);
+METRALE_API const char* metrale_version(void); /* "MAJOR.MINOR.PATCH" */
+METRALE_API int32_t metrale_abi_version(void);  /* METRALE_ABI_VERSION the library was built with */
 METRALE_API const char* metrale_status_name(metrale_status status);
 /* Nonzero when the backend was compiled in (it may still have no device to run on). */
 METRALE_API int32_t metrale_backend_built(metrale_backend backend);
@@ -74,69 +87,164 @@ METRALE_API int32_t metrale_backend_built(metrale_backend backend);
 METRALE_API metrale_status metrale_workspace_get(metrale_backend backend, void** workspace,
                                                  size_t* workspace_size);
 
-/* ---- dense and NVFP4 GEMM: out[M,N] = act[M,K] · weight[N,K]ᵀ ------------------------------- */
-#define METRALE_DECLARE_GEMMS(prefix)                                                          \
-  METRALE_API metrale_status prefix##bf16_gemm_act_weight_t(                                   \
-      const void* act, const void* weight, void* out, int32_t m, int32_t n, int32_t k,         \
-      void* workspace, size_t workspace_size, void* stream);                                   \
-  METRALE_API metrale_status prefix##nvfp4_gemm_bf16_act_weight_t(                             \
-      const void* act, const void* weight_packed_t, const void* weight_scale_t,                \
-      float weight_scale_2, void* out, int32_t m, int32_t n, int32_t k, void* workspace,       \
-      size_t workspace_size, void* stream);                                                    \
-  METRALE_API metrale_status prefix##pack_bf16_weight_to_nvfp4_t(                              \
-      const void* weight_bf16, void* packed_t, void* scale_t, int32_t n, int32_t k,            \
-      void* stream);                                                                           \
-  METRALE_API metrale_status prefix##nvfp4_grouped_gate_up(                                    \
-      const void* a_bf16, const uint64_t* gate_packed_ptrs, const uint64_t* gate_scale_ptrs,   \
-      const float* gate_scale2_vals, const uint64_t* up_packed_ptrs,                           \
-      const uint64_t* up_scale_ptrs, const float* up_scale2_vals, void* c_gate_bf16,           \
-      void* c_up_bf16, const int32_t* expert_offsets_host, int32_t num_experts, int32_t n,     \
-      int32_t k, void* workspace, size_t workspace_size, void* stream);                        \
-  METRALE_API metrale_status prefix##nvfp4_grouped_gate_up_fused(                              \
-      const void* a_bf16, const int32_t* sorted_token_ids, const uint64_t* gate_packed_ptrs,   \
-      const uint64_t* gate_sfb_ptrs, const float* gate_scale2_vals,                            \
-      const uint64_t* up_packed_ptrs, const uint64_t* up_sfb_ptrs,                             \
-      const float* up_scale2_vals, void* c_gate_bf16, void* c_up_bf16,                         \
-      const int32_t* expert_offsets_host, int32_t num_experts, int32_t n, int32_t k,           \
-      void* workspace, size_t workspace_size, void* stream);                                   \
-  METRALE_API metrale_status prefix##nvfp4_grouped_down(                                       \
-      const void* a_bf16, const uint64_t* packed_ptrs, const uint64_t* sfb_ptrs,              \
-      const float* scale2_vals, void* c_bf16, const int32_t* expert_offsets_host,              \
-      int32_t num_experts, int32_t n, int32_t k, void* workspace, size_t workspace_size,       \
-      void* stream);                                                                           \
-  METRALE_API metrale_status prefix##pack_weight_sfb(const void* scale_in, void* scale_out,    \
-                                                     int32_t n, int32_t k, int32_t src_n_major, \
-                                                     void* stream);                            \
-  METRALE_API metrale_status prefix##transpose_nvfp4_packed_kton(                              \
-      const void* src_packed_t, void* dst_packed, int32_t n, int32_t k, void* stream);         \
-  METRALE_API metrale_status prefix##transpose_nvfp4_packed_ntok(                              \
-      const void* src_packed, void* dst_packed_t, int32_t n, int32_t k, void* stream);
+/* ---- the seeds' entry points ---------------------------------------------------------------- */
+/* The same nine operations in three families, with the seeds' exact parameter lists:
+ *   bf16_gemm_act_weight_t        out[M,N] = act[M,K] · weight[N,K]ᵀ (bf16)
+ *   nvfp4_gemm_bf16_act_weight_t  the same with weight = e2m1 · e4m3 · weight_scale_2; scales in
+ *                                 the [K/16, N] layout
+ *   pack_bf16_weight_to_nvfp4_t   bf16 [N, K] -> packed [N, K/2] + scale [K/16, N]. This form has
+ *                                 no output for scale_2: it quantizes with scale_2 = 1 (pass 1.0f
+ *                                 to the GEMMs); metrale_pack_bf16_weight_to_nvfp4_ex runs the
+ *                                 full ModelOpt recipe and returns the scale_2 it chose. NaN or
+ *                                 ±Inf weights are refused, naming the first (invalid_argument;
+ *                                 the CPU backend; the CUDA quantizer's check: issue 11).
+ *   nvfp4_grouped_gate_up         per expert, gate and up products; a in group order, [K/16, N]
+ *                                 scales
+ *   nvfp4_grouped_gate_up_fused   the same in one launch, rows gathered through sorted_token_ids
+ *                                 (identity when NULL), SFB scales
+ *   nvfp4_grouped_down            one projection, a in group order, SFB scales
+ *   pack_weight_sfb               block scales into the SFB layout, zero-padded to 128 rows and 4
+ *                                 scale columns; src_n_major = 1 reads [K/16, N] (the quantizer's
+ *                                 output), 0 reads [N, K/16] (a checkpoint's weight_scale)
+ *   transpose_nvfp4_packed_kton   [N, K/2] -> [K/2, N] bytes; _ntok is its inverse
+ * Grouped calls: expert e owns group rows [expert_offsets_host[e], expert_offsets_host[e+1]);
+ * M_total = expert_offsets_host[num_experts]; the per-expert arrays hold num_experts entries (one
+ * device pointer, or one fp32, per expert). The seed-shaped grouped calls cannot see the sizes
+ * of a, c or the token ids (marked UNCHECKED SIZES below): metrale_nvfp4_grouped_ex carries them
+ * and checks them. */
 
-/* The seeds' entry points, for each backend family. `pack_weight_sfb`: src_n_major = 1 reads
- * scale_in as [K/16, N] (N contiguous: pack_bf16_weight_to_nvfp4_t's output); 0 reads [N, K/16]
- * (a checkpoint's weight_scale). The SFB output is zero-padded to 128 rows and 4 scale columns.
- * `transpose_nvfp4_packed_kton`: [N, K/2] -> [K/2, N] bytes; `_ntok` is its inverse.
- * The seed-shaped `pack_bf16_weight_to_nvfp4_t` has no output for scale_2: it quantizes with
- * scale_2 = 1 (the caller passes 1.0f to the GEMMs). metrale_pack_bf16_weight_to_nvfp4_ex runs
- * the full ModelOpt recipe and returns the scale_2 it chose. */
-METRALE_DECLARE_GEMMS(metrale_)
-METRALE_DECLARE_GEMMS(metrale_cutlass_)
-METRALE_DECLARE_GEMMS(metrale_cpu_)
+/* ---- metrale_<op>: our own CUDA kernels (device memory) ------------------------------------- */
+METRALE_API metrale_status metrale_bf16_gemm_act_weight_t(const void* act, const void* weight,
+    void* out, int32_t m, int32_t n, int32_t k, void* workspace, size_t workspace_size,
+    void* stream);
+METRALE_API metrale_status metrale_nvfp4_gemm_bf16_act_weight_t(const void* act,
+    const void* weight_packed_t, const void* weight_scale_t, float weight_scale_2, void* out,
+    int32_t m, int32_t n, int32_t k, void* workspace, size_t workspace_size, void* stream);
+METRALE_API metrale_status metrale_pack_bf16_weight_to_nvfp4_t(const void* weight_bf16,
+    void* packed_t, void* scale_t, int32_t n, int32_t k, void* stream);
+/* UNCHECKED SIZES: a_bf16 must hold expert_offsets[num_experts] rows of K, c_gate_bf16 and
+ * c_up_bf16 as many rows of N; nothing here carries their sizes, so rows past them are read or
+ * written out of bounds. metrale_nvfp4_grouped_ex (a_rows, groups->m_total) checks them. */
+METRALE_API metrale_status metrale_nvfp4_grouped_gate_up(const void* a_bf16,
+    const uint64_t* gate_packed_ptrs, const uint64_t* gate_scale_ptrs,
+    const float* gate_scale2_vals, const uint64_t* up_packed_ptrs, const uint64_t* up_scale_ptrs,
+    const float* up_scale2_vals, void* c_gate_bf16, void* c_up_bf16,
+    const int32_t* expert_offsets_host, int32_t num_experts, int32_t n, int32_t k, void* workspace,
+    size_t workspace_size, void* stream);
+/* UNCHECKED SIZES: every sorted_token_ids[i] must be a row of a_bf16 and c_gate_bf16/c_up_bf16
+ * must hold expert_offsets[num_experts] rows; the token count does not cross this call (the CPU
+ * backend checks ids only for sign and against INT32_MAX), so an id past a's rows reads out of
+ * bounds. metrale_nvfp4_grouped_ex with a_rows > 0 checks every id. */
+METRALE_API metrale_status metrale_nvfp4_grouped_gate_up_fused(const void* a_bf16,
+    const int32_t* sorted_token_ids, const uint64_t* gate_packed_ptrs,
+    const uint64_t* gate_sfb_ptrs, const float* gate_scale2_vals, const uint64_t* up_packed_ptrs,
+    const uint64_t* up_sfb_ptrs, const float* up_scale2_vals, void* c_gate_bf16, void* c_up_bf16,
+    const int32_t* expert_offsets_host, int32_t num_experts, int32_t n, int32_t k, void* workspace,
+    size_t workspace_size, void* stream);
+/* UNCHECKED SIZES: a_bf16 and c_bf16 must hold expert_offsets[num_experts] rows (of K and N);
+ * nothing here carries their sizes. metrale_nvfp4_grouped_ex (a_rows, groups->m_total) checks
+ * them. */
+METRALE_API metrale_status metrale_nvfp4_grouped_down(const void* a_bf16,
+    const uint64_t* packed_ptrs, const uint64_t* sfb_ptrs, const float* scale2_vals, void* c_bf16,
+    const int32_t* expert_offsets_host, int32_t num_experts, int32_t n, int32_t k, void* workspace,
+    size_t workspace_size, void* stream);
+METRALE_API metrale_status metrale_pack_weight_sfb(const void* scale_in, void* scale_out,
+    int32_t n, int32_t k, int32_t src_n_major, void* stream);
+METRALE_API metrale_status metrale_transpose_nvfp4_packed_kton(const void* src_packed_t,
+    void* dst_packed, int32_t n, int32_t k, void* stream);
+METRALE_API metrale_status metrale_transpose_nvfp4_packed_ntok(const void* src_packed,
+    void* dst_packed_t, int32_t n, int32_t k, void* stream);
+
+/* ---- metrale_cutlass_<op>: the CUTLASS reference arm (device memory; NOT_BUILT without it) -- */
+METRALE_API metrale_status metrale_cutlass_bf16_gemm_act_weight_t(const void* act,
+    const void* weight, void* out, int32_t m, int32_t n, int32_t k, void* workspace,
+    size_t workspace_size, void* stream);
+METRALE_API metrale_status metrale_cutlass_nvfp4_gemm_bf16_act_weight_t(const void* act,
+    const void* weight_packed_t, const void* weight_scale_t, float weight_scale_2, void* out,
+    int32_t m, int32_t n, int32_t k, void* workspace, size_t workspace_size, void* stream);
+METRALE_API metrale_status metrale_cutlass_pack_bf16_weight_to_nvfp4_t(const void* weight_bf16,
+    void* packed_t, void* scale_t, int32_t n, int32_t k, void* stream);
+/* UNCHECKED SIZES: as metrale_nvfp4_grouped_gate_up above. */
+METRALE_API metrale_status metrale_cutlass_nvfp4_grouped_gate_up(const void* a_bf16,
+    const uint64_t* gate_packed_ptrs, const uint64_t* gate_scale_ptrs,
+    const float* gate_scale2_vals, const uint64_t* up_packed_ptrs, const uint64_t* up_scale_ptrs,
+    const float* up_scale2_vals, void* c_gate_bf16, void* c_up_bf16,
+    const int32_t* expert_offsets_host, int32_t num_experts, int32_t n, int32_t k, void* workspace,
+    size_t workspace_size, void* stream);
+/* UNCHECKED SIZES: as metrale_nvfp4_grouped_gate_up_fused above. */
+METRALE_API metrale_status metrale_cutlass_nvfp4_grouped_gate_up_fused(const void* a_bf16,
+    const int32_t* sorted_token_ids, const uint64_t* gate_packed_ptrs,
+    const uint64_t* gate_sfb_ptrs, const float* gate_scale2_vals, const uint64_t* up_packed_ptrs,
+    const uint64_t* up_sfb_ptrs, const float* up_scale2_vals, void* c_gate_bf16, void* c_up_bf16,
+    const int32_t* expert_offsets_host, int32_t num_experts, int32_t n, int32_t k, void* workspace,
+    size_t workspace_size, void* stream);
+/* UNCHECKED SIZES: as metrale_nvfp4_grouped_down above. */
+METRALE_API metrale_status metrale_cutlass_nvfp4_grouped_down(const void* a_bf16,
+    const uint64_t* packed_ptrs, const uint64_t* sfb_ptrs, const float* scale2_vals, void* c_bf16,
+    const int32_t* expert_offsets_host, int32_t num_experts, int32_t n, int32_t k, void* workspace,
+    size_t workspace_size, void* stream);
+METRALE_API metrale_status metrale_cutlass_pack_weight_sfb(const void* scale_in, void* scale_out,
+    int32_t n, int32_t k, int32_t src_n_major, void* stream);
+METRALE_API metrale_status metrale_cutlass_transpose_nvfp4_packed_kton(const void* src_packed_t,
+    void* dst_packed, int32_t n, int32_t k, void* stream);
+METRALE_API metrale_status metrale_cutlass_transpose_nvfp4_packed_ntok(const void* src_packed,
+    void* dst_packed_t, int32_t n, int32_t k, void* stream);
+
+/* ---- metrale_cpu_<op>: the CPU oracle (host memory; stream, workspace ignored) -------------- */
+METRALE_API metrale_status metrale_cpu_bf16_gemm_act_weight_t(const void* act, const void* weight,
+    void* out, int32_t m, int32_t n, int32_t k, void* workspace, size_t workspace_size,
+    void* stream);
+METRALE_API metrale_status metrale_cpu_nvfp4_gemm_bf16_act_weight_t(const void* act,
+    const void* weight_packed_t, const void* weight_scale_t, float weight_scale_2, void* out,
+    int32_t m, int32_t n, int32_t k, void* workspace, size_t workspace_size, void* stream);
+METRALE_API metrale_status metrale_cpu_pack_bf16_weight_to_nvfp4_t(const void* weight_bf16,
+    void* packed_t, void* scale_t, int32_t n, int32_t k, void* stream);
+/* UNCHECKED SIZES: as metrale_nvfp4_grouped_gate_up above. */
+METRALE_API metrale_status metrale_cpu_nvfp4_grouped_gate_up(const void* a_bf16,
+    const uint64_t* gate_packed_ptrs, const uint64_t* gate_scale_ptrs,
+    const float* gate_scale2_vals, const uint64_t* up_packed_ptrs, const uint64_t* up_scale_ptrs,
+    const float* up_scale2_vals, void* c_gate_bf16, void* c_up_bf16,
+    const int32_t* expert_offsets_host, int32_t num_experts, int32_t n, int32_t k, void* workspace,
+    size_t workspace_size, void* stream);
+/* UNCHECKED SIZES: as metrale_nvfp4_grouped_gate_up_fused above. */
+METRALE_API metrale_status metrale_cpu_nvfp4_grouped_gate_up_fused(const void* a_bf16,
+    const int32_t* sorted_token_ids, const uint64_t* gate_packed_ptrs,
+    const uint64_t* gate_sfb_ptrs, const float* gate_scale2_vals, const uint64_t* up_packed_ptrs,
+    const uint64_t* up_sfb_ptrs, const float* up_scale2_vals, void* c_gate_bf16, void* c_up_bf16,
+    const int32_t* expert_offsets_host, int32_t num_experts, int32_t n, int32_t k, void* workspace,
+    size_t workspace_size, void* stream);
+/* UNCHECKED SIZES: as metrale_nvfp4_grouped_down above. */
+METRALE_API metrale_status metrale_cpu_nvfp4_grouped_down(const void* a_bf16,
+    const uint64_t* packed_ptrs, const uint64_t* sfb_ptrs, const float* scale2_vals, void* c_bf16,
+    const int32_t* expert_offsets_host, int32_t num_experts, int32_t n, int32_t k, void* workspace,
+    size_t workspace_size, void* stream);
+METRALE_API metrale_status metrale_cpu_pack_weight_sfb(const void* scale_in, void* scale_out,
+    int32_t n, int32_t k, int32_t src_n_major, void* stream);
+METRALE_API metrale_status metrale_cpu_transpose_nvfp4_packed_kton(const void* src_packed_t,
+    void* dst_packed, int32_t n, int32_t k, void* stream);
+METRALE_API metrale_status metrale_cpu_transpose_nvfp4_packed_ntok(const void* src_packed,
+    void* dst_packed_t, int32_t n, int32_t k, void* stream);
 
 /* ---- the seeds' reference test hooks -------------------------------------------------------- */
 /* The CUTLASS Hopper bf16 GEMM with one fixed tile shape (METRALE_STATUS_NOT_BUILT without
  * CUTLASS), and the cuBLASLt bf16 GEMM with the algo_index-th heuristic algorithm (algo_index < 0:
  * the first; *returned_count, if not NULL, receives how many heuristics there are). Device
  * pointers; for A/B comparisons of tile and algorithm choice. */
-#define METRALE_DECLARE_DENSE(name)                                                            \
-  METRALE_API metrale_status name(const void* act, const void* weight, void* out, int32_t m,   \
-                                  int32_t n, int32_t k, void* workspace, size_t workspace_size, \
-                                  void* stream);
-METRALE_DECLARE_DENSE(metrale_cutlass_bf16_gemm_act_weight_t_128x256)
-METRALE_DECLARE_DENSE(metrale_cutlass_bf16_gemm_act_weight_t_256x128)
-METRALE_DECLARE_DENSE(metrale_cutlass_bf16_gemm_act_weight_t_64x128)
-METRALE_DECLARE_DENSE(metrale_cutlass_bf16_gemm_act_weight_t_128x64)
-METRALE_DECLARE_DENSE(metrale_cutlass_bf16_gemm_act_weight_t_64x64)
+METRALE_API metrale_status metrale_cutlass_bf16_gemm_act_weight_t_128x256(const void* act,
+    const void* weight, void* out, int32_t m, int32_t n, int32_t k, void* workspace,
+    size_t workspace_size, void* stream);
+METRALE_API metrale_status metrale_cutlass_bf16_gemm_act_weight_t_256x128(const void* act,
+    const void* weight, void* out, int32_t m, int32_t n, int32_t k, void* workspace,
+    size_t workspace_size, void* stream);
+METRALE_API metrale_status metrale_cutlass_bf16_gemm_act_weight_t_64x128(const void* act,
+    const void* weight, void* out, int32_t m, int32_t n, int32_t k, void* workspace,
+    size_t workspace_size, void* stream);
+METRALE_API metrale_status metrale_cutlass_bf16_gemm_act_weight_t_128x64(const void* act,
+    const void* weight, void* out, int32_t m, int32_t n, int32_t k, void* workspace,
+    size_t workspace_size, void* stream);
+METRALE_API metrale_status metrale_cutlass_bf16_gemm_act_weight_t_64x64(const void* act,
+    const void* weight, void* out, int32_t m, int32_t n, int32_t k, void* workspace,
+    size_t workspace_size, void* stream);
 METRALE_API metrale_status metrale_cublaslt_bf16_gemm_act_weight_t_algo(
     const void* act, const void* weight, void* out, int32_t m, int32_t n, int32_t k,
     void* workspace, size_t workspace_size, void* stream, int32_t algo_index,
@@ -144,26 +252,42 @@ METRALE_API metrale_status metrale_cublaslt_bf16_gemm_act_weight_t_algo(
 
 /* ---- extended entry points ------------------------------------------------------------------ */
 
+/* Versioned structs. struct_size, the first field, is sizeof() of the struct in the header the
+ * caller was built with: set it with the METRALE_*_INIT initialisers below (a zeroed struct has
+ * struct_size 0 and is refused, so no field is ever read from a struct the caller did not mean to
+ * pass). The library reads only the first struct_size bytes; fields beyond them take the default
+ * their comment names. */
+
 /* Expert grouping. Expert e owns group rows [offsets[e], offsets[e+1]); offsets has
  * num_experts + 1 entries, non-negative and non-decreasing, offsets[num_experts] <= m_total.
  * When offsets_on_device is nonzero the array lives in device memory and is read only by the
  * kernels (nothing synchronises with the host: capturable in a CUDA graph); then
  * max_rows_per_expert (<= m_total) bounds every group and the launch is sized from it. */
 typedef struct metrale_groups {
-  const int32_t* offsets;
-  int32_t offsets_on_device;
-  int32_t num_experts;
-  int32_t m_total;
-  int32_t max_rows_per_expert;
+  size_t struct_size;          /* sizeof(metrale_groups); ABI 1: every field below */
+  const int32_t* offsets;      /* num_experts + 1 entries, host or device memory */
+  int32_t offsets_on_device;   /* nonzero: offsets is a device array, never read on the host */
+  int32_t num_experts;         /* >= 0 */
+  int32_t m_total;             /* rows of every output (and of a without a gather) */
+  int32_t max_rows_per_expert; /* device offsets: a bound on every expert's rows; else unread */
 } metrale_groups;
+#define METRALE_GROUPS_INIT {sizeof(metrale_groups), NULL, 0, 0, 0, 0}
+
+/* The calling thread's current CUDA device (cudaGetDevice), for metrale_exec.device. */
+#define METRALE_DEVICE_CURRENT (-1)
 
 /* Where and how an extended call runs. workspace NULL + size 0: the shared workspace. */
 typedef struct metrale_exec {
-  metrale_backend backend;
-  void* workspace;
-  size_t workspace_size;
-  void* stream;
+  size_t struct_size;      /* sizeof(metrale_exec) */
+  metrale_backend backend; /* METRALE_BACKEND_* */
+  void* workspace;         /* caller's scratch (device memory for CUDA-side backends), or NULL */
+  size_t workspace_size;   /* its bytes; 0 with NULL selects the shared workspace */
+  void* stream;            /* cudaStream_t; NULL is the default stream; ignored by the CPU */
+  int32_t device;          /* CUDA device the call runs on (made current for the call, restored
+                            * after); METRALE_DEVICE_CURRENT keeps the thread's current device,
+                            * and so does a struct_size that ends before this field */
 } metrale_exec;
+#define METRALE_EXEC_INIT {sizeof(metrale_exec), METRALE_BACKEND_AUTO, NULL, 0, NULL, -1}
 
 /* Scale layout of the per-expert block scales. */
 typedef int32_t metrale_scale_layout;
@@ -180,7 +304,10 @@ typedef struct metrale_expert_weights {
 } metrale_expert_weights;
 
 /* Full ModelOpt recipe: scale_2 = amax / 2688 is computed and written to *scale_2_out, which
- * lives where the other buffers live (device memory on CUDA, host memory on the CPU). */
+ * lives where the other buffers live (device memory on CUDA, host memory on the CPU). scale_2_out
+ * may be NULL: then scale_2 = 1, as the seed-shaped pack_bf16_weight_to_nvfp4_t. NaN or ±Inf
+ * weights are refused (invalid_argument, naming the first; CPU backend, the CUDA check: issue 11).
+ * exec NULL: METRALE_EXEC_INIT. */
 METRALE_API metrale_status metrale_pack_bf16_weight_to_nvfp4_ex(const void* weight_bf16,
                                                                 void* packed_t, void* scale_t,
                                                                 float* scale_2_out, int32_t n,
@@ -188,8 +315,10 @@ METRALE_API metrale_status metrale_pack_bf16_weight_to_nvfp4_ex(const void* weig
                                                                 const metrale_exec* exec);
 
 /* c[M_total, N] = gather(a) · Wᵀ per expert, for one (down) or two (gate and up) projections.
- * a has a_rows rows; group row i reads row token_ids[i] (device array of m_total entries, or
- * identity when NULL). gate_up: proj_count = 2, out[0] = gate, out[1] = up. */
+ * a has a_rows rows; group row i reads row token_ids[i] (array of m_total entries in the
+ * backend's memory, or identity when NULL). gate_up: proj_count = 2, out[0] = gate, out[1] = up;
+ * each out[p] holds m_total rows of N. With host ids on the CPU backend every id is checked
+ * against a_rows (a_rows = 0: unknown, as in the seeds' fused call: then only for sign). */
 METRALE_API metrale_status metrale_nvfp4_grouped_ex(
     const void* a_bf16, int32_t a_rows, const int32_t* token_ids,
     const metrale_expert_weights* proj, void* const* out, int32_t proj_count,

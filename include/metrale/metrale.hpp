@@ -41,6 +41,8 @@ struct Exec {
   void* workspace = nullptr;
   std::size_t workspace_size = 0;
   void* stream = nullptr;  // cudaStream_t; ignored by the CPU backend
+  std::int32_t device = -1;  // CUDA device made current for the call (restored after); -1: keep
+                             // the thread's current device. Ignored by the CPU backend.
 };
 
 enum class ScaleLayout : std::int32_t {

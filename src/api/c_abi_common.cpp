@@ -1,8 +1,11 @@
 // The C ABI boundary helpers (c_abi_common.hpp).
 #include "api/c_abi_common.hpp"
 
+#include <cstddef>
+#include <cstring>
 #include <span>
 
+#include "core/error.hpp"
 #include "core/last_error.hpp"
 #include "core/validate.hpp"
 
@@ -21,10 +24,46 @@ Exec make_exec(Backend backend, void* workspace, std::size_t workspace_size, voi
   return Exec{backend, workspace, workspace_size, stream};
 }
 
-Exec make_exec(const metrale_exec* exec) {
-  if (exec == nullptr) return Exec{};
-  return Exec{static_cast<Backend>(exec->backend), exec->workspace, exec->workspace_size,
-              exec->stream};
+namespace {
+
+// The first struct_size bytes of the caller's struct over `defaults`. min_size is the size of the
+// oldest layout still accepted; anything larger than this library's layout comes from a newer
+// header, whose fields this library cannot honour.
+template <class T>
+T read_versioned(std::string_view who, std::string_view name, std::string_view type,
+                 std::string_view init, const T* in, std::size_t min_size, T defaults) {
+  const std::size_t size = in->struct_size;
+  METRALE_REQUIRE(size >= min_size,
+                  "{}: {}->struct_size = {}, expected sizeof({}) = {} (set it with {}; a struct "
+                  "from an older metrale.h has at least {} bytes)",
+                  who, name, size, type, sizeof(T), init, min_size);
+  METRALE_REQUIRE(size <= sizeof(T),
+                  "{}: {}->struct_size = {} is larger than this library's {} ({} bytes, ABI {}): "
+                  "the caller was built against a newer metrale.h; use a libmetrale at least as "
+                  "new as that header",
+                  who, name, size, type, sizeof(T), METRALE_ABI_VERSION);
+  std::memcpy(static_cast<void*>(&defaults), in, size);
+  return defaults;
+}
+
+}  // namespace
+
+Exec make_exec(std::string_view who, const metrale_exec* exec) {
+  const metrale_exec defaults = METRALE_EXEC_INIT;
+  // ABI 1 without `device` is the oldest layout a caller may still pass.
+  const metrale_exec e =
+      exec == nullptr ? defaults
+                      : read_versioned(who, "exec", "metrale_exec", "METRALE_EXEC_INIT", exec,
+                                       offsetof(metrale_exec, device), defaults);
+  return Exec{static_cast<Backend>(e.backend), e.workspace, e.workspace_size, e.stream, e.device};
+}
+
+ExpertGroups read_groups(std::string_view who, const metrale_groups* groups) {
+  core::require_not_null(who, "groups", groups);
+  const metrale_groups g = read_versioned(who, "groups", "metrale_groups", "METRALE_GROUPS_INIT",
+                                          groups, sizeof(metrale_groups), metrale_groups{});
+  return ExpertGroups{g.offsets, g.offsets_on_device != 0, g.num_experts, g.m_total,
+                      g.max_rows_per_expert};
 }
 
 DenseGemm dense_gemm(const void* act, const void* weight, void* out, std::int32_t m, std::int32_t n,

@@ -7,6 +7,7 @@
 
 #include "api/dispatch.hpp"
 #include "api/guard.hpp"
+#include "api/run_on_device.hpp"
 #include "metrale/metrale.h"
 #include "metrale/metrale.hpp"
 
@@ -20,14 +21,18 @@ metrale_status c_call(std::string_view who, Body&& body) noexcept {
   return finish(guarded(who, body));
 }
 
-// One operation (dispatch.hpp's run) inside the boundary.
+// One operation (dispatch.hpp's run) inside the boundary, on the device exec->device names.
 template <class Args>
 metrale_status c_run(std::string_view who, const Args& args, const Exec& exec) noexcept {
-  return c_call(who, [&] { run(who, args, exec); });
+  return c_call(who, [&] { run_on_device(who, "exec->device", args, exec); });
 }
 
 Exec make_exec(Backend backend, void* workspace, std::size_t workspace_size, void* stream);
-Exec make_exec(const metrale_exec* exec);  // null: automatic backend, shared workspace
+// The caller's versioned structs (metrale.h): struct_size is checked against the sizes this
+// library knows, then only the bytes the caller's header had are read. A null exec means
+// METRALE_EXEC_INIT (automatic backend, shared workspace, current device).
+Exec make_exec(std::string_view who, const metrale_exec* exec);
+ExpertGroups read_groups(std::string_view who, const metrale_groups* groups);
 
 // The dense GEMM's arguments from the C ABI's untyped pointers.
 DenseGemm dense_gemm(const void* act, const void* weight, void* out, std::int32_t m, std::int32_t n,

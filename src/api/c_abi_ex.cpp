@@ -15,11 +15,6 @@ using metrale::Backend;
 
 namespace {
 
-metrale::ExpertGroups to_groups(const metrale_groups& g) {
-  return metrale::ExpertGroups{g.offsets, g.offsets_on_device != 0, g.num_experts, g.m_total,
-                               g.max_rows_per_expert};
-}
-
 metrale_status cutlass_tile(const char* who, api::CutlassTile tile, const void* act,
                             const void* weight, void* out, int32_t m, int32_t n, int32_t k,
                             void* workspace, size_t workspace_size, void* stream) {
@@ -42,6 +37,10 @@ const char* metrale_version(void) {
   return metrale::version();
 }
 
+int32_t metrale_abi_version(void) {
+  return METRALE_ABI_VERSION;
+}
+
 const char* metrale_status_name(metrale_status status) {
   return core::status_name(status);
 }
@@ -55,7 +54,7 @@ metrale_status metrale_workspace_get(metrale_backend backend, void** workspace,
                                      size_t* workspace_size) {
   constexpr const char* kWho = "metrale_workspace_get";
   return api::c_call(kWho, [&] {
-    api::get_shared_workspace(kWho, static_cast<Backend>(backend), workspace, workspace_size);
+    api::query_shared_workspace(kWho, static_cast<Backend>(backend), workspace, workspace_size);
   });
 }
 
@@ -69,7 +68,9 @@ metrale_status metrale_pack_bf16_weight_to_nvfp4_ex(const void* weight_bf16, voi
                                 scale_2_out,
                                 n,
                                 k};
-  return api::c_run(kWho, args, api::make_exec(exec));
+  return api::c_call(kWho, [&] {
+    api::run_on_device(kWho, "exec->device", args, api::make_exec(kWho, exec));
+  });
 }
 
 metrale_status metrale_nvfp4_grouped_ex(const void* a_bf16, int32_t a_rows,
@@ -80,7 +81,8 @@ metrale_status metrale_nvfp4_grouped_ex(const void* a_bf16, int32_t a_rows,
                                         const metrale_exec* exec) {
   constexpr const char* kWho = "metrale_nvfp4_grouped_ex";
   return api::c_call(kWho, [&] {
-    core::require_not_null(kWho, "groups", groups);
+    const metrale::ExpertGroups read = api::read_groups(kWho, groups);
+    const metrale::Exec where = api::make_exec(kWho, exec);
     core::require_not_null(kWho, "proj", proj);
     core::require_not_null(kWho, "out", out);
     api::require_proj_count(kWho, proj_count);  // before proj[] and out[] are read
@@ -94,10 +96,10 @@ metrale_status metrale_nvfp4_grouped_ex(const void* a_bf16, int32_t a_rows,
       args.out[p] = static_cast<metrale::bf16_bits*>(out[p]);
     }
     args.scale_layout = static_cast<metrale::ScaleLayout>(scale_layout);
-    args.groups = to_groups(*groups);
+    args.groups = read;
     args.n = n;
     args.k = k;
-    api::run(kWho, args, api::make_exec(exec));
+    api::run_on_device(kWho, "exec->device", args, where);
   });
 }
 
@@ -106,9 +108,8 @@ metrale_status metrale_nvfp4_grouped_workspace_size(metrale_backend backend,
                                                     int32_t k, int32_t proj_count, size_t* bytes) {
   constexpr const char* kWho = "metrale_nvfp4_grouped_workspace_size";
   return api::c_call(kWho, [&] {
-    core::require_not_null(kWho, "groups", groups);
-    api::grouped_workspace_size(kWho, static_cast<Backend>(backend), to_groups(*groups), n, k,
-                                proj_count, bytes);
+    api::grouped_workspace_size(kWho, static_cast<Backend>(backend), api::read_groups(kWho, groups),
+                                n, k, proj_count, bytes);
   });
 }
 

@@ -3,6 +3,7 @@
 // throws. Messages name the operation as the seeds do.
 #include "api/dispatch.hpp"
 #include "api/guard.hpp"
+#include "api/run_on_device.hpp"
 #include "api/select.hpp"
 #include "api/validate.hpp"
 
@@ -11,7 +12,7 @@ namespace {
 
 template <class Args>
 Result guarded_run(std::string_view who, const Args& args, const Exec& exec) {
-  return api::guarded(who, [&] { api::run(who, args, exec); });
+  return api::guarded(who, [&] { api::run_on_device(who, "exec.device", args, exec); });
 }
 
 }  // namespace
@@ -57,7 +58,7 @@ Result nvfp4_grouped_workspace_size(Backend backend, const ExpertGroups& groups,
 
 Result shared_workspace(Backend backend, void** workspace, std::size_t* size) {
   constexpr std::string_view kWho = "shared_workspace";
-  return api::guarded(kWho, [&] { api::get_shared_workspace(kWho, backend, workspace, size); });
+  return api::guarded(kWho, [&] { api::query_shared_workspace(kWho, backend, workspace, size); });
 }
 
 }  // namespace metrale

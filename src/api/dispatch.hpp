@@ -24,6 +24,12 @@ void run_cutlass_tile(std::string_view who, const DenseGemm& args, const Exec& e
 void run_cublaslt_algo(std::string_view who, const DenseGemm& args, const Exec& exec,
                        int algo_index, int* returned_count);
 
+// The shared-workspace query of both APIs (metrale_workspace_get, metrale::shared_workspace):
+// a CUDA-side backend without a usable device answers as every other call does (unsupported,
+// "no CUDA device (<the runtime's error>)"), before the runtime is asked for a buffer.
+void query_shared_workspace(std::string_view who, Backend backend, void** workspace,
+                            std::size_t* workspace_size);
+
 // The size queries: `bytes` is checked first, then the shape; the selected backend's need is
 // written to *bytes.
 void gemm_workspace_size(std::string_view who, Backend backend, int m, int n, int k,

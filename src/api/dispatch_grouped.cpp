@@ -3,6 +3,7 @@
 // device. With host offsets the API fills in max_rows_per_expert, so every backend can size its
 // launch from it whichever side the offsets live on.
 #include <algorithm>
+#include <cstdint>
 
 #include "api/backends.hpp"
 #include "api/dispatch.hpp"
@@ -29,16 +30,17 @@ ExpertGroups with_max_rows(const ExpertGroups& groups) {
 }
 
 // a_rows = 0 means "unknown" (the seeds' fused call does not carry the token count). On the host
-// the ids themselves bound it: after validate_for_cpu every id read is >= 0, so a holds at least
-// max id + 1 rows, and the CPU backend gets a bound it can check every read against.
+// the ids themselves bound it: after validate_for_cpu every id read is in [0, INT32_MAX), so a
+// holds at least max id + 1 rows (an int32), and the CPU backend gets a bound it can check every
+// read against. The sum is taken in 64 bits all the same: an id of INT32_MAX must never wrap.
 void infer_a_rows(GroupedNvfp4& args) {
   if (args.token_ids == nullptr || args.a_rows > 0) return;
-  std::int32_t rows = 0;
+  std::int64_t rows = 0;
   for (std::int32_t i = args.groups.offsets[0]; i < args.groups.offsets[args.groups.num_experts];
        ++i) {
-    rows = std::max(rows, args.token_ids[i] + 1);
+    rows = std::max(rows, std::int64_t{args.token_ids[i]} + 1);
   }
-  args.a_rows = rows;
+  args.a_rows = static_cast<std::int32_t>(std::min<std::int64_t>(rows, INT32_MAX));
 }
 
 }  // namespace

@@ -29,9 +29,13 @@ Backend select_packing_backend(std::string_view who, Backend requested) {
 void run(std::string_view who, const PackNvfp4& args, const Exec& exec) {
   validate(who, args);
   const Backend backend = select_packing_backend(who, exec.backend);
-  if (backend == Backend::cpu) return cpu::pack_nvfp4(args);
+  if (backend == Backend::cpu) {
+    cpu::require_pack_memory(args);
+    require_finite_weights_on_host(who, args);
+    return cpu::pack_nvfp4(args);
+  }
   // The quantizers need no scratch: the amax reduction runs in *scale_2_out itself.
-  const core::Buffer ws{};
+  [[maybe_unused]] const core::Buffer ws{};  // unused without a device backend
   switch (backend) {
 #ifdef METRALE_HAS_CUDA
     case Backend::cuda: return cuda::pack_nvfp4(args, ws, exec.stream);

@@ -4,6 +4,7 @@
 
 #include <exception>
 #include <new>
+#include <string>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -12,6 +13,14 @@
 
 namespace metrale::api {
 
+// Every message names the function called: one thrown from below the API without `who` (a
+// backend's own check, an environment variable's) gets it in front, and keeps its own text.
+inline std::string named(std::string_view who, std::string_view message) {
+  if (message.starts_with(who) && message.substr(who.size()).starts_with(": "))
+    return std::string(message);
+  return fmt::format("{}: {}", who, message);
+}
+
 template <class Body>
 Result guarded(std::string_view who, Body&& body) noexcept {
   try {
@@ -19,7 +28,7 @@ Result guarded(std::string_view who, Body&& body) noexcept {
       body();
       return {};
     } catch (const Error& e) {
-      return {e.status(), e.what()};
+      return {e.status(), named(who, e.what())};
     } catch (const std::bad_alloc&) {
       return {Status::internal, fmt::format("{}: out of host memory", who)};
     } catch (const std::exception& e) {

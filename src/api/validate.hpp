@@ -23,6 +23,10 @@ void validate(std::string_view who, const GroupedNvfp4& args);
 // and checks each gathered row index against a_rows (or >= 0 when a_rows is 0, "unknown").
 void validate_for_cpu(std::string_view who, const GroupedNvfp4& args);
 
+// The quantizer's input on the host (CPU backend): every weight finite, else invalid_argument
+// naming the first bad index, its row and column, and the value.
+void require_finite_weights_on_host(std::string_view who, const PackNvfp4& args);
+
 // The seed's name for a grouped call: nvfp4_grouped_down (one projection),
 // nvfp4_grouped_gate_up (two, [K/16, N] scales), nvfp4_grouped_gate_up_fused (two, SFB scales).
 std::string_view grouped_op_name(const GroupedNvfp4& args);

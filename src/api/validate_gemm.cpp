@@ -4,6 +4,7 @@
 #include "api/validate.hpp"
 #include "core/error.hpp"
 #include "core/validate.hpp"
+#include "format/bf16.hpp"
 #include "format/nvfp4_recipe.hpp"
 
 namespace metrale::api {
@@ -67,6 +68,15 @@ void validate(std::string_view who, const PackNvfp4& args) {
   require_bytes(who, "packed_t", args.packed);
   require_bytes(who, "scale_t", args.scale);
   require_aligned(who, "scale_2_out", args.scale_2_out, alignof(float), "fp32 data");
+}
+
+void require_finite_weights_on_host(std::string_view who, const PackNvfp4& args) {
+  const std::size_t count = static_cast<std::size_t>(args.n) * static_cast<std::size_t>(args.k);
+  for (std::size_t i = 0; i < count; ++i) {
+    if (!format::bf16_is_finite(args.weight[i]))
+      core::fail_non_finite_weight(who, "weight_bf16", i, format::bf16_to_float(args.weight[i]),
+                                   args.k);
+  }
 }
 
 void validate(std::string_view who, const SwizzleScales& args) {

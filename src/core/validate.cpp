@@ -10,32 +10,31 @@ namespace metrale::core {
 
 void ensure_group_arrays(std::string_view who, std::int64_t num_experts,
                          std::span<const ArrayLength> per_expert,
-                         std::span<const std::int32_t> offsets) {
-  METRALE_REQUIRE(num_experts >= 0, "{}: num_experts = {}, expected num_experts >= 0", who,
-                  num_experts);
+                         std::span<const std::int32_t> offsets, const OffsetNames& names) {
+  METRALE_REQUIRE(num_experts >= 0, "{}: {} = {}, expected {} >= 0", who, names.num_experts,
+                  num_experts, names.num_experts);
   const auto want_offsets = static_cast<std::size_t>(num_experts) + 1;
-  METRALE_REQUIRE(offsets.size() == want_offsets,
-                  "{}: expert_offsets has length {}, expected num_experts + 1 = {}", who,
-                  offsets.size(), want_offsets);
+  METRALE_REQUIRE(offsets.size() == want_offsets, "{}: {} has length {}, expected {} + 1 = {}",
+                  who, names.offsets, offsets.size(), names.num_experts, want_offsets);
   for (const ArrayLength& array : per_expert) {
-    METRALE_REQUIRE(array.length == num_experts, "{}: {} has length {}, expected num_experts = {}",
-                    who, array.name, array.length, num_experts);
+    METRALE_REQUIRE(array.length == num_experts, "{}: {} has length {}, expected {} = {}", who,
+                    array.name, array.length, names.num_experts, num_experts);
   }
-  METRALE_REQUIRE(offsets[0] >= 0, "{}: expert_offsets[0] = {} is negative, expected >= 0", who,
+  METRALE_REQUIRE(offsets[0] >= 0, "{}: {}[0] = {} is negative, expected >= 0", who, names.offsets,
                   offsets[0]);
   for (std::size_t e = 1; e < offsets.size(); ++e) {
     METRALE_REQUIRE(offsets[e] >= offsets[e - 1],
-                    "{}: expert_offsets[{}] = {} < expert_offsets[{}] = {}, expected "
-                    "non-decreasing offsets (expert {} would have a negative row count)",
-                    who, e, offsets[e], e - 1, offsets[e - 1], e - 1);
+                    "{}: {}[{}] = {} < {}[{}] = {}, expected non-decreasing offsets (expert {} "
+                    "would have a negative row count)",
+                    who, names.offsets, e, offsets[e], names.offsets, e - 1, offsets[e - 1], e - 1);
   }
 }
 
 void require_offsets_within(std::string_view who, std::span<const std::int32_t> offsets,
-                            std::int64_t m_total) {
+                            std::int64_t m_total, const OffsetNames& names) {
   const std::size_t last = offsets.size() - 1;
-  METRALE_REQUIRE(offsets[last] <= m_total, "{}: expert_offsets[{}] = {} > M_total = {}", who, last,
-                  offsets[last], m_total);
+  METRALE_REQUIRE(offsets[last] <= m_total, "{}: {}[{}] = {} > {} = {}", who, names.offsets, last,
+                  offsets[last], names.m_total, m_total);
 }
 
 void require_not_null(std::string_view who, std::string_view name, const void* ptr) {
@@ -61,6 +60,15 @@ void require_multiple_of(std::string_view who, std::string_view name, std::int64
                          std::int64_t divisor) {
   METRALE_REQUIRE(value % divisor == 0, "{}: {} = {} is not a multiple of {}", who, name, value,
                   divisor);
+}
+
+void fail_non_finite_weight(std::string_view who, std::string_view name, std::size_t index,
+                            float value, std::int64_t k) {
+  const auto columns = static_cast<std::size_t>(k);
+  fail(Status::invalid_argument,
+       "{}: {}[{}] = {} (row {}, column {}) is not finite, expected finite weights (NVFP4 has no "
+       "NaN or Inf)",
+       who, name, index, value, index / columns, index % columns);
 }
 
 void require_scale2(std::string_view who, std::string_view name, float value) {

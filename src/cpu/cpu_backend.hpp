@@ -10,6 +10,9 @@ namespace metrale::cpu {
 void bf16_gemm(const DenseGemm& args);
 void nvfp4_gemm(const Nvfp4Gemm& args);
 void pack_nvfp4(const PackNvfp4& args);
+// The quantizer's host footprint, checked before its input is read (the API's finite-weight scan
+// reads it first, so this runs before that scan).
+void require_pack_memory(const PackNvfp4& args);
 void swizzle_scales(const SwizzleScales& args);
 void transpose_packed(const TransposePacked& args);
 void nvfp4_grouped(const GroupedNvfp4& args);

@@ -1,10 +1,11 @@
-// CPU GEMM core: bf16 and NVFP4 weight decoding to fp32 and the one row-times-weightᵀ routine
-// (fp64 accumulation, bf16 round-to-nearest-even out) behind every GEMM of the CPU backend.
-// Host memory; threads over output tiles.
+// CPU GEMM core: bf16 and NVFP4 weight decoding to fp32, a panel of rows at a time, and the one
+// row-times-weightᵀ routine (fp64 accumulation, bf16 round-to-nearest-even out) behind every GEMM
+// of the CPU backend. Host memory; threads over weight panels, each with its own panel buffer.
 #include "cpu/gemm_core.hpp"
 
 #include <algorithm>
 #include <array>
+#include <vector>
 
 #include "cpu/parallel.hpp"
 #include "format/bf16.hpp"
@@ -36,8 +37,8 @@ double dot(const float* a, const float* w, std::int32_t k) {
   return sum;
 }
 
-constexpr std::size_t kTileRows = 32;  // rows of `a` per work item, reused against each w row
-constexpr std::size_t kTileCols = 8;   // w rows per work item
+constexpr std::size_t kTileRows = 32;    // rows of `a` per pass over a panel (cache reuse)
+constexpr std::size_t kBlockRows = 256;  // rows of `a` per work item
 
 }  // namespace
 
@@ -47,40 +48,63 @@ void bf16_to_float(const bf16_bits* src, std::size_t count, float* dst) {
   });
 }
 
-void decode_nvfp4_weight(const std::uint8_t* packed, const std::uint8_t* scale, ScaleLayout layout,
-                         std::int32_t n, std::int32_t k, float* w) {
-  const auto& pairs = e2m1_pair_table();
+DecodeRows bf16_rows(const bf16_bits* weight, std::int32_t k) {
+  const std::size_t K = static_cast<std::size_t>(k);
+  return [weight, K](std::size_t first, std::size_t count, float* dst) {
+    const bf16_bits* src = weight + first * K;
+    for (std::size_t i = 0; i < count * K; ++i) dst[i] = format::bf16_to_float(src[i]);
+  };
+}
+
+DecodeRows nvfp4_rows(const std::uint8_t* packed, const std::uint8_t* scale, ScaleLayout layout,
+                      std::int32_t n, std::int32_t k) {
   const std::size_t N = static_cast<std::size_t>(n), K = static_cast<std::size_t>(k);
-  parallel_for(N, 16, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t row = begin; row < end; ++row) {
+  return [=](std::size_t first, std::size_t count, float* dst) {
+    const auto& pairs = e2m1_pair_table();
+    for (std::size_t row = first; row < first + count; ++row) {
       for (std::size_t b = 0; b < K / 16; ++b) {
         const std::size_t at = layout == ScaleLayout::sfb ? format::sfb_offset(row, b, K)
                                                           : format::k16_by_n_offset(row, b, N);
         const float sf = format::e4m3_to_float(scale[at]);
         const std::uint8_t* bytes = packed + format::packed_nk_offset(row, b * 8, K);
-        float* out = w + row * K + b * 16;
+        float* out = dst + (row - first) * K + b * 16;
         for (int j = 0; j < 8; ++j) {
           out[2 * j] = pairs[bytes[j]][0] * sf;
           out[2 * j + 1] = pairs[bytes[j]][1] * sf;
         }
       }
     }
-  });
+  };
 }
 
-void gemm_rows(const float* a, std::int32_t rows, const float* w, std::int32_t n, std::int32_t k,
-               float scale_2, bf16_bits* out) {
+double panel_scratch_bytes(std::int32_t k) {
+  return static_cast<double>(worker_count()) * kPanelRows * static_cast<double>(k) * sizeof(float);
+}
+
+void gemm_rows(const float* a, std::int32_t rows, const DecodeRows& w, std::int32_t n,
+               std::int32_t k, float scale_2, bf16_bits* out) {
   const std::size_t M = static_cast<std::size_t>(rows), N = static_cast<std::size_t>(n),
                     K = static_cast<std::size_t>(k);
-  const std::size_t row_tiles = (M + kTileRows - 1) / kTileRows;
-  const std::size_t col_tiles = (N + kTileCols - 1) / kTileCols;
-  parallel_for(row_tiles * col_tiles, 1, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t tile = begin; tile < end; ++tile) {
-      const std::size_t r0 = tile / col_tiles * kTileRows, c0 = tile % col_tiles * kTileCols;
-      for (std::size_t c = c0; c < std::min(c0 + kTileCols, N); ++c) {
-        for (std::size_t r = r0; r < std::min(r0 + kTileRows, M); ++r) {
-          const float acc = static_cast<float>(dot(a + r * K, w + c * K, k));
-          out[r * N + c] = format::float_to_bf16(acc * scale_2);
+  // Work items: a panel of weight rows × a block of a's rows, so tall, narrow products spread
+  // over the workers too; a panel is decoded again per block (1/kBlockRows of the work).
+  const std::size_t panels = (N + kPanelRows - 1) / kPanelRows;
+  const std::size_t blocks = (M + kBlockRows - 1) / kBlockRows;
+  // About four chunks per worker balance the load; each chunk allocates its panel buffer once.
+  const std::size_t items = panels * blocks;
+  const std::size_t grain = std::max<std::size_t>(1, items / (4 * std::size_t{worker_count()}));
+  parallel_for(items, grain, [&](std::size_t begin, std::size_t end) {
+    std::vector<float> panel(kPanelRows * K);  // this chunk's decoded weight rows
+    for (std::size_t item = begin; item < end; ++item) {
+      const std::size_t p = item / blocks, block = item % blocks;
+      const std::size_t c0 = p * kPanelRows, count = std::min(kPanelRows, N - c0);
+      w(c0, count, panel.data());
+      const std::size_t r_end = std::min((block + 1) * kBlockRows, M);
+      for (std::size_t r0 = block * kBlockRows; r0 < r_end; r0 += kTileRows) {
+        for (std::size_t c = 0; c < count; ++c) {
+          for (std::size_t r = r0; r < std::min(r0 + kTileRows, r_end); ++r) {
+            const float acc = static_cast<float>(dot(a + r * K, panel.data() + c * K, k));
+            out[r * N + c0 + c] = format::float_to_bf16(acc * scale_2);
+          }
         }
       }
     }

@@ -8,7 +8,10 @@
 #include <cstring>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "cpu/cpu_backend.hpp"
+#include "cpu/footprint.hpp"
 #include "cpu/parallel.hpp"
 #include "format/bf16.hpp"
 #include "format/e2m1.hpp"
@@ -56,6 +59,15 @@ void pack_row(const PackNvfp4& args, std::size_t row, float scale_2) {
 }
 
 }  // namespace
+
+void require_pack_memory(const PackNvfp4& args) {
+  const double n = args.n, k = args.k;
+  require_host_memory(fmt::format("N = {}, K = {}", args.n, args.k),
+                      {{"weight_bf16", n * k * 2},
+                       {"packed_t", n * k / 2},
+                       {"scale_t", n * (args.k / 16)},
+                       {"scratch", n * 4}});
+}
 
 void pack_nvfp4(const PackNvfp4& args) {
   const std::size_t N = static_cast<std::size_t>(args.n), K = static_cast<std::size_t>(args.k);

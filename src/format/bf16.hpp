@@ -15,6 +15,12 @@ METRALE_HD inline float bf16_to_float(std::uint16_t bits) {
   return bits_to_float(static_cast<std::uint32_t>(bits) << 16);
 }
 
+// NaN and ±Inf have every exponent bit set. NVFP4 has neither, so the quantizer refuses them
+// (CPU backend and, through this same test, the GPU quantizer).
+METRALE_HD inline bool bf16_is_finite(std::uint16_t bits) {
+  return (bits & 0x7F80u) != 0x7F80u;
+}
+
 // Round to nearest, ties to even: add 0x7FFF plus the lowest kept bit, then truncate. Finite
 // values above the largest bf16 round to ±Inf, as IEEE rounding does; Inf stays Inf.
 METRALE_HD inline std::uint16_t float_to_bf16(float value) {

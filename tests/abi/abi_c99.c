@@ -188,10 +188,10 @@ static void test_cpu_grouped(void) {
         "down");
   check_grouped("down", down, offsets, NULL, up_s2);
   {
-    const metrale_groups groups = {offsets, 0, EXPERTS, ROWS, 0};
+    const metrale_groups groups = {sizeof(metrale_groups), offsets, 0, EXPERTS, ROWS, 0};
     const metrale_expert_weights w = {packed, sfb, up_s2};
     void* outs[1];
-    const metrale_exec cpu = {METRALE_BACKEND_CPU, NULL, 0, NULL};
+    const metrale_exec cpu = {sizeof(metrale_exec), METRALE_BACKEND_CPU, NULL, 0, NULL, -1};
     size_t bytes = 1;
     outs[0] = ex;
     CHECK(metrale_nvfp4_grouped_ex(act, 8, ids, &w, outs, 1, METRALE_SCALE_SFB, &groups, N, K,
@@ -225,9 +225,10 @@ static void test_cpu_grouped(void) {
 static void test_cpu_ex_and_info(void) {
   float scale_2 = 0.0f;
   uint8_t packed[N * K / 2], scale[KB * N];
-  const metrale_exec cpu = {METRALE_BACKEND_CPU, NULL, 0, NULL};
+  metrale_exec cpu = METRALE_EXEC_INIT;
   size_t bytes = 1, ws_size = 0;
   void* ws = NULL;
+  cpu.backend = METRALE_BACKEND_CPU;
   CHECK(metrale_pack_bf16_weight_to_nvfp4_ex(experts[0].w_bf16, packed, scale, &scale_2, N, K,
                                              &cpu) == METRALE_STATUS_OK,
         "pack_ex");
@@ -239,6 +240,8 @@ static void test_cpu_ex_and_info(void) {
             ws != NULL && ws_size > 0,
         "shared CPU workspace");
   CHECK(strlen(metrale_version()) > 0, "version");
+  CHECK(metrale_abi_version() == METRALE_ABI_VERSION, "ABI version %d, header %d",
+        (int)metrale_abi_version(), METRALE_ABI_VERSION);
   CHECK(strcmp(metrale_status_name(METRALE_STATUS_NOT_BUILT), "not_built") == 0, "status name");
   CHECK(metrale_backend_built(METRALE_BACKEND_CPU) == 1, "the CPU backend is always built");
 }
@@ -306,7 +309,7 @@ static void test_device_hooks(void) {
   int32_t count = -1;
   float scale_2 = 0.0f;
   uint8_t bytes[SFB_BYTES];
-  const metrale_exec cuda = {METRALE_BACKEND_CUDA, NULL, 0, NULL};
+  const metrale_exec cuda = {sizeof(metrale_exec), METRALE_BACKEND_CUDA, NULL, 0, NULL, -1};
 #define HOOK(name)                                                                                 \
   expect_refusal(name(act, experts[0].w_bf16, c, M, N, K, NULL, 0, NULL), METRALE_BACKEND_CUTLASS, \
                  #name)

@@ -9,12 +9,14 @@
 #include <gtest/gtest.h>
 
 #include "api_test_util.hpp"
+#include "seed_arrays.hpp"
 #include "metrale/metrale.h"
 
 namespace metrale {
 namespace {
 
 using test::ptr_bits;
+using test::SeedArrays;
 
 std::string last_error() {
   return metrale_last_error();
@@ -88,16 +90,6 @@ TEST(CAbi, LastErrorIsThreadLocal) {
   EXPECT_EQ(fresh, "");
 }
 
-struct SeedArrays {
-  std::vector<std::uint8_t> packed = std::vector<std::uint8_t>(8 * 16, 0x22);
-  std::vector<std::uint8_t> scale = std::vector<std::uint8_t>(512, 0x38);
-  std::vector<std::uint64_t> packed_ptrs = std::vector<std::uint64_t>(2, ptr_bits(packed.data()));
-  std::vector<std::uint64_t> scale_ptrs = std::vector<std::uint64_t>(2, ptr_bits(scale.data()));
-  std::vector<float> s2 = std::vector<float>(2, 1.0f);
-  std::vector<std::uint16_t> a = std::vector<std::uint16_t>(16 * 32, 0x3F80);
-  std::vector<std::uint16_t> c = std::vector<std::uint16_t>(16 * 8), c2 = c;
-};
-
 metrale_status down(SeedArrays& s, const std::vector<std::int32_t>& offsets, int32_t experts) {
   return metrale_cpu_nvfp4_grouped_down(s.a.data(), s.packed_ptrs.data(), s.scale_ptrs.data(),
                                         s.s2.data(), s.c.data(), offsets.data(), experts, 8, 32,
@@ -143,24 +135,16 @@ TEST(CAbiSeed, PerExpertArraysAndScale2) {
             "a valid pointer");
   std::vector<float> bad = {1.0f, NAN};
   std::vector<std::int32_t> ids(9, 0);
-  EXPECT_EQ(metrale_cpu_nvfp4_grouped_gate_up_fused(
-                s.a.data(), ids.data(), s.packed_ptrs.data(), s.scale_ptrs.data(), s.s2.data(),
-                s.packed_ptrs.data(), s.scale_ptrs.data(), bad.data(), s.c.data(), s.c2.data(),
-                offsets.data(), 2, 8, 32, nullptr, 0, nullptr),
-            METRALE_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(test::seed_fused(s, ids.data(), offsets, bad.data()), METRALE_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(last_error(),
             "metrale_cpu_nvfp4_grouped_gate_up_fused: up_scale2_vals[1] = nan is "
             "not finite and > 0");
   // The seed form of the fused call has no token count: ids are checked only for sign.
   ids[7] = -4;
-  EXPECT_EQ(metrale_cpu_nvfp4_grouped_gate_up_fused(
-                s.a.data(), ids.data(), s.packed_ptrs.data(), s.scale_ptrs.data(), s.s2.data(),
-                s.packed_ptrs.data(), s.scale_ptrs.data(), s.s2.data(), s.c.data(), s.c2.data(),
-                offsets.data(), 2, 8, 32, nullptr, 0, nullptr),
-            METRALE_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(test::seed_fused(s, ids.data(), offsets), METRALE_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(last_error(),
             "metrale_cpu_nvfp4_grouped_gate_up_fused: sorted_token_ids[7] = -4 is "
-            "negative, expected a row of a");
+            "negative, expected a row of a_bf16");
 }
 
 TEST(CAbiSeed, SwizzleFlagAndTransposeNames) {
@@ -180,19 +164,20 @@ TEST(CAbiSeed, SwizzleFlagAndTransposeNames) {
 TEST(CAbiEx, GroupedExAndQueries) {
   SeedArrays s;
   const std::vector<std::int32_t> offsets = {0, 4, 9};
-  const metrale_groups groups{offsets.data(), 0, 2, 16, 0};
+  const metrale_groups groups{sizeof(metrale_groups), offsets.data(), 0, 2, 16, 0};
   const metrale_expert_weights proj{s.packed_ptrs.data(), s.scale_ptrs.data(), s.s2.data()};
   void* out[1] = {s.c.data()};
-  const metrale_exec cpu{METRALE_BACKEND_CPU, nullptr, 0, nullptr};
+  const metrale_exec cpu{sizeof(metrale_exec), METRALE_BACKEND_CPU, nullptr, 0, nullptr, -1};
   EXPECT_EQ(metrale_nvfp4_grouped_ex(s.a.data(), 16, nullptr, &proj, out, 1, METRALE_SCALE_SFB,
                                      &groups, 8, 32, &cpu),
             METRALE_STATUS_OK)
       << last_error();
-  const metrale_groups too_few{offsets.data(), 0, 2, 8, 0};
+  const metrale_groups too_few{sizeof(metrale_groups), offsets.data(), 0, 2, 8, 0};
   EXPECT_EQ(metrale_nvfp4_grouped_ex(s.a.data(), 16, nullptr, &proj, out, 1, METRALE_SCALE_SFB,
                                      &too_few, 8, 32, &cpu),
             METRALE_STATUS_INVALID_ARGUMENT);
-  EXPECT_EQ(last_error(), "metrale_nvfp4_grouped_ex: expert_offsets[2] = 9 > M_total = 8");
+  EXPECT_EQ(last_error(),
+            "metrale_nvfp4_grouped_ex: groups->offsets[2] = 9 > groups->m_total = 8");
   EXPECT_EQ(metrale_nvfp4_grouped_ex(s.a.data(), 16, nullptr, &proj, out, 1, METRALE_SCALE_SFB,
                                      nullptr, 8, 32, &cpu),
             METRALE_STATUS_INVALID_ARGUMENT);

@@ -136,11 +136,11 @@ TEST(CpuCompute, GroupedExMatchesTheSeedForm) {
   pr.act = test::small_ints(11 * kK, 13);
   pr.act_bf = test::to_bf16(pr.act);
   ASSERT_EQ(pr.grouped_down(pr.gate, seed), METRALE_STATUS_OK) << metrale_last_error();
-  const metrale_groups groups{pr.offsets.data(), 0, kExperts, 11, 0};
+  const metrale_groups groups{sizeof(metrale_groups), pr.offsets.data(), 0, kExperts, 11, 0};
   const metrale_expert_weights w{pr.gate.packed_ptrs.data(), pr.gate.sfb_ptrs.data(),
                                  pr.gate.scale2.data()};
   void* out[1] = {ex.data()};
-  const metrale_exec cpu{METRALE_BACKEND_CPU, nullptr, 0, nullptr};
+  const metrale_exec cpu{sizeof(metrale_exec), METRALE_BACKEND_CPU, nullptr, 0, nullptr, -1};
   ASSERT_EQ(metrale_nvfp4_grouped_ex(pr.act_bf.data(), 11, nullptr, &w, out, 1, METRALE_SCALE_SFB,
                                      &groups, kN, kK, &cpu),
             METRALE_STATUS_OK)

@@ -118,7 +118,8 @@ TEST(Dispatch, InvalidBackendValue) {
                          Status::invalid_argument,
                          "bf16_gemm_act_weight_t: backend = -1, expected 0 (auto), 1 (cpu), 2 "
                          "(cuda), 3 (cutlass) or 4 (cublaslt)"));
-  const metrale_exec bad{static_cast<metrale_backend>(11), nullptr, 0, nullptr};
+  const metrale_exec bad{sizeof(metrale_exec), static_cast<metrale_backend>(11), nullptr, 0, nullptr,
+                        -1};
   float s2 = 0;
   EXPECT_EQ(metrale_pack_bf16_weight_to_nvfp4_ex(t.act.data(), t.out.data(), t.out.data(), &s2, 2,
                                                  16, &bad),

@@ -77,7 +77,8 @@ void cpu_oracle(const check::GroupedHost& h, Outputs& want) {
 void run_on_device(FusedCall call, metrale_backend ws_backend, const check::GroupedHost& h,
                    Outputs& got) {
   check::GroupedDevice d = check::upload_grouped(h);
-  const metrale_groups groups{h.routing.offsets.data(), 0, h.routing.experts, h.routing.m_total,
+  const metrale_groups groups{sizeof(metrale_groups), h.routing.offsets.data(), 0,
+                              h.routing.experts,           h.routing.m_total,
                               h.routing.max_rows};
   std::size_t bytes = 0;
   ASSERT_EQ(metrale_nvfp4_grouped_workspace_size(ws_backend, &groups, h.n, h.k, 2, &bytes),

@@ -150,9 +150,7 @@ std::vector<bf16_bits> pack_stress_bf16(std::int32_t n, std::int32_t k, std::uin
           case 6:
             if (i != 3) x = 0.0f;
             break;  // one nonzero
-          case 7:
-            if (i == 5 && rng.below(8) == 0) x = std::nanf("");
-            break;         // rare NaN
+          // No NaN or Inf: the quantizer refuses them (issue 11), so they are not inputs here.
           default: break;  // normal
         }
         out[block + i] = to_bf16(x);

@@ -1,7 +1,8 @@
 // `metrale check`: one operation, one shape (or model preset and routing), one seed, one mode, on
 // one or every CUDA-side backend against the CPU oracle, through the harness the GPU tests use
 // (tools/check). One line per backend with the error and PASS/FAIL/SKIP; exit 1 when any case
-// fails, 2 for bad options. Without a usable device it says why and still times the CPU oracle.
+// fails or nothing was compared (unless --allow-skip), 2 for bad options. Without a usable device
+// it says why, still times the CPU oracle, and says that nothing was compared.
 #include <charconv>
 #include <cstdio>
 #include <memory>
@@ -18,11 +19,11 @@ namespace metrale::cli {
 namespace {
 
 struct CheckOptions {
-  std::string op, shape, model, mode = "exact", backend = "all", routing = "uniform";
+  std::string op, shape, model, mode = "exact", backend = "all", routing;  // routing "": uniform
   std::int64_t tokens = 64, experts = 0, topk = 0, sample_rows = -1;
   std::uint64_t seed = 1;
-  bool no_determinism = false, scale2_one = false, src_n_by_k16 = false, n_to_k = false;
-  bool device_offsets = false;
+  bool no_determinism = false, scale2_one = false, src_n_by_k16 = false, n_to_k = false,
+       allow_skip = false, device_offsets = false;
 };
 
 // A bad option: one line, exit code 2.
@@ -70,6 +71,9 @@ void apply_shape(check::Case& c, const CheckOptions& o) {
 
 void apply_grouped(check::Case& c, const CheckOptions& o) {
   c.routing.tokens = static_cast<std::int32_t>(o.tokens);
+  if (!o.model.empty() && !o.shape.empty())
+    throw BadOption{fmt::format("--shape {} with --model {}: the model sets the shape; give one",
+                                o.shape, o.model)};
   if (!o.model.empty()) {
     const check::ModelPreset* model = check::find_model(o.model);
     if (!model) {
@@ -90,13 +94,24 @@ void apply_grouped(check::Case& c, const CheckOptions& o) {
   }
   if (o.experts > 0 && !o.model.empty()) c.routing.experts = static_cast<std::int32_t>(o.experts);
   if (o.topk > 0 && !o.model.empty()) c.routing.top_k = static_cast<std::int32_t>(o.topk);
-  const auto kind = check::parse_routing(o.routing);
+  const auto kind = check::parse_routing(o.routing.empty() ? "uniform" : o.routing);
   if (!kind)
     throw BadOption{
         fmt::format("--routing {}: expected uniform, skew, one_expert or "
                     "empty_expert",
                     o.routing)};
   c.routing.kind = *kind;
+}
+
+// What the library would refuse for every backend is a usage error here (exit 2), not a FAIL:
+// N, K > 0, and K a multiple of 16 for everything NVFP4 (one e4m3 scale per 16 weights).
+void require_valid_shape(const check::Case& c, const CheckOptions& o) {
+  if (c.n <= 0 || c.k <= 0)
+    throw BadOption{fmt::format("--op {}: N = {} and K = {} must be positive", o.op, c.n, c.k)};
+  if (c.op != check::Op::bf16_gemm && c.k % 16 != 0)
+    throw BadOption{fmt::format("--op {}: K = {} is not a multiple of 16 (one e4m3 scale per 16 "
+                                "weights)",
+                                o.op, c.k)};
 }
 
 check::Case make_case(const CheckOptions& o) {
@@ -112,13 +127,19 @@ check::Case make_case(const CheckOptions& o) {
   if (!mode) throw BadOption{fmt::format("--mode {}: expected exact or realistic", o.mode)};
   c.mode = *mode;
   if (o.tokens < 0) throw BadOption{fmt::format("--tokens {}: expected >= 0", o.tokens)};
+  if (o.sample_rows < -1)
+    throw BadOption{fmt::format("--sample-rows {}: expected -1 (auto), 0 (all) or a row count",
+                                o.sample_rows)};
   if (check::is_grouped(c.op)) {
     apply_grouped(c, o);
   } else {
     if (!o.model.empty())
       throw BadOption{fmt::format("--model applies to grouped ops, not {}", o.op)};
+    if (!o.routing.empty())
+      throw BadOption{fmt::format("--routing applies to grouped ops, not {}", o.op)};
     apply_shape(c, o);
   }
+  require_valid_shape(c, o);
   c.seed = o.seed;
   c.sample_rows = o.sample_rows;
   c.device_offsets = o.device_offsets;
@@ -157,7 +178,7 @@ int run_check(const CheckOptions& o) {
     // on, the reference arms still can.
     if (o.backend == "all" && !check::cuda_device_present(nullptr)) backends = {Backend::cuda};
   }
-  int failures = 0;
+  int failures = 0, compared = 0;
   for (Backend b : backends) {
     c.backend = b;
     if (!backend_built(b) && b != Backend::cuda) {  // cuda: run_case still times the oracle
@@ -169,8 +190,16 @@ int run_check(const CheckOptions& o) {
     fmt::print("{}\n", check::summary(c, r));
     std::fflush(stdout);
     if (r.outcome == check::Outcome::fail) ++failures;
+    if (r.outcome != check::Outcome::skip) ++compared;
   }
-  return failures > 0 ? 1 : 0;
+  if (failures > 0) return 1;
+  if (compared == 0) {
+    // A run that compared nothing proved nothing: say so, and fail unless the caller accepts it.
+    fmt::print("metrale check: nothing was compared (every backend skipped){}\n",
+               o.allow_skip ? "; --allow-skip: exit 0" : "; exit 1 (--allow-skip accepts this)");
+    return o.allow_skip ? 0 : 1;
+  }
+  return 0;
 }
 
 }  // namespace
@@ -185,14 +214,14 @@ void add_check_command(CLI::App& app, int& exit_code) {
       ->required();
   cmd->add_option("--shape", options->shape, "MxNxK (GEMMs) or NxK (packing, grouped)");
   cmd->add_option("--model", options->model,
-                  "grouped: a preset of PERF.md's table (qwen3-30b-a3b, deepseek-v3, gpt-oss-120b, "
-                  "mixtral-8x7b, qwen3-next-80b-a3b)");
+                  "grouped: a model preset (qwen3-30b-a3b, deepseek-v3, gpt-oss-120b, "
+                  "mixtral-8x7b, qwen3-next-80b-a3b; docs/perf.md lists their shapes)");
   cmd->add_option("--tokens", options->tokens, "grouped: tokens T (rows = T x top-k)")
       ->capture_default_str();
   cmd->add_option("--experts", options->experts, "grouped: experts E (without --model)");
   cmd->add_option("--topk", options->topk, "grouped: experts per token (without --model)");
-  cmd->add_option("--routing", options->routing, "uniform, skew, one_expert, empty_expert")
-      ->capture_default_str();
+  cmd->add_option("--routing", options->routing,
+                  "grouped: uniform (the default), skew, one_expert, empty_expert");
   cmd->add_option("--seed", options->seed, "seed of every input")->capture_default_str();
   cmd->add_option("--mode", options->mode, "exact (bit for bit) or realistic (tolerance)")
       ->capture_default_str();
@@ -202,6 +231,8 @@ void add_check_command(CLI::App& app, int& exit_code) {
                   "rows the CPU oracle computes: -1 auto (bounded time), 0 all")
       ->capture_default_str();
   cmd->add_flag("--no-determinism", options->no_determinism, "skip the second, bitwise run");
+  cmd->add_flag("--allow-skip", options->allow_skip,
+                "exit 0 when nothing could be compared (no usable device); the default is 1");
   cmd->add_flag("--scale2-one", options->scale2_one, "pack: the seeds' form (scale_2 = 1)");
   cmd->add_flag("--src-n-by-k16", options->src_n_by_k16, "sfb: source scales are [N, K/16]");
   cmd->add_flag("--n-to-k", options->n_to_k, "transpose: [K/2, N] -> [N, K/2]");

@@ -1,12 +1,16 @@
-// `metrale info`: the version, which backends this build holds, and the CUDA devices this process
-// sees — name, compute capability, SMs, memory — with whether our kernels can run on each.
+// `metrale info`: the version, which backends this build holds, the environment variables the
+// library reads (each validated as the library parses it; a bad one makes the exit code 1), and
+// the CUDA devices this process sees — name, compute capability, SMs, memory — with whether our
+// kernels can run on each.
 #include <cstdlib>
 #include <string>
 
 #include <fmt/format.h>
 
 #include "core/config.hpp"
+#include "core/error.hpp"
 #include "metrale/commands.hpp"
+#include "metrale/metrale.h"
 #include "metrale/metrale.hpp"
 
 #if defined(METRALE_HAS_CUDA)
@@ -37,17 +41,37 @@ void print_build() {
 #else
   fmt::print("  {:<14} {}\n", "cuBLASLt arm", built(Backend::cublaslt));
 #endif
-  const bool cutlass_on = std::string(env_or("METRALE_CUTLASS_GEMM", "0")) == "1";
   if (backend_built(Backend::cutlass)) {
-    fmt::print("  {:<14} built, {} (METRALE_CUTLASS_GEMM={})\n", "CUTLASS arm",
-               cutlass_on ? "enabled for dispatch" : "dark",
-               env_or("METRALE_CUTLASS_GEMM", "unset"));
+    fmt::print("  {:<14} built\n", "CUTLASS arm");
   } else {
     fmt::print("  {:<14} not built (no CUTLASS headers at configure time)\n", "CUTLASS arm");
   }
-  const std::string default_mb = std::to_string(core::kDefaultWorkspaceMb);
-  fmt::print("  {:<14} {} MiB (METRALE_WORKSPACE_MB; default {})\n", "workspace",
-             env_or("METRALE_WORKSPACE_MB", default_mb.c_str()), default_mb);
+}
+
+// Each variable the library reads, as the library itself parses it: a value every call would
+// refuse is flagged here, with the library's message. Returns false when one is bad.
+bool print_environment() {
+  fmt::print("environment\n");
+  bool ok = true;
+  auto show = [&ok](const char* name, auto&& parse) {
+    try {
+      fmt::print("  {:<22} {}\n", name, parse());
+    } catch (const Error& e) {
+      ok = false;
+      fmt::print("  {:<22} INVALID: {} (every call will refuse it)\n", name, e.what());
+    }
+  };
+  show("METRALE_CUTLASS_GEMM", [] {
+    const bool on = core::cutlass_gemm_enabled();
+    return fmt::format("{}: {}", env_or("METRALE_CUTLASS_GEMM", "unset"),
+                       on ? "automatic dispatch uses the CUTLASS reference" : "own kernels");
+  });
+  show("METRALE_WORKSPACE_MB", [] {
+    return fmt::format("{}: shared workspace of {} MiB (default {})",
+                       env_or("METRALE_WORKSPACE_MB", "unset"), core::workspace_megabytes(),
+                       core::kDefaultWorkspaceMb);
+  });
+  return ok;
 }
 
 #if defined(METRALE_HAS_CUDA)
@@ -107,10 +131,11 @@ void print_devices() {
 void add_info_command(CLI::App& app, int& exit_code) {
   CLI::App* info = app.add_subcommand("info", "Version, backends built, CUDA devices found");
   info->callback([&exit_code] {
-    fmt::print("metrale {}\n", version());
+    fmt::print("metrale {} (ABI {})\n", version(), METRALE_ABI_VERSION);
     print_build();
+    const bool environment_ok = print_environment();
     print_devices();
-    exit_code = 0;
+    exit_code = environment_ok ? 0 : 1;
   });
 }
 

@@ -4,7 +4,6 @@
 // e4m3, PREFIX.scale_2 (one little-endian fp32) and, with --sfb, PREFIX.sfb (128x4 swizzle).
 #include <chrono>
 #include <cstdint>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,6 +15,7 @@
 #include "metrale/cli_context.hpp"
 #include "metrale/commands.hpp"
 #include "metrale/metrale.hpp"
+#include "metrale/quantize_io.hpp"
 
 #if defined(METRALE_HAS_CUDA)
 #include <cuda_runtime.h>
@@ -26,56 +26,11 @@
 namespace metrale::cli {
 namespace {
 
-struct QuantizeOptions {
-  std::string input, prefix, backend = "auto";
-  std::int32_t n = 0, k = 0;
-  bool unit_scale_2 = false, sfb = false;
-};
-
-// Host-side results of one quantization.
-struct Quantized {
-  std::vector<std::uint8_t> packed, scale, sfb;
-  float scale_2 = 1.0f;
-};
-
-std::vector<bf16_bits> read_weight(const QuantizeOptions& opt) {
-  const std::size_t count = static_cast<std::size_t>(opt.n) * static_cast<std::size_t>(opt.k);
-  std::ifstream file(opt.input, std::ios::binary | std::ios::ate);
-  if (!file) fail(Status::invalid_argument, "quantize: cannot open --input {}", opt.input);
-  const auto size = static_cast<std::size_t>(file.tellg());
-  if (size != count * sizeof(bf16_bits)) {
-    fail(Status::invalid_argument,
-         "quantize: --input {} holds {} bytes, but N = {} x K = {} bf16 needs {}", opt.input, size,
-         opt.n, opt.k, count * sizeof(bf16_bits));
-  }
-  std::vector<bf16_bits> weight(count);
-  file.seekg(0);
-  file.read(reinterpret_cast<char*>(weight.data()), static_cast<std::streamsize>(size));
-  if (!file) fail(Status::invalid_argument, "quantize: short read from {}", opt.input);
-  return weight;
-}
-
+#if defined(METRALE_HAS_CUDA)
 void check(const Result& r) {
   if (!r.ok()) throw Error(r.status, r.message);
 }
 
-Quantized quantize_cpu(const QuantizeOptions& opt, const std::vector<bf16_bits>& weight) {
-  Quantized q;
-  q.packed.resize(static_cast<std::size_t>(opt.n) * (opt.k / 2));
-  q.scale.resize(static_cast<std::size_t>(opt.n) * (opt.k / 16));
-  const Exec exec{Backend::cpu};
-  check(
-      pack_bf16_weight_to_nvfp4_t(PackNvfp4{weight.data(), q.packed.data(), q.scale.data(),
-                                            opt.unit_scale_2 ? nullptr : &q.scale_2, opt.n, opt.k},
-                                  exec));
-  if (opt.sfb) {
-    q.sfb.resize(format::sfb_bytes(opt.n, opt.k));
-    check(pack_weight_sfb(SwizzleScales{q.scale.data(), q.sfb.data(), opt.n, opt.k, true}, exec));
-  }
-  return q;
-}
-
-#if defined(METRALE_HAS_CUDA)
 // Owns one device allocation; frees it on every path out.
 struct DeviceBytes {
   void* ptr = nullptr;
@@ -159,25 +114,19 @@ std::string resolve_backend(const std::string& requested) {
 #endif
 }
 
-void write_file(const std::string& path, const void* data, std::size_t bytes) {
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  file.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
-  if (!file) fail(Status::invalid_argument, "quantize: cannot write {}", path);
-  fmt::print("  wrote {} ({} bytes)\n", path, bytes);
-}
-
+// Options, then where the output goes, then the input: every check that can fail runs before
+// the quantization is computed, and the outputs appear only once all of them are written.
 int run_quantize(const QuantizeOptions& opt) {
-  METRALE_REQUIRE(opt.n > 0 && opt.k > 0, "quantize: N = {} and K = {} must be positive", opt.n,
-                  opt.k);
-  METRALE_REQUIRE(opt.k % 16 == 0, "quantize: K = {} is not a multiple of 16", opt.k);
-  const std::vector<bf16_bits> weight = read_weight(opt);
+  check_quantize_options(opt);
+  check_output_location(opt.prefix);
+  const std::vector<bf16_bits> weight = read_weight_file(opt);
   const std::string backend = resolve_backend(opt.backend);
   const auto start = std::chrono::steady_clock::now();
   Quantized q;
 #if defined(METRALE_HAS_CUDA)
-  q = backend == "cuda" ? quantize_cuda(opt, weight) : quantize_cpu(opt, weight);
+  q = backend == "cuda" ? quantize_cuda(opt, weight) : quantize_on_cpu(opt, weight);
 #else
-  q = quantize_cpu(opt, weight);
+  q = quantize_on_cpu(opt, weight);
 #endif
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -185,10 +134,7 @@ int run_quantize(const QuantizeOptions& opt) {
       "quantized [{}, {}] bf16 on the {} backend in {:.1f} ms (transfers included); "
       "scale_2 = {:.9g}{}\n",
       opt.n, opt.k, backend, ms, q.scale_2, opt.unit_scale_2 ? " (fixed)" : " (amax / 2688)");
-  write_file(opt.prefix + ".packed", q.packed.data(), q.packed.size());
-  write_file(opt.prefix + ".scale", q.scale.data(), q.scale.size());
-  write_file(opt.prefix + ".scale_2", &q.scale_2, sizeof q.scale_2);
-  if (opt.sfb) write_file(opt.prefix + ".sfb", q.sfb.data(), q.sfb.size());
+  write_quantized(opt, q);
   return 0;
 }
 

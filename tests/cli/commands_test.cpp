@@ -1,0 +1,76 @@
+// `metrale check`, `bench` and `info` end to end (issue 11, item 7): a run that compared nothing
+// fails unless --allow-skip; option misuse is a usage error (exit 2), not a FAIL; bench checks
+// --json's location before measuring and refuses GPU implementations it cannot run; info
+// validates the environment variables it shows.
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "cli_run.hpp"
+#include "core/device.hpp"
+
+namespace metrale::cli_test {
+namespace {
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(CheckCli, NothingComparedWithoutAGpuFailsUnlessAllowed) {
+  if (core::cuda_device_present(nullptr)) GTEST_SKIP() << "a CUDA device is present";
+  const CliRun run = run_cli("check --op nvfp4_gemm --shape 4x8x32");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_TRUE(contains(run.output, "nothing was compared")) << run.output;
+  const CliRun allowed = run_cli("check --op nvfp4_gemm --shape 4x8x32 --allow-skip");
+  EXPECT_EQ(allowed.exit_code, 0) << allowed.output;
+}
+
+TEST(CheckCli, MisuseIsAUsageError) {
+  const struct {
+    const char* args;
+    const char* says;
+  } cases[] = {
+      {"--op nvfp4_gemm --shape 4x8x40", "K = 40 is not a multiple of 16"},
+      {"--op grouped_down --shape 8x40 --experts 2 --topk 1", "K = 40 is not a multiple of 16"},
+      {"--op nvfp4_gemm --shape 4x8x32 --sample-rows -2", "--sample-rows -2"},
+      {"--op nvfp4_gemm --shape 4x8x32 --routing skew", "--routing applies to grouped ops"},
+      {"--op grouped_down --model deepseek-v3 --shape 8x32", "--shape 8x32 with --model"},
+  };
+  for (const auto& c : cases) {
+    const CliRun run = run_cli(std::string("check ") + c.args);
+    EXPECT_EQ(run.exit_code, 2) << c.args << "\n" << run.output;
+    EXPECT_TRUE(contains(run.output, c.says)) << c.args << "\n" << run.output;
+  }
+  const CliRun help = run_cli("check --help");
+  EXPECT_TRUE(contains(help.output, "docs/perf.md")) << help.output;
+  EXPECT_FALSE(contains(help.output, "PERF.md's table")) << help.output;
+}
+
+TEST(BenchCli, JsonLocationIsCheckedBeforeTheRun) {
+  const CliRun run = run_cli("bench --cpu --json /nonexistent-metrale-dir/out.json");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_TRUE(contains(run.output, "metrale bench: I/O error: the directory of --json")) << run.output;
+  EXPECT_FALSE(contains(run.output, "metrale-cpu")) << "no measurement before the check:\n"
+                                                    << run.output;
+}
+
+TEST(BenchCli, GpuImplementationsWithoutAGpuAreRefused) {
+  for (const char* impl : {"cutlass", "cublaslt"}) {
+    const CliRun run = run_cli(std::string("bench --cpu --impls ") + impl);
+    EXPECT_EQ(run.exit_code, 1) << impl << "\n" << run.output;
+    EXPECT_TRUE(contains(run.output, "needs a CUDA device")) << impl << "\n" << run.output;
+  }
+}
+
+TEST(InfoCli, FlagsBadEnvironmentValues) {
+  const CliRun good = run_cli("info");
+  EXPECT_EQ(good.exit_code, 0) << good.output;
+  EXPECT_TRUE(contains(good.output, "METRALE_WORKSPACE_MB")) << good.output;
+  const CliRun bad = run_cli("info", "METRALE_WORKSPACE_MB=lots METRALE_CUTLASS_GEMM=yes");
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  EXPECT_TRUE(contains(bad.output, "INVALID: METRALE_WORKSPACE_MB = 'lots'")) << bad.output;
+  EXPECT_TRUE(contains(bad.output, "INVALID: METRALE_CUTLASS_GEMM = 'yes'")) << bad.output;
+}
+
+}  // namespace
+}  // namespace metrale::cli_test
