@@ -34,6 +34,7 @@ TEST(CheckCli, MisuseIsAUsageError) {
       {"--op grouped_down --shape 8x40 --experts 2 --topk 1", "K = 40 is not a multiple of 16"},
       {"--op nvfp4_gemm --shape 4x8x32 --sample-rows -2", "--sample-rows -2"},
       {"--op nvfp4_gemm --shape 4x8x32 --routing skew", "--routing applies to grouped ops"},
+      {"--op nvfp4_gemm --shape 4x8x32 --device-offsets", "--device-offsets applies to grouped ops"},
       {"--op grouped_down --model deepseek-v3 --shape 8x32", "--shape 8x32 with --model"},
   };
   for (const auto& c : cases) {

@@ -137,6 +137,8 @@ check::Case make_case(const CheckOptions& o) {
       throw BadOption{fmt::format("--model applies to grouped ops, not {}", o.op)};
     if (!o.routing.empty())
       throw BadOption{fmt::format("--routing applies to grouped ops, not {}", o.op)};
+    if (o.device_offsets)
+      throw BadOption{fmt::format("--device-offsets applies to grouped ops, not {}", o.op)};
     apply_shape(c, o);
   }
   require_valid_shape(c, o);
