@@ -141,7 +141,8 @@ Result pack_weight_sfb(const SwizzleScales& args, const Exec& exec);
 Result transpose_nvfp4_packed(const TransposePacked& args, const Exec& exec);
 Result nvfp4_grouped(const GroupedNvfp4& args, const Exec& exec);
 
-// Workspace bytes a call would need on `backend` (most of our kernels need none).
+// Workspace bytes a call would need on `backend` (our CUDA kernels stage their expert tables and,
+// for the decode family, the activations there: docs/api.md, "Workspace").
 Result gemm_workspace_size(Backend backend, std::int32_t m, std::int32_t n, std::int32_t k,
                            std::size_t* bytes);
 Result nvfp4_grouped_workspace_size(Backend backend, const ExpertGroups& groups, std::int32_t n,
