@@ -113,12 +113,15 @@ void require_aligned_inputs(const Problem& problem) {
   const GroupedNvfp4& a = problem.args;
   require_aligned_16(problem.op, "a", a.a);
   const ExpertGroups& g = a.groups;
+  const bool sfb = problem.nvfp4 && a.scale_layout == ScaleLayout::sfb;
   for (int p = 0; p < a.proj_count; ++p)
     for (int e = 0; e < g.num_experts; ++e) {
       if (!g.offsets_on_device && g.offsets[e + 1] == g.offsets[e]) continue;
-      require_aligned_16(problem.op, fmt::format("proj[{}].packed_ptrs[{}]", p, e),
-                         reinterpret_cast<const void*>(a.proj[p].packed_ptrs[e]));
-      if (problem.nvfp4 && a.scale_layout == ScaleLayout::sfb)
+      // The names are formatted only for a pointer that fails (no strings per expert per call).
+      if (a.proj[p].packed_ptrs[e] % kPointerAlignment != 0)
+        require_aligned_16(problem.op, fmt::format("proj[{}].packed_ptrs[{}]", p, e),
+                           reinterpret_cast<const void*>(a.proj[p].packed_ptrs[e]));
+      if (sfb && a.proj[p].scale_ptrs[e] % kPointerAlignment != 0)
         require_aligned_16(problem.op, fmt::format("proj[{}].scale_ptrs[{}]", p, e),
                            reinterpret_cast<const void*>(a.proj[p].scale_ptrs[e]));
     }

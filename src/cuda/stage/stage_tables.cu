@@ -48,12 +48,12 @@ void fill_host_offsets(const Problem& problem, HostOffsets& offsets) {
 
 void stage_tables(const Problem& problem, int first_expert, const HostOffsets* offsets,
                   const StagedTables& dst, cudaStream_t stream) {
-  static TableCopyArgs empty_args{};  // zero offsets: the chunks after the first carry none
+  thread_local TableCopyArgs args;  // ~20 KB: per-thread scratch (a launch copies it)
   for (int first = first_expert;
        first < problem.args.groups.num_experts || (offsets && offsets->count > 0 && first == first_expert);
        first += kTableChunk) {
-    TableCopyArgs args = empty_args;
     fill_table_chunk(problem, first, args.chunk);
+    args.offsets.count = 0;  // the chunks after the first carry no offsets
     if (offsets && first == first_expert) args.offsets = *offsets;
     args.dst = dst;
     stage_tables_kernel<<<1, kCopyThreads, 0, stream>>>(args);

@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <memory>
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/family.hpp"
@@ -121,9 +120,9 @@ class TiledFamily final : public Family {
            grid.y);
     const Layout l = carve(problem, ws.ptr);
     const StagedTables tables{l.table, l.offsets, a.groups.num_experts, a.proj_count};
-    auto offsets = std::make_unique<HostOffsets>();
-    fill_host_offsets(problem, *offsets);
-    stage_tables(problem, 0, offsets.get(), tables, stream);
+    thread_local HostOffsets offsets;  // ~8 KB: per-thread scratch, not a heap block per call
+    fill_host_offsets(problem, offsets);
+    stage_tables(problem, 0, &offsets, tables, stream);
 
     GroupedParams p{};
     p.a = a.a;
