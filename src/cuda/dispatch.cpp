@@ -176,6 +176,13 @@ struct SingleGemm {
   }
 };
 
+Problem grouped_problem(const char* op, const GroupedNvfp4& args) {
+  Problem problem;
+  problem.op = op;
+  problem.args = args;
+  return problem;
+}
+
 }  // namespace
 
 std::span<const Family* const> families() {
@@ -244,16 +251,11 @@ void nvfp4_gemm(const Nvfp4Gemm& args, core::Buffer ws, void* stream) {
 }
 
 void nvfp4_grouped(const GroupedNvfp4& args, core::Buffer ws, void* stream) {
-  Problem problem;
-  problem.op = "nvfp4_grouped (CUDA)";
-  problem.args = args;
-  run(problem, ws, stream);
+  run(grouped_problem("nvfp4_grouped (CUDA)", args), ws, stream);
 }
 
 std::string nvfp4_grouped_plan(const GroupedNvfp4& args) {
-  Problem problem;
-  problem.op = "nvfp4_grouped (CUDA)";
-  problem.args = args;
+  const Problem problem = grouped_problem("nvfp4_grouped (CUDA)", args);
   std::string text;
   for (const Launch& l : choose(problem))
     text += (text.empty() ? "" : " + ") + l.family->describe(l.plan);

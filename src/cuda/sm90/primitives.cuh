@@ -4,6 +4,8 @@
 // chunk position c ^ (r % 8), tile base aligned to 1024 bytes).
 #pragma once
 
+#include <cuda_bf16.h>
+
 #include <cstdint>
 
 namespace metrale::cuda::sm90 {
@@ -63,6 +65,13 @@ __device__ __forceinline__ void wgmma_wait() {
 __device__ __forceinline__ void fence_operand(float& reg) { asm volatile("" : "+f"(reg)::"memory"); }
 __device__ __forceinline__ void fence_operand(uint32_t& reg) {
   asm volatile("" : "+r"(reg)::"memory");
+}
+
+// a * b on two bf16 pairs held as raw 32-bit words (the decoders' block-scale multiply).
+__device__ __forceinline__ uint32_t bf16x2_mul(uint32_t a, uint32_t b) {
+  const __nv_bfloat162 product = __hmul2(*reinterpret_cast<const __nv_bfloat162*>(&a),
+                                         *reinterpret_cast<const __nv_bfloat162*>(&b));
+  return *reinterpret_cast<const uint32_t*>(&product);
 }
 
 // Descriptor of a K-major, 128-byte-swizzled tile starting at shared address `addr`

@@ -23,20 +23,19 @@ __global__ void __launch_bounds__(kCopyThreads) stage_tables_kernel(const __grid
 
 }  // namespace
 
+ExpertEntry expert_entry(const Problem& problem, int p, int e) {
+  const ExpertWeights& w = problem.args.proj[p];
+  return ExpertEntry{reinterpret_cast<const void*>(w.packed_ptrs[e]),
+                     problem.nvfp4 ? reinterpret_cast<const std::uint8_t*>(w.scale_ptrs[e]) : nullptr,
+                     problem.nvfp4 ? w.scale2_vals[e] : 1.0f, 0};
+}
+
 void fill_table_chunk(const Problem& problem, int first, TableChunk& chunk) {
   const GroupedNvfp4& a = problem.args;
   chunk.first = first;
   chunk.count = std::max(0, std::min(kTableChunk, a.groups.num_experts - first));
-  for (int p = 0; p < a.proj_count; ++p) {
-    const ExpertWeights& w = a.proj[p];
-    for (int i = 0; i < chunk.count; ++i) {
-      const int e = first + i;
-      chunk.entries[p][i] = ExpertEntry{
-          reinterpret_cast<const void*>(w.packed_ptrs[e]),
-          problem.nvfp4 ? reinterpret_cast<const std::uint8_t*>(w.scale_ptrs[e]) : nullptr,
-          problem.nvfp4 ? w.scale2_vals[e] : 1.0f, 0};
-    }
-  }
+  for (int p = 0; p < a.proj_count; ++p)
+    for (int i = 0; i < chunk.count; ++i) chunk.entries[p][i] = expert_entry(problem, p, first + i);
 }
 
 void fill_host_offsets(const Problem& problem, HostOffsets& offsets) {

@@ -10,6 +10,9 @@
 
 namespace metrale::cuda {
 
+// Expert e's entry of projection p, from the API's host arrays (no scales for bf16 weights).
+ExpertEntry expert_entry(const Problem& problem, int p, int e);
+
 // Experts [first, first + kTableChunk) of `problem`, as launch parameters.
 void fill_table_chunk(const Problem& problem, int first, TableChunk& chunk);
 void fill_host_offsets(const Problem& problem, HostOffsets& offsets);

@@ -130,7 +130,6 @@ class DecodeFamily final : public Family {
       fill_table_chunk(problem, 0, general_args.chunk);
       fill_host_offsets(problem, general_args.offsets);
       general_args.device_offsets = a.groups.offsets_on_device ? a.groups.offsets : nullptr;
-      general_args.num_experts = experts;
       METRALE_CUDA_CHECK(launch_plan(general_args, plan_grid, stream));
     }
     METRALE_CUDA_CHECK(
@@ -158,10 +157,7 @@ class DecodeFamily final : public Family {
     for (int i = 0; i < args.count; ++i) {
       const int e = listed[i];
       args.experts[i] = ActiveExpert{a.groups.offsets[e], a.groups.offsets[e + 1] - a.groups.offsets[e]};
-      for (int p = 0; p < a.proj_count; ++p)
-        args.entries[p][i] = ExpertEntry{
-            reinterpret_cast<const void*>(a.proj[p].packed_ptrs[e]),
-            reinterpret_cast<const std::uint8_t*>(a.proj[p].scale_ptrs[e]), a.proj[p].scale2_vals[e], 0};
+      for (int p = 0; p < a.proj_count; ++p) args.entries[p][i] = expert_entry(problem, p, e);
     }
   }
 

@@ -79,13 +79,13 @@ struct PlanShape {
 };
 
 // Any expert count: the offsets (host offsets travel here, device offsets are read) and the
-// table's first chunk (later chunks are staged by stage_tables). ~21 KB of parameters.
+// table's first chunk (later chunks are staged by stage_tables); the expert count is the table's
+// (shape.tables.num_experts). ~21 KB of parameters.
 struct PlanArgs {
   PlanShape shape;
   TableChunk chunk;
   HostOffsets offsets;            // host offsets, or count 0
   const std::int32_t* device_offsets;  // when offsets.count == 0
-  std::int32_t num_experts;
 };
 
 // Host offsets with few experts holding rows (decode sizes): the host lists those experts, and

@@ -24,7 +24,7 @@ static_assert(kPerThread * kPlanThreads == kMaxExperts, "experts split evenly ov
 // validated) and row count into shared memory. Host offsets sit in the parameter block, where
 // loads of different addresses by one warp are serialised: they are read 16 bytes at a time.
 __device__ void stage_rows(const PlanArgs& a, std::int32_t* begin, std::int32_t* rows) {
-  const int count = a.num_experts + 1;
+  const int experts = a.shape.tables.num_experts, count = experts + 1;
   const int m_total = a.shape.m_total;
   if (a.offsets.count > 0) {
     const auto* wide = reinterpret_cast<const uint4*>(a.offsets.values);
@@ -41,7 +41,7 @@ __device__ void stage_rows(const PlanArgs& a, std::int32_t* begin, std::int32_t*
       begin[i] = min(max(__ldg(a.device_offsets + i), 0), m_total);
   }
   __syncthreads();
-  for (int e = threadIdx.x; e < a.num_experts; e += blockDim.x)
+  for (int e = threadIdx.x; e < experts; e += blockDim.x)
     rows[e] = max(begin[e + 1] - begin[e], 0);
   __syncthreads();
 }
@@ -209,7 +209,7 @@ __device__ void plan_on_cta0(const Args& a, int experts) {
 __global__ void __launch_bounds__(kPlanThreads) plan_kernel(const __grid_constant__ PlanArgs a) {
   // The main kernel may start launching now; it waits for this grid's writes before reading.
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-  if (blockIdx.x == 0) plan_on_cta0(a, a.num_experts);
+  if (blockIdx.x == 0) plan_on_cta0(a, a.shape.tables.num_experts);
   copy_table_chunk(a.chunk, a.shape.tables, blockIdx.x * blockDim.x + threadIdx.x,
                    gridDim.x * blockDim.x);
   stage_rest(a.shape);

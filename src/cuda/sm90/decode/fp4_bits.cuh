@@ -19,6 +19,8 @@
 
 #include <cstdint>
 
+#include "cuda/sm90/primitives.cuh"
+
 namespace metrale::cuda::sm90::decode {
 
 inline constexpr int kScaleExponent = 119;
@@ -36,12 +38,6 @@ __device__ __forceinline__ uint32_t e2m1_pair(uint32_t codes) {
   const uint32_t magnitude =
       (kMagnitudeShift >= 0 ? codes << kMagnitudeShift : codes >> -kMagnitudeShift) & kMagnitudeBits;
   return magnitude | ((codes << kSignShift) & kSignBits);
-}
-
-__device__ __forceinline__ uint32_t bf16x2_mul(uint32_t a, uint32_t b) {
-  const __nv_bfloat162 product = __hmul2(*reinterpret_cast<const __nv_bfloat162*>(&a),
-                                         *reinterpret_cast<const __nv_bfloat162*>(&b));
-  return *reinterpret_cast<const uint32_t*>(&product);
 }
 
 // Two e4m3 scales (low byte -> low half) as bf16x2 s x 2^kScaleExponent, exactly.

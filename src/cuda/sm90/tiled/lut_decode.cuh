@@ -13,6 +13,8 @@
 
 #include <cstdint>
 
+#include "cuda/sm90/primitives.cuh"
+
 namespace metrale::cuda::sm90 {
 
 // bf16 bit patterns of the e2m1 magnitudes {0, 0.5, 1, 1.5, 2, 3, 4, 6}, split by byte:
@@ -49,12 +51,6 @@ __device__ __forceinline__ uint32_t e4m3x2_to_bf16x2(uint32_t pair) {
   const float2 values = __half22float2(__half2(halves));
   const __nv_bfloat162 scales = __float22bfloat162_rn(values);
   return *reinterpret_cast<const uint32_t*>(&scales);
-}
-
-__device__ __forceinline__ uint32_t bf16x2_mul(uint32_t a, uint32_t b) {
-  const __nv_bfloat162 product = __hmul2(*reinterpret_cast<const __nv_bfloat162*>(&a),
-                                         *reinterpret_cast<const __nv_bfloat162*>(&b));
-  return *reinterpret_cast<const uint32_t*>(&product);
 }
 
 }  // namespace metrale::cuda::sm90
