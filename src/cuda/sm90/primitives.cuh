@@ -74,6 +74,14 @@ __device__ __forceinline__ uint32_t bf16x2_mul(uint32_t a, uint32_t b) {
   return *reinterpret_cast<const uint32_t*>(&product);
 }
 
+// PRMT with a run-time selector whose nibbles are byte indices 0..7 (__byte_perm masks the
+// selector first: one instruction more in the decoders' inner loop).
+__device__ __forceinline__ uint32_t byte_permute(uint32_t low, uint32_t high, uint32_t selector) {
+  uint32_t out;
+  asm("prmt.b32 %0, %1, %2, %3;\n" : "=r"(out) : "r"(low), "r"(high), "r"(selector));
+  return out;
+}
+
 // Descriptor of a K-major, 128-byte-swizzled tile starting at shared address `addr`
 // (1024-aligned for the tile; + 32 bytes per k16 step inside the 64-wide k tile).
 __device__ __forceinline__ uint64_t sw128_descriptor(uint32_t addr) {
@@ -82,6 +90,13 @@ __device__ __forceinline__ uint64_t sw128_descriptor(uint32_t addr) {
   constexpr uint64_t kSwizzle128B = 1;
   return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) | (kLeadingByteOffset << 16) |
          (kStrideByteOffset << 32) | (kSwizzle128B << 62);
+}
+
+// `desc` moved `bytes` further into shared memory. The start address (bits 0..13, in 16-byte
+// units) of an address below 256 KB never carries into bit 16, so one 32-bit add does it.
+__device__ __forceinline__ uint64_t descriptor_plus(uint64_t desc, uint32_t bytes) {
+  const uint32_t low = static_cast<uint32_t>(desc) + (bytes >> 4);
+  return (desc & 0xFFFFFFFF00000000ull) | low;
 }
 
 }  // namespace metrale::cuda::sm90

@@ -280,8 +280,8 @@ __device__ __forceinline__ uint32_t sub_tile_scales(const DecodeParams& p,
                                                     const std::uint8_t* scales,
                                                     const DecodeOffsets& o) {
   if (p.scale_sfb)
-    return __byte_perm(*reinterpret_cast<const uint32_t*>(scales + o.scale_r),
-                       *reinterpret_cast<const uint32_t*>(scales + o.scale_r8), o.selector);
+    return byte_permute(*reinterpret_cast<const uint32_t*>(scales + o.scale_r),
+                        *reinterpret_cast<const uint32_t*>(scales + o.scale_r8), o.selector);
   return scales[o.scale_r] | (scales[o.scale_r8] << 8) | (scales[o.scale_r + 2 * kRows] << 16) |
          (scales[o.scale_r8 + 2 * kRows] << 24);
 }
@@ -298,25 +298,29 @@ __device__ __forceinline__ void decode_sub_tile(const DecodeParams& p, const std
     const uint32_t w1 = *reinterpret_cast<const uint32_t*>(weights + offset + 8 * 32);
     const uint32_t pair = e4m3x2_to_scaled_bf16x2(bytes >> (16 * q));
     const uint32_t s0 = broadcast_low(pair), s1 = broadcast_high(pair);
-    frag[2 * q][0] = bf16x2_mul(e2m1_pair<0>(w0), s0);
-    frag[2 * q][1] = bf16x2_mul(e2m1_pair<0>(w1), s1);
-    frag[2 * q][2] = bf16x2_mul(e2m1_pair<1>(w0), s0);
-    frag[2 * q][3] = bf16x2_mul(e2m1_pair<1>(w1), s1);
-    frag[2 * q + 1][0] = bf16x2_mul(e2m1_pair<2>(w0), s0);
-    frag[2 * q + 1][1] = bf16x2_mul(e2m1_pair<2>(w1), s1);
-    frag[2 * q + 1][2] = bf16x2_mul(e2m1_pair<3>(w0), s0);
-    frag[2 * q + 1][3] = bf16x2_mul(e2m1_pair<3>(w1), s1);
+    uint32_t p0[4], p1[4];
+    e2m1_pairs(w0, p0);
+    e2m1_pairs(w1, p1);
+    frag[2 * q][0] = bf16x2_mul(p0[0], s0);
+    frag[2 * q][1] = bf16x2_mul(p1[0], s1);
+    frag[2 * q][2] = bf16x2_mul(p0[1], s0);
+    frag[2 * q][3] = bf16x2_mul(p1[1], s1);
+    frag[2 * q + 1][0] = bf16x2_mul(p0[2], s0);
+    frag[2 * q + 1][1] = bf16x2_mul(p1[2], s1);
+    frag[2 * q + 1][2] = bf16x2_mul(p0[3], s0);
+    frag[2 * q + 1][3] = bf16x2_mul(p1[3], s1);
   }
 }
 
 // Step 4: a sub-tile's four wgmmas; the first starts from zero when the sub-tile opens a chunk.
+// `act` is the descriptor of the sub-tile's activations.
 template <int kTokens>
-__device__ __forceinline__ void issue_sub_tile(uint32_t act, const uint32_t (&frag)[4][4],
+__device__ __forceinline__ void issue_sub_tile(uint64_t act, const uint32_t (&frag)[4][4],
                                             float (&acc)[kTokens / 2], bool opens_chunk) {
   wgmma_fence();
 #pragma unroll
   for (int s = 0; s < 4; ++s)
-    Wgmma<kTokens>::rs(acc, frag[s], sw128_descriptor(act + s * 32), (s == 0 && opens_chunk) ? 0 : 1);
+    Wgmma<kTokens>::rs(acc, frag[s], descriptor_plus(act, s * 32), (s == 0 && opens_chunk) ? 0 : 1);
   wgmma_commit();
 }
 
@@ -438,6 +442,7 @@ __global__ void __launch_bounds__(Shape<kTokens>::kThreads, Shape<kTokens>::kMin
   bool more = true;
   while (more) {
     const uint32_t stage = base + slot * S::kStageBytes;
+    const uint64_t stage_descriptor = sw128_descriptor(stage);
     const std::uint8_t* stage_ptr = base_ptr + slot * S::kStageBytes;
     const int next_slot = slot + 1 == S::kStages ? 0 : slot + 1;
     const bool unit_ends = kt + S::kSubTiles >= unit.kt_end;
@@ -449,7 +454,8 @@ __global__ void __launch_bounds__(Shape<kTokens>::kThreads, Shape<kTokens>::kMin
       // Sub-tile j runs while j + 1 is decoded (at the stage's end: the next stage's first).
       // (k-tiles past K, in a unit's last stage, hold zeros: issued all the same, so that no
       // branch sits between the wgmmas and the accumulators they own.)
-      issue_sub_tile<kTokens>(stage + j * S::kActBytes, frag[j % 2], acc, chunk_opens && j == 0);
+      issue_sub_tile<kTokens>(descriptor_plus(stage_descriptor, j * S::kActBytes), frag[j % 2], acc,
+                              chunk_opens && j == 0);
       wgmma_wait<1>();
 #pragma unroll
       for (int s = 0; s < 4; ++s)

@@ -3,7 +3,8 @@
 // Weights. One 32-bit word holds 8 e2m1 codes of one row, code j in bits 4j..4j+3 (s e1 e0 m).
 // Pair j (codes j and j + 4, one per 16-bit half) becomes a bf16x2 by moving, in both halves at
 // once, the sign to bit 15 and e1 e0 m to bits 8..6: the bf16 then reads e2m1 x 2^-126 exactly
-// (code 0.5 lands on a bf16 subnormal, -0 on -0). No lookup table, no byte permute.
+// (code 0.5 lands on a bf16 subnormal, -0 on -0). No lookup table, no byte permute; the moves are
+// a multiply (e2m1_nibble_pair), so a third of the work runs on the FMA pipe.
 //
 // Block scales. e4m3 -> f16 with the hardware cvt (exact, subnormals included), f16 -> bf16 by a
 // 3-bit shift (the value becomes s x 2^-112), then two exact power-of-two multiplies to
@@ -30,14 +31,25 @@ inline constexpr uint32_t kSignBits = 0x80008000u;      // bit 15 of each bf16 h
 inline constexpr uint32_t kMagnitudeBits = 0x01C001C0u; // e1 e0 m at bf16 bits 8..6
 inline constexpr uint32_t kF16ToBf16Bits = 0x0FFF0FFFu; // f16 >> 3: exponent and mantissa only
 
-// Pair j of `codes` as bf16x2 = {code j, code j + 4} x 2^-126.
-template <int kPair>
-__device__ __forceinline__ uint32_t e2m1_pair(uint32_t codes) {
-  constexpr int kMagnitudeShift = 6 - 4 * kPair;  // code bit 4j -> bit 6
-  constexpr int kSignShift = 12 - 4 * kPair;      // code bit 4j + 3 -> bit 15
-  const uint32_t magnitude =
-      (kMagnitudeShift >= 0 ? codes << kMagnitudeShift : codes >> -kMagnitudeShift) & kMagnitudeBits;
-  return magnitude | ((codes << kSignShift) & kSignBits);
+// Nibble kNibble (0 or 1) of each 16-bit half of `word` as bf16x2 = e2m1 x 2^-126. The isolated
+// nibble times 2^(12 - 4n) + 2^(6 - 4n) is two copies of it, one with the sign at bit 15 and one
+// with e1 e0 m at bits 8..6, in disjoint bits of each half (so the product is their OR): one LOP3,
+// one IMAD (the FMA pipe) and one LOP3 per pair.
+template <int kNibble>
+__device__ __forceinline__ uint32_t e2m1_nibble_pair(uint32_t word) {
+  static_assert(kNibble == 0 || kNibble == 1, "a half's nibbles 2 and 3 come from word >> 8");
+  constexpr uint32_t kNibbleBits = 0x000F000Fu << (4 * kNibble);
+  constexpr uint32_t kTwoCopies = (1u << (12 - 4 * kNibble)) | (1u << (6 - 4 * kNibble));
+  return ((word & kNibbleBits) * kTwoCopies) & (kSignBits | kMagnitudeBits);
+}
+
+// The four pairs of `codes`: pair j = {code j, code j + 4} x 2^-126 as bf16x2.
+__device__ __forceinline__ void e2m1_pairs(uint32_t codes, uint32_t (&pairs)[4]) {
+  const uint32_t upper = codes >> 8;  // codes 2, 3, 6, 7 where codes 0, 1, 4, 5 were
+  pairs[0] = e2m1_nibble_pair<0>(codes);
+  pairs[1] = e2m1_nibble_pair<1>(codes);
+  pairs[2] = e2m1_nibble_pair<0>(upper);
+  pairs[3] = e2m1_nibble_pair<1>(upper);
 }
 
 // Two e4m3 scales (low byte -> low half) as bf16x2 s x 2^kScaleExponent, exactly.
