@@ -17,6 +17,7 @@
 #include "cuda/cuda_backend.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/family.hpp"
+#include "cuda/sm90/decode/decode_params.hpp"
 #include "cuda/require_device.hpp"
 #include "cuda/stage/expert_table.hpp"
 
@@ -76,7 +77,8 @@ Launch forced_launch(const Problem& problem, const core::ForcedKernel& forced) {
 // The decode family runs when it can and when its activation copy stays small.
 bool decode_takes(const Problem& problem) {
   const GroupedNvfp4& a = problem.args;
-  const std::size_t copy = static_cast<std::size_t>(a.groups.m_total) * a.k * 2;
+  const std::size_t copy =
+      static_cast<std::size_t>(a.groups.m_total) * sm90::decode::act_stride(a.k) * 2;
   if (copy > kDecodeActivationBudget) return false;
   return sm90::decode::decode_family().why_not(problem).empty();
 }

@@ -73,23 +73,26 @@ METRALE_HD inline std::size_t packed_kn_offset(std::size_t n, std::size_t j, std
 // ---- the K order of the streaming decode (src/cuda/sm90/decode) ---------------------------------
 //
 // The decode kernel turns one 32-bit word of packed codes (8 consecutive k of one weight row) into
-// four bf16 pairs with shifts and masks only: pair j = codes j and j + 4 of the word. The tensor
-// core's A fragment then holds, for thread c of a quad, k = 8c + {0, 4} and 8c + {1, 5} in its k16
-// step A and 8c + {2, 6}, 8c + {3, 7} in step B of each 32-wide K group. A dot product does not
-// depend on the order of K, so the activations are stored in the same order instead of shuffling
-// the codes: column p of a 32-wide group holds the activation of k = decode_k_source(p).
-inline constexpr int kDecodeKGroup = 32;
+// four bf16 pairs with bit moves only: pair j = codes j and j + 4 of the word. Thread c of a quad
+// decodes, per weight row and 64-wide k-tile, the 16 codes of block c (k = 16c .. 16c + 15: one
+// 8-byte load and one block scale): word q = k 16c + 8q .. + 7 feeds the k16 steps 2q and 2q + 1,
+// pairs 0 and 2 its low A-fragment columns (2c, 2c + 1), pairs 1 and 3 its high ones (2c + 8,
+// 2c + 9). A dot product does not depend on the order of K, so the activations are stored in that
+// order instead of shuffling the codes: column p of a 64-wide k-tile holds the activation of
+// k = decode_k_source(p).
+inline constexpr int kDecodeKGroup = 64;
 
 METRALE_HD constexpr int decode_k_source(int column) {
-  const int step = column / 16, slot = column % 16;  // k16 step (A or B) and fragment slot
-  const int quad_thread = (slot % 8) / 2, high_half = slot % 2, second_pair = slot / 8;
-  return 8 * quad_thread + 4 * high_half + second_pair + 2 * step;
+  const int step = column / 16, slot = column % 16;  // k16 step and A-fragment slot
+  const int quad_thread = (slot % 8) / 2, high_half = slot % 2, high_columns = slot / 8;
+  return 16 * quad_thread + 8 * (step / 2) + 4 * high_half + 2 * (step % 2) + high_columns;
 }
 
-// The inverse: the column that holds k (both within one 32-wide group).
+// The inverse: the column that holds k (both within one 64-wide k-tile).
 METRALE_HD constexpr int decode_k_column(int k) {
-  const int quad_thread = k / 8, u = k % 8;
-  return 16 * ((u / 2) % 2) + 2 * quad_thread + 8 * (u % 2) + u / 4;
+  const int quad_thread = k / 16, u = k % 16;
+  const int step = 2 * (u / 8) + (u % 4) / 2, high_half = (u % 8) / 4, high_columns = u % 2;
+  return 16 * step + 8 * high_columns + 2 * quad_thread + high_half;
 }
 
 }  // namespace metrale::format

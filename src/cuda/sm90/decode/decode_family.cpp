@@ -57,7 +57,7 @@ Layout carve(const Problem& problem, void* base) {
   l.totals = c.take<PlanTotals>(1);
   l.counters = c.take<std::uint32_t>(capacity);
   l.partials = c.take<float>(partial_floats);
-  l.act = c.take<std::uint16_t>(static_cast<std::size_t>(a.groups.m_total) * a.k);
+  l.act = c.take<std::uint16_t>(static_cast<std::size_t>(a.groups.m_total) * act_stride(a.k));
   l.bytes = c.used();
   return l;
 }
@@ -75,10 +75,10 @@ class DecodeFamily final : public Family {
   std::string why_not(const Problem& problem) const override {
     const GroupedNvfp4& a = problem.args;
     if (!problem.nvfp4) return "bf16 weights: the decode family streams NVFP4 weights only";
-    if (a.k % format::kDecodeKGroup != 0)
-      return fmt::format("K = {} is not a multiple of {} (one 32-bit word of codes per 8 values, "
-                         "a 32-wide group of K per decode step)",
-                         a.k, format::kDecodeKGroup);
+    if (a.k % kKMultiple != 0)
+      return fmt::format("K = {} is not a multiple of {} (weight rows are copied in 16-byte "
+                         "pieces of codes)",
+                         a.k, kKMultiple);
     if (a.groups.num_experts > kMaxExperts)
       return fmt::format("num_experts = {} exceeds the decode family's limit of {} (its plan "
                          "kernel scans every expert in one CTA)",
@@ -117,7 +117,7 @@ class DecodeFamily final : public Family {
     int ctas_per_sm = 0, shared_bytes = 0;
     METRALE_CUDA_CHECK(decode_occupancy(plan.config, experts, &ctas_per_sm, &shared_bytes));
     const PlanShape shape = plan_shape(problem, plan, l, experts, ctas_per_sm);
-    const long long groups = 1LL * a.groups.m_total * (a.k / format::kDecodeKGroup);
+    const long long groups = 1LL * a.groups.m_total * k_tiles_of(a.k);
     const int plan_grid = static_cast<int>(std::clamp<long long>(
         (groups + kPlanThreads - 1) / kPlanThreads, 1, 4LL * device_sm_count()));
     if (compact) {

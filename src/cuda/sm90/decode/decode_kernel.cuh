@@ -135,7 +135,7 @@ struct StageLoader {
     const int first_row = tid / 8;
     act_pieces = first_row < u.rows ? (u.rows - first_row + 15) / 16 : 0;
     act = act_pieces > 0 ? reinterpret_cast<const std::uint8_t*>(p.act) +
-                               (static_cast<std::size_t>(u.row_begin) + first_row) * p.k * 2 +
+                               (static_cast<std::size_t>(u.row_begin) + first_row) * act_stride(p.k) * 2 +
                                (tid % 8) * 16
                          : reinterpret_cast<const std::uint8_t*>(p.act);
     const ExpertEntry entry = p.table[u.proj * p.num_experts + u.expert];
@@ -170,7 +170,7 @@ struct StageLoader {
                                        std::uint8_t* stage_ptr) const {
     const int tid = threadIdx.x;
     if ((kt0 + S::kSubTiles) * kKTile <= p.k && p.scale_sfb) {
-      const std::size_t act_rows16 = static_cast<std::size_t>(16) * p.k * 2;  // 16 rows apart
+      const std::size_t act_rows16 = static_cast<std::size_t>(16) * act_stride(p.k) * 2;  // 16 rows apart
       const std::uint8_t* a = act + kt0 * (kKTile * 2);
       const std::uint8_t* w = weight + kt0 * (kKTile / 2);
       const std::uint8_t* sc = scale + static_cast<std::size_t>(kt0) * format::kSfbTileBytes;
@@ -203,14 +203,14 @@ struct StageLoader {
                                 uint32_t weight_dst, uint32_t scale_dst_base,
                                 std::uint8_t* scale_ptr) const {
     const int tid = threadIdx.x;
-    const bool act_in_k = kt * kKTile + (tid % 8) * 8 < p.k;
+    const bool act_in_k = kt * kKTile < p.k;  // a k-tile of the padded rows (zeros past K)
 #pragma unroll
     for (int i = 0; i < S::kActPerThread; ++i) {
       const int row = tid / 8 + 16 * i;
       if (tid + i * S::kThreads < S::kActChunks) {
         // A zero-filled piece still names a valid address (the table's first row).
         const bool real = i < act_pieces && act_in_k;
-        const void* src = real ? act + static_cast<std::size_t>(16 * i) * p.k * 2 + kt * kKTile * 2
+        const void* src = real ? act + static_cast<std::size_t>(16 * i) * act_stride(p.k) * 2 + kt * kKTile * 2
                                : static_cast<const void*>(p.act);
         cp_async_16(act_dst + swizzled_offset(row, tid % 8), src, real);
       }
@@ -246,61 +246,48 @@ struct StageLoader {
   }
 };
 
-// Where this thread's code words and block scales sit in a sub-tile. Thread (warp w, lane l)
-// decodes weight rows r = 16 w + l/4 and r + 8, and within each 32-wide K group the 8 codes at
-// 8 c .. 8 c + 7 (c = l % 4): block b = c / 2 of the group. The words are fixed per thread; the
-// scale offsets depend on the unit's first row modulo the 128-row SFB tile.
+// Where this thread's codes and block scales sit in a sub-tile. Thread (warp w, lane l) decodes
+// weight rows r = 16 w + l/4 and r + 8, block c = l % 4 of the k-tile (format::decode_k_source):
+// 8 bytes of codes and one scale per row. The offsets depend on the unit's first row modulo the
+// 128-row SFB tile only.
 struct DecodeOffsets {
-  std::uint32_t word;     // row r's word of K group 0; group 1: word ^ 16; row r + 8: + 256
-  std::uint32_t scale_r;  // SFB: row r's 4 scales; [K/16, N]: s(r, b)
-  std::uint32_t scale_r8;
-  std::uint32_t selector; // SFB: bytes b, b + 2 of rows r and r + 8 (one byte permute)
+  std::uint32_t codes;    // row r's 8 bytes; row r + 8: + 8 x 32
+  std::uint32_t scale_r;  // the scale byte of (r, c) in the sub-tile's scale slot
+  std::uint32_t scale_r8; // of (r + 8, c)
 };
 
 __device__ __forceinline__ DecodeOffsets decode_offsets(const DecodeParams& p, int n0) {
-  const int lane = threadIdx.x % 32, c = lane % 4, b = c / 2;
+  const int lane = threadIdx.x % 32, c = lane % 4;
   const int r = (threadIdx.x / 32) * 16 + lane / 4;  // each warp owns 16 weight rows
   DecodeOffsets o;
-  o.word = r * 32 + (((r >> 2) & 1) * 16) + c * 4;  // 16-byte halves swap every 4 rows
+  // A row's 32 bytes hold blocks 0..3; its 16-byte halves swap every 4 rows (the loader's layout).
+  o.codes = r * 32 + (((c / 2) ^ ((r >> 2) & 1)) * 16) + (c % 2) * 8;
   if (p.scale_sfb) {
     const int row = n0 % static_cast<int>(format::kSfbTileRows) + r;
-    o.scale_r = format::sfb_row_in_tile(row);
-    o.scale_r8 = format::sfb_row_in_tile(row + 8);
-    o.selector = b | ((b + 4) << 4) | ((b + 2) << 8) | ((b + 6) << 12);
+    o.scale_r = format::sfb_row_in_tile(row) + c;
+    o.scale_r8 = format::sfb_row_in_tile(row + 8) + c;
   } else {
-    o.scale_r = b * kRows + r;
+    o.scale_r = c * kRows + r;
     o.scale_r8 = o.scale_r + 8;
-    o.selector = 0;
   }
   return o;
 }
 
-// [s(r, b), s(r+8, b), s(r, b+2), s(r+8, b+2)] of a sub-tile's scale slot.
-__device__ __forceinline__ uint32_t sub_tile_scales(const DecodeParams& p,
-                                                    const std::uint8_t* scales,
-                                                    const DecodeOffsets& o) {
-  if (p.scale_sfb)
-    return byte_permute(*reinterpret_cast<const uint32_t*>(scales + o.scale_r),
-                        *reinterpret_cast<const uint32_t*>(scales + o.scale_r8), o.selector);
-  return scales[o.scale_r] | (scales[o.scale_r8] << 8) | (scales[o.scale_r + 2 * kRows] << 16) |
-         (scales[o.scale_r8 + 2 * kRows] << 24);
-}
-
-// Step 3: the A fragments of a sub-tile's four k16 steps (word q holds k = 32q + 8c .. + 7).
-__device__ __forceinline__ void decode_sub_tile(const DecodeParams& p, const std::uint8_t* weights,
+// Step 3: the A fragments of a sub-tile's four k16 steps. Word q of a row's 8 bytes feeds steps
+// 2q and 2q + 1 (pairs 0, 1 and 2, 3); both rows' scales are converted by one instruction.
+__device__ __forceinline__ void decode_sub_tile(const std::uint8_t* weights,
                                                 const std::uint8_t* scales, const DecodeOffsets& o,
                                                 uint32_t (&frag)[4][4]) {
-  const uint32_t bytes = sub_tile_scales(p, scales, o);
+  const uint32_t both = scales[o.scale_r] | (static_cast<uint32_t>(scales[o.scale_r8]) << 8);
+  const uint32_t pair = e4m3x2_to_scaled_bf16x2(both);
+  const uint32_t s0 = broadcast_low(pair), s1 = broadcast_high(pair);
+  const uint2 row_r = *reinterpret_cast<const uint2*>(weights + o.codes);
+  const uint2 row_r8 = *reinterpret_cast<const uint2*>(weights + o.codes + 8 * 32);
 #pragma unroll
   for (int q = 0; q < 2; ++q) {
-    const uint32_t offset = q == 0 ? o.word : o.word ^ 16;
-    const uint32_t w0 = *reinterpret_cast<const uint32_t*>(weights + offset);
-    const uint32_t w1 = *reinterpret_cast<const uint32_t*>(weights + offset + 8 * 32);
-    const uint32_t pair = e4m3x2_to_scaled_bf16x2(bytes >> (16 * q));
-    const uint32_t s0 = broadcast_low(pair), s1 = broadcast_high(pair);
     uint32_t p0[4], p1[4];
-    e2m1_pairs(w0, p0);
-    e2m1_pairs(w1, p1);
+    e2m1_pairs(q == 0 ? row_r.x : row_r.y, p0);
+    e2m1_pairs(q == 0 ? row_r8.x : row_r8.y, p1);
     frag[2 * q][0] = bf16x2_mul(p0[0], s0);
     frag[2 * q][1] = bf16x2_mul(p1[0], s1);
     frag[2 * q][2] = bf16x2_mul(p0[1], s0);
@@ -432,7 +419,7 @@ __global__ void __launch_bounds__(Shape<kTokens>::kThreads, Shape<kTokens>::kMin
   uint32_t frag[2][4][4];
   DecodeOffsets offsets = decode_offsets(p, unit.n0);
   auto decode = [&](const std::uint8_t* stage_ptr, int j, uint32_t(&into)[4][4]) {
-    decode_sub_tile(p, stage_ptr + S::kWeightsAt + j * S::kWeightBytes,
+    decode_sub_tile(stage_ptr + S::kWeightsAt + j * S::kWeightBytes,
                     stage_ptr + S::kScalesAt + j * S::kScaleBytes, offsets, into);
   };
   cp_async_wait<S::kStages - 2>();

@@ -16,6 +16,7 @@
 
 #include "cuda/stage/expert_table.hpp"
 #include "format/host_device.hpp"
+#include "format/layouts.hpp"
 
 namespace metrale::cuda::sm90::decode {
 
@@ -24,8 +25,15 @@ namespace metrale::cuda::sm90::decode {
 inline constexpr int kTokenWidths[] = {8, 16, 32, 64, 128, 256};
 inline constexpr int kConfigCount = sizeof(kTokenWidths) / sizeof(kTokenWidths[0]);
 inline constexpr int kRows = 64;     // weight rows per CTA: one warpgroup's wgmma M
-inline constexpr int kKTile = 64;    // K per pipeline stage
+inline constexpr int kKTile = 64;    // K per sub-tile (a pipeline stage holds kSubTiles of them)
+static_assert(format::kDecodeKGroup == kKTile, "the decode order permutes K within a k-tile");
 inline constexpr int kFoldMaxRows = 64;  // experts with more rows sum K in one chunk
+// K: rows of codes in whole 16-byte pieces (the loader's cp.async).
+inline constexpr int kKMultiple = 32;
+
+// Elements per row of the decode-order activations: K padded to whole k-tiles (zeros past K),
+// since the decode order permutes K within a k-tile.
+METRALE_HD constexpr int act_stride(int k) { return (k + kKTile - 1) / kKTile * kKTile; }
 
 // K-tiles per chunk for an expert with `rows` rows: 1024 values of K per 8 tokens (so a split
 // tile's partials stay ~1/9 of the weight bytes it streams), the whole K above kFoldMaxRows.
@@ -74,7 +82,7 @@ struct PlanShape {
   const std::uint16_t* a;
   std::int32_t a_rows;            // 0: ids trusted
   const std::int32_t* token_ids;
-  std::uint16_t* act;             // [m_total, K]
+  std::uint16_t* act;             // [m_total, act_stride(K)]
   std::int32_t k;
 };
 
@@ -109,7 +117,7 @@ struct DecodeParams {             // the main kernel's parameters
   const Segment* segments;
   const std::int32_t* unit_first;
   const PlanTotals* totals;
-  const std::uint16_t* act;       // [m_total, K], decode order
+  const std::uint16_t* act;       // [m_total, act_stride(K)], decode order
   float* partials;
   std::uint32_t* counters;
   std::uint16_t* out[2];          // bf16 [m_total, N] per projection

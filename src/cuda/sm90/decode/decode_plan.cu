@@ -161,31 +161,30 @@ __device__ void plan_work(const PlanShape& a, int experts, const std::int32_t* f
   }
 }
 
-// Group row `row` of the activations, 32 values of K at a time, in decode order.
-__device__ void stage_activation_group(const PlanShape& a, int row, int group) {
+// Group row `row` of the activations, one k-tile (64 values of K) at a time, in decode order;
+// past K (the last k-tile when K % 64 == 32) zeros.
+__device__ void stage_activation_group(const PlanShape& a, int row, int tile) {
+  constexpr int kWords = kKTile / 2, kPieces = kWords / 4;  // bf16 pairs, 16-byte pieces
   int src = a.token_ids ? __ldg(a.token_ids + row) : row;
   if (src < 0 || (a.a_rows > 0 && src >= a.a_rows)) src = -1;  // reads as zeros
-  uint32_t in[16];
-  const std::size_t offset = static_cast<std::size_t>(group) * format::kDecodeKGroup;
-  if (src >= 0) {
-    const auto* from = reinterpret_cast<const uint4*>(a.a + static_cast<std::size_t>(src) * a.k + offset);
+  const int k0 = tile * kKTile;
+  const int pieces = src < 0 ? 0 : min(kPieces, (a.k - k0) / 8);
+  uint32_t in[kWords];
+  const auto* from = reinterpret_cast<const uint4*>(a.a + static_cast<std::size_t>(max(src, 0)) * a.k + k0);
 #pragma unroll
-    for (int i = 0; i < 4; ++i) *reinterpret_cast<uint4*>(&in[4 * i]) = __ldg(from + i);
-  } else {
+  for (int i = 0; i < kPieces; ++i)
+    *reinterpret_cast<uint4*>(&in[4 * i]) = i < pieces ? __ldg(from + i) : make_uint4(0, 0, 0, 0);
+  uint32_t out[kWords];
 #pragma unroll
-    for (int i = 0; i < 16; ++i) in[i] = 0;
-  }
-  uint32_t out[16];
-#pragma unroll
-  for (int q = 0; q < 16; ++q) {
+  for (int q = 0; q < kWords; ++q) {
     constexpr int kLowHalf = 0x10, kHighHalf = 0x32;  // byte selectors of a bf16 in a word
-    const int k0 = format::decode_k_source(2 * q), k1 = format::decode_k_source(2 * q + 1);
-    const int selector = (k0 % 2 ? kHighHalf : kLowHalf) | ((k1 % 2 ? kHighHalf : kLowHalf) + 0x44) << 8;
-    out[q] = __byte_perm(in[k0 / 2], in[k1 / 2], selector);
+    const int s0 = format::decode_k_source(2 * q), s1 = format::decode_k_source(2 * q + 1);
+    const int selector = (s0 % 2 ? kHighHalf : kLowHalf) | ((s1 % 2 ? kHighHalf : kLowHalf) + 0x44) << 8;
+    out[q] = __byte_perm(in[s0 / 2], in[s1 / 2], selector);
   }
-  auto* to = reinterpret_cast<uint4*>(a.act + static_cast<std::size_t>(row) * a.k + offset);
+  auto* to = reinterpret_cast<uint4*>(a.act + static_cast<std::size_t>(row) * act_stride(a.k) + k0);
 #pragma unroll
-  for (int i = 0; i < 4; ++i) to[i] = *reinterpret_cast<const uint4*>(&out[4 * i]);
+  for (int i = 0; i < kPieces; ++i) to[i] = *reinterpret_cast<const uint4*>(&out[4 * i]);
 }
 
 // Counters, activations: spread over every CTA of the grid.
@@ -193,10 +192,10 @@ __device__ void stage_rest(const PlanShape& a) {
   const int thread = blockIdx.x * blockDim.x + threadIdx.x;
   const int threads = gridDim.x * blockDim.x;
   for (int i = thread; i < a.split_capacity; i += threads) a.counters[i] = 0;
-  // items < 2^31: the copy is at most kDecodeActivationBudget (128 MB) of 64-byte groups.
-  const int groups = a.k / format::kDecodeKGroup;
-  const int items = a.m_total * groups;
-  for (int i = thread; i < items; i += threads) stage_activation_group(a, i / groups, i % groups);
+  // items < 2^31: the copy is at most kDecodeActivationBudget (128 MB) of 128-byte k-tiles.
+  const int tiles = act_stride(a.k) / kKTile;
+  const int items = a.m_total * tiles;
+  for (int i = thread; i < items; i += threads) stage_activation_group(a, i / tiles, i % tiles);
 }
 
 template <class Args>
