@@ -8,7 +8,6 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/family.hpp"
 #include "cuda/sm90/decode/decode_plan.hpp"
-#include "cuda/sm90/tensor_map.hpp"
 #include "cuda/stage/stage_tables.hpp"
 #include "cuda/stage/workspace_carve.hpp"
 #include "format/layouts.hpp"
@@ -197,10 +196,6 @@ class DecodeFamily final : public Family {
     p.unit_first = l.unit_first;
     p.totals = l.totals;
     p.act = l.act;
-    p.act_map = bf16_rows_sw128(l.act, static_cast<std::uint64_t>(a.groups.m_total),
-                                static_cast<std::uint64_t>(act_stride(a.k)),
-                                static_cast<std::uint64_t>(act_stride(a.k)),
-                                static_cast<std::uint32_t>(s.tokens));
     p.partials = l.partials;
     p.counters = l.counters;
     p.out[0] = a.out[0];

@@ -9,13 +9,10 @@
 //
 // Data path:
 //  1. locate: a unit's segment by binary search over the unit prefix cached in shared memory.
-//  2. load: a stage of kSubTiles k-tiles: the tile's activation rows (already gathered and put in
-//     decode order by the plan kernel), 64 weight rows of packed codes, their block scales. In a
-//     stage wholly inside K with SFB scales (nearly all), the activations come by bulk tensor
-//     copies (TMA, which also applies the 128-byte swizzle) and the scales by one bulk copy, both
-//     issued by one thread against the slot's mbarrier, and only the codes by every thread's
-//     cp.async; other stages are all cp.async with zero fill. The loader runs `kStages - 1`
-//     stages ahead and crosses unit boundaries, so the pipeline never drains between units.
+//  2. load: cp.async of one k-tile (64 K) per stage: the tile's activation rows (already gathered
+//     and put in decode order by the plan kernel, so rows are contiguous), 64 weight rows of
+//     packed codes, their block scales. The loader runs `kStages - 1` k-tiles ahead and crosses
+//     unit boundaries, so the pipeline never drains between the units of a CTA.
 //  3. decode (fp4_bits.cuh): per thread and k-tile, four 32-bit code words and two scale pairs
 //     become the A fragments of four k16 steps with shifts, masks and bf16 multiplies.
 //  4. wgmma, A from registers, B (activations) from the 128-byte-swizzled stage; software
@@ -28,7 +25,6 @@
 #include <cuda_bf16.h>
 
 #include <cstdint>
-#include <cuda/ptx>
 
 #include "cuda/sm90/decode/decode_params.hpp"
 #include "cuda/sm90/decode/fp4_bits.cuh"
@@ -116,13 +112,6 @@ __device__ __forceinline__ Unit locate_unit(const DecodeParams& p, const std::in
   return unit;
 }
 
-// A stage loaded by bulk copies: wholly inside K (no zero fill needed) with SFB scales (whose
-// 128-row tiles hold the stage's scales in one contiguous run).
-template <int kTokens>
-__device__ __forceinline__ bool bulk_stage(const DecodeParams& p, int kt0) {
-  return p.scale_sfb && (kt0 + Shape<kTokens>::kSubTiles) * kKTile <= p.k;
-}
-
 // Step 2: this thread's cp.async share of a stage. Activation piece i of the thread is row
 // tid/8 + 16 i, 16-byte column tid % 8, so one base pointer and a count of real rows describe
 // them all; every address is set up once per unit and a stage adds k-tile offsets only. A stage
@@ -176,35 +165,30 @@ struct StageLoader {
     }
   }
 
-  // The stage of k-tiles [kt0, kt0 + kSubTiles) of the unit whose token tile starts at group row
-  // `row_begin`; `full` is its slot's mbarrier.
-  __device__ __forceinline__ void load(const DecodeParams& p, int kt0, int row_begin, uint32_t stage,
-                                       std::uint8_t* stage_ptr, std::uint64_t* full) const {
+  // The stage of k-tiles [kt0, kt0 + kSubTiles).
+  __device__ __forceinline__ void load(const DecodeParams& p, int kt0, uint32_t stage,
+                                       std::uint8_t* stage_ptr) const {
     const int tid = threadIdx.x;
-    if (bulk_stage<kTokens>(p, kt0)) {
-      if (tid == 0) {
-        // Whole boxes count (rows past m_total arrive as zeros); the SFB run holds both 64-row
-        // halves of its tiles (the other half is the neighbouring n-tile's, read from L2).
-        constexpr uint32_t kBytes = S::kSubTiles * (S::kActBytes + S::kScaleBytes);
-        ::cuda::ptx::mbarrier_arrive_expect_tx(::cuda::ptx::sem_release, ::cuda::ptx::scope_cta,
-                                             ::cuda::ptx::space_shared, full, kBytes);
-#pragma unroll
-        for (int j = 0; j < S::kSubTiles; ++j) {
-          const std::int32_t at[2] = {(kt0 + j) * kKTile, row_begin};
-          ::cuda::ptx::cp_async_bulk_tensor(::cuda::ptx::space_cluster, ::cuda::ptx::space_global,
-                                          stage_ptr + j * S::kActBytes, &p.act_map, at, full);
-        }
-        ::cuda::ptx::cp_async_bulk(::cuda::ptx::space_cluster, ::cuda::ptx::space_global,
-                                 stage_ptr + S::kScalesAt,
-                                 expert_scales + format::sfb_tile_offset(n0, kt0, p.k),
-                                 S::kSubTiles * S::kScaleBytes, full);
-      }
+    if ((kt0 + S::kSubTiles) * kKTile <= p.k && p.scale_sfb) {
+      const std::size_t act_rows16 = static_cast<std::size_t>(16) * act_stride(p.k) * 2;  // 16 rows apart
+      const std::uint8_t* a = act + kt0 * (kKTile * 2);
       const std::uint8_t* w = weight + kt0 * (kKTile / 2);
+      const std::uint8_t* sc = scale + static_cast<std::size_t>(kt0) * format::kSfbTileBytes;
+      const uint32_t act_dst = stage + swizzled_offset(tid / 8, tid % 8);
       const uint32_t weight_dst =
           stage + S::kWeightsAt + (tid / 2) * 32 + (((tid % 2) ^ ((tid / 8) & 1)) * 16);
 #pragma unroll
-      for (int j = 0; j < S::kSubTiles; ++j)
+      for (int j = 0; j < S::kSubTiles; ++j) {
+#pragma unroll
+        for (int i = 0; i < S::kActPerThread; ++i)
+          if (tid + i * S::kThreads < S::kActChunks)
+            cp_async_16(act_dst + j * S::kActBytes + i * 16 * kSwizzleRowBytes,
+                        i < act_pieces ? a + i * act_rows16 + j * kKTile * 2 : act, i < act_pieces);
         cp_async_16(weight_dst + j * S::kWeightBytes, w + j * (kKTile / 2), weight_real);
+        if (scale)
+          cp_async_8(stage + S::kScalesAt + j * S::kScaleBytes + scale_dst,
+                     sc + j * format::kSfbTileBytes);
+      }
       return;
     }
 #pragma unroll
@@ -378,7 +362,6 @@ __global__ void __launch_bounds__(Shape<kTokens>::kThreads, Shape<kTokens>::kMin
   using S = Shape<kTokens>;
   extern __shared__ std::uint8_t smem_raw[];
   __shared__ int last_unit_of_tile;
-  __shared__ alignas(8) std::uint64_t stage_full[S::kStages];  // bulk stages' arrivals
   // Launched as a programmatic dependent of the plan kernel: wait here for its writes.
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
   const int segments = p.totals->segments, units = p.totals->units;
@@ -390,18 +373,7 @@ __global__ void __launch_bounds__(Shape<kTokens>::kThreads, Shape<kTokens>::kMin
   auto* unit_first = reinterpret_cast<std::int32_t*>(base_ptr + S::kStages * S::kStageBytes);
   const int cached = min(segments, p.max_segments);
   for (int i = threadIdx.x; i <= cached; i += S::kThreads) unit_first[i] = p.unit_first[i];
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < S::kStages; ++s) ::cuda::ptx::mbarrier_init(&stage_full[s], 1);
-    ::cuda::ptx::fence_mbarrier_init(::cuda::ptx::sem_release, ::cuda::ptx::scope_cluster);
-  }
   __syncthreads();
-  // Per slot, the parity of the bulk arrival its next bulk stage completes.
-  uint32_t bulk_parity = 0;
-  auto wait_bulk = [&](int slot) {
-    while (!::cuda::ptx::mbarrier_try_wait_parity(&stage_full[slot], (bulk_parity >> slot) & 1u)) {
-    }
-    bulk_parity ^= 1u << slot;
-  };
 
   // The loader's cursor runs kStages - 1 stages ahead of the consumer's, over the same units.
   int load_u = blockIdx.x;
@@ -413,8 +385,7 @@ __global__ void __launch_bounds__(Shape<kTokens>::kThreads, Shape<kTokens>::kMin
   int load_slot = 0;
   auto load_next = [&] {
     if (loading) {
-      loader.load(p, load_kt, load_unit.row_begin, base + load_slot * S::kStageBytes,
-                  base_ptr + load_slot * S::kStageBytes, &stage_full[load_slot]);
+      loader.load(p, load_kt, base + load_slot * S::kStageBytes, base_ptr + load_slot * S::kStageBytes);
       load_kt += S::kSubTiles;
       if (load_kt >= load_unit.kt_end) {
         load_u += gridDim.x;
@@ -452,8 +423,6 @@ __global__ void __launch_bounds__(Shape<kTokens>::kThreads, Shape<kTokens>::kMin
                     stage_ptr + S::kScalesAt + j * S::kScaleBytes, offsets, into);
   };
   cp_async_wait<S::kStages - 2>();
-  if (bulk_stage<kTokens>(p, kt)) wait_bulk(0);
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // cp.async writes -> wgmma
   __syncthreads();
   decode(base_ptr, 0, frag[0]);
 
@@ -482,17 +451,14 @@ __global__ void __launch_bounds__(Shape<kTokens>::kThreads, Shape<kTokens>::kMin
       if (j + 1 < S::kSubTiles) {
         decode(stage_ptr, j + 1, frag[(j + 1) % 2]);
       } else {
+        cp_async_wait<S::kStages - 3>();  // the next stage has landed
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        __syncthreads();
+        load_next();  // refills the slot of the previous stage (its wgmmas are done)
         if (unit_ends && more) {
           next_unit = locate_unit<kTokens>(p, unit_first, cached, unit_u + gridDim.x);
           offsets = decode_offsets(p, next_unit.n0);
         }
-        // The next stage has landed: its cp.async part, and its bulk part if it has one.
-        cp_async_wait<S::kStages - 3>();
-        if (more && bulk_stage<kTokens>(p, unit_ends ? next_unit.kt_begin : kt + S::kSubTiles))
-          wait_bulk(next_slot);
-        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-        __syncthreads();
-        load_next();  // refills the slot of the previous stage (its wgmmas are done)
         if (more) decode(base_ptr + next_slot * S::kStageBytes, 0, frag[0]);
       }
     }

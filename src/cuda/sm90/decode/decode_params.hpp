@@ -12,8 +12,6 @@
 // and an unsplit run all produce the same bits.
 #pragma once
 
-#include <cuda.h>
-
 #include <cstdint>
 
 #include "cuda/stage/expert_table.hpp"
@@ -115,7 +113,6 @@ struct CompactPlanArgs {
 };
 
 struct DecodeParams {             // the main kernel's parameters
-  CUtensorMap act_map;            // act as bf16 [m_total, act_stride(K)], boxes of tokens x 64
   const ExpertEntry* table;       // [proj][num_experts] (the compact plan: active experts only)
   const Segment* segments;
   const std::int32_t* unit_first;
