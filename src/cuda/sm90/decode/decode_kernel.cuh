@@ -423,6 +423,7 @@ __global__ void __launch_bounds__(Shape<kTokens>::kThreads, Shape<kTokens>::kMin
                     stage_ptr + S::kScalesAt + j * S::kScaleBytes, offsets, into);
   };
   cp_async_wait<S::kStages - 2>();
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // cp.async writes -> wgmma
   __syncthreads();
   decode(base_ptr, 0, frag[0]);
 
