@@ -11,7 +11,7 @@
 //  1. locate: a unit's segment by binary search over the unit prefix cached in shared memory.
 //  2. load: cp.async of one k-tile (64 K) per stage: the tile's activation rows (already gathered
 //     and put in decode order by the plan kernel, so rows are contiguous), 64 weight rows of
-//     packed codes, their block scales. The loader runs `kStages - 1` stages ahead and crosses
+//     packed codes, their block scales. The loader runs `kStages - 1` k-tiles ahead and crosses
 //     unit boundaries, so the pipeline never drains between the units of a CTA.
 //  3. decode (fp4_bits.cuh): per thread and k-tile, four 32-bit code words and two scale pairs
 //     become the A fragments of four k16 steps with shifts, masks and bf16 multiplies.
@@ -25,7 +25,6 @@
 #include <cuda_bf16.h>
 
 #include <cstdint>
-#include <cuda/ptx>
 
 #include "cuda/sm90/decode/decode_params.hpp"
 #include "cuda/sm90/decode/fp4_bits.cuh"
@@ -363,8 +362,6 @@ __global__ void __launch_bounds__(Shape<kTokens>::kThreads, Shape<kTokens>::kMin
   using S = Shape<kTokens>;
   extern __shared__ std::uint8_t smem_raw[];
   __shared__ int last_unit_of_tile;
-  // Per slot: completes when every thread's cp.async of the stage it holds has landed.
-  __shared__ alignas(8) std::uint64_t landed[S::kStages];
   // Launched as a programmatic dependent of the plan kernel: wait here for its writes.
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
   const int segments = p.totals->segments, units = p.totals->units;
@@ -376,15 +373,9 @@ __global__ void __launch_bounds__(Shape<kTokens>::kThreads, Shape<kTokens>::kMin
   auto* unit_first = reinterpret_cast<std::int32_t*>(base_ptr + S::kStages * S::kStageBytes);
   const int cached = min(segments, p.max_segments);
   for (int i = threadIdx.x; i <= cached; i += S::kThreads) unit_first[i] = p.unit_first[i];
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < S::kStages; ++s) ::cuda::ptx::mbarrier_init(&landed[s], S::kThreads);
-    ::cuda::ptx::fence_mbarrier_init(::cuda::ptx::sem_release, ::cuda::ptx::scope_cluster);
-  }
   __syncthreads();
 
-  // The loader's cursor runs kStages - 1 stages ahead of the consumer's, over the same units: a
-  // stage's slot is refilled as soon as every warp's wgmmas on it are done (after the next
-  // stage's first sub-tile), so kStages - 1 stages are in flight while one is computed.
+  // The loader's cursor runs kStages - 1 stages ahead of the consumer's, over the same units.
   int load_u = blockIdx.x;
   Unit load_unit = locate_unit<kTokens>(p, unit_first, cached, load_u);
   int load_kt = load_unit.kt_begin;
@@ -393,7 +384,6 @@ __global__ void __launch_bounds__(Shape<kTokens>::kThreads, Shape<kTokens>::kMin
   bool loading = true;
   int load_slot = 0;
   auto load_next = [&] {
-    const bool loading_stage = loading;
     if (loading) {
       loader.load(p, load_kt, base + load_slot * S::kStageBytes, base_ptr + load_slot * S::kStageBytes);
       load_kt += S::kSubTiles;
@@ -407,18 +397,10 @@ __global__ void __launch_bounds__(Shape<kTokens>::kThreads, Shape<kTokens>::kMin
         }
       }
     }
-    // Arrives (once per thread) when this thread's copies of the stage have landed.
-    if (loading_stage) ::cuda::ptx::cp_async_mbarrier_arrive_noinc(&landed[load_slot]);
     load_slot = load_slot + 1 == S::kStages ? 0 : load_slot + 1;
+    cp_async_commit();
   };
   for (int s = 0; s < S::kStages - 1; ++s) load_next();
-  uint32_t landed_parity = 0;  // per slot: the parity of the stage it holds next
-  auto wait_landed = [&](int slot) {
-    while (!::cuda::ptx::mbarrier_try_wait_parity(&landed[slot], (landed_parity >> slot) & 1u)) {
-    }
-    landed_parity ^= 1u << slot;
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // cp.async writes -> wgmma
-  };
 
   // The consumer: stage by stage; chunks and units end at stage boundaries.
   int unit_u = blockIdx.x;
@@ -440,8 +422,9 @@ __global__ void __launch_bounds__(Shape<kTokens>::kThreads, Shape<kTokens>::kMin
     decode_sub_tile(stage_ptr + S::kWeightsAt + j * S::kWeightBytes,
                     stage_ptr + S::kScalesAt + j * S::kScaleBytes, offsets, into);
   };
-  wait_landed(0);
-  __syncthreads();  // the general path's plain scale stores
+  cp_async_wait<S::kStages - 2>();
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // cp.async writes -> wgmma
+  __syncthreads();
   decode(base_ptr, 0, frag[0]);
 
   bool more = true;
@@ -466,23 +449,18 @@ __global__ void __launch_bounds__(Shape<kTokens>::kThreads, Shape<kTokens>::kMin
       for (int s = 0; s < 4; ++s)
 #pragma unroll
         for (int q = 0; q < 4; ++q) fence_operand(frag[(j + 1) % 2][s][q]);
-      if (j == 0) {
-        // This warp's wgmmas of the previous stage are done; after the barrier every warp's
-        // are, and the loader refills their slot.
-        __syncthreads();
-        load_next();
-      }
       if (j + 1 < S::kSubTiles) {
         decode(stage_ptr, j + 1, frag[(j + 1) % 2]);
       } else {
+        cp_async_wait<S::kStages - 3>();  // the next stage has landed
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        __syncthreads();
+        load_next();  // refills the slot of the previous stage (its wgmmas are done)
         if (unit_ends && more) {
           next_unit = locate_unit<kTokens>(p, unit_first, cached, unit_u + gridDim.x);
           offsets = decode_offsets(p, next_unit.n0);
         }
-        if (more) {
-          wait_landed(next_slot);
-          decode(base_ptr + next_slot * S::kStageBytes, 0, frag[0]);
-        }
+        if (more) decode(base_ptr + next_slot * S::kStageBytes, 0, frag[0]);
       }
     }
     chunk_opens = false;
@@ -530,6 +508,7 @@ __global__ void __launch_bounds__(Shape<kTokens>::kThreads, Shape<kTokens>::kMin
     slot = next_slot;
   }
   wgmma_wait<0>();
+  cp_async_wait<0>();
 #elif defined(__CUDA_ARCH__)
   __trap();  // built for a target without wgmma: fail loudly instead of leaving `out` unwritten
 #endif
