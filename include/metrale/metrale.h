@@ -96,8 +96,10 @@ METRALE_API metrale_status metrale_workspace_get(metrale_backend backend, void**
  *                                 no output for scale_2: it quantizes with scale_2 = 1 (pass 1.0f
  *                                 to the GEMMs); metrale_pack_bf16_weight_to_nvfp4_ex runs the
  *                                 full ModelOpt recipe and returns the scale_2 it chose. NaN or
- *                                 ±Inf weights are refused, naming the first (invalid_argument;
- *                                 the CPU backend; the CUDA quantizer's check: issue 11).
+ *                                 ±Inf weights are refused, naming the lowest index
+ *                                 (invalid_argument, every backend but CUTLASS's; on CUDA this
+ *                                 form may have written packed_t and scale_t by then, and the
+ *                                 call waits for the stream, so it cannot be graph-captured).
  *   nvfp4_grouped_gate_up         per expert, gate and up products; a in group order, [K/16, N]
  *                                 scales
  *   nvfp4_grouped_gate_up_fused   the same in one launch, rows gathered through sorted_token_ids
@@ -306,7 +308,8 @@ typedef struct metrale_expert_weights {
 /* Full ModelOpt recipe: scale_2 = amax / 2688 is computed and written to *scale_2_out, which
  * lives where the other buffers live (device memory on CUDA, host memory on the CPU). scale_2_out
  * may be NULL: then scale_2 = 1, as the seed-shaped pack_bf16_weight_to_nvfp4_t. NaN or ±Inf
- * weights are refused (invalid_argument, naming the first; CPU backend, the CUDA check: issue 11).
+ * weights are refused (invalid_argument, naming the lowest index; with scale_2_out set nothing is
+ * written then; on CUDA the call waits for the stream, so it cannot be graph-captured).
  * exec NULL: METRALE_EXEC_INIT. */
 METRALE_API metrale_status metrale_pack_bf16_weight_to_nvfp4_ex(const void* weight_bf16,
                                                                 void* packed_t, void* scale_t,

@@ -34,14 +34,17 @@ void run(std::string_view who, const PackNvfp4& args, const Exec& exec) {
     require_finite_weights_on_host(who, args);
     return cpu::pack_nvfp4(args);
   }
-  // The quantizers need no scratch: the amax reduction runs in *scale_2_out itself.
-  [[maybe_unused]] const core::Buffer ws{};  // unused without a device backend
   switch (backend) {
 #ifdef METRALE_HAS_CUDA
-    case Backend::cuda: return cuda::pack_nvfp4(args, ws, exec.stream);
+    // 16 bytes of scratch: the amax and the first non-finite index the device finds.
+    case Backend::cuda:
+      cuda::refuse_pack_capture(who, exec.stream);
+      return cuda::pack_nvfp4(who, args, select_workspace(who, exec, cuda::kPackScratchBytes),
+                              exec.stream);
 #endif
 #ifdef METRALE_HAS_CUTLASS
-    case Backend::cutlass: return reference::cutlass::pack_nvfp4(args, ws, exec.stream);
+    // The reference's amax reduction runs in *scale_2_out itself: no scratch.
+    case Backend::cutlass: return reference::cutlass::pack_nvfp4(args, {}, exec.stream);
 #endif
     default: not_implemented(who, backend);
   }

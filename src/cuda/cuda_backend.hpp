@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 #include "core/workspace.hpp"
 #include "metrale/metrale.hpp"
@@ -18,7 +19,13 @@ bool available(std::string* why);
 
 void bf16_gemm(const DenseGemm& args, core::Buffer ws, void* stream);
 void nvfp4_gemm(const Nvfp4Gemm& args, core::Buffer ws, void* stream);
-void pack_nvfp4(const PackNvfp4& args, core::Buffer ws, void* stream);
+// The quantizer's scratch (amax and the first non-finite index the device found); `who` names
+// the entry point in a refusal of NaN or ±Inf weights. pack_nvfp4 waits for its stream, so a
+// capturing stream is refused first, before anything (the shared workspace's allocation
+// included) could break the capture.
+inline constexpr std::size_t kPackScratchBytes = 16;
+void refuse_pack_capture(std::string_view who, void* stream);
+void pack_nvfp4(std::string_view who, const PackNvfp4& args, core::Buffer ws, void* stream);
 void swizzle_scales(const SwizzleScales& args, void* stream);
 void transpose_packed(const TransposePacked& args, void* stream);
 void nvfp4_grouped(const GroupedNvfp4& args, core::Buffer ws, void* stream);

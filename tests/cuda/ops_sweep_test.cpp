@@ -29,7 +29,8 @@ void sweep_gemm(Op op, Mode mode, std::span<const int> ms, std::span<const int> 
 // pack, sfb and transpose: N x K with K at and around 16-element blocks and 64-wide SFB tiles.
 void sweep_pack(Op op, Mode mode) {
   static constexpr int kPackN[] = {1, 8, 63, 64, 65, 127, 128, 129, 200};
-  static constexpr int kPackK[] = {16, 32, 48, 64, 96, 2048};
+  // 272 and 528: a K tail past the quantizer's 256-element tiles.
+  static constexpr int kPackK[] = {16, 32, 48, 64, 96, 272, 528, 2048};
   int failures = 0;
   for (int n : kPackN) {
     for (int k : kPackK) {
@@ -126,8 +127,8 @@ TEST(RealisticSweep, Nvfp4Gemm) {
   sweep_gemm(Op::nvfp4_gemm, Mode::realistic, kRowsM, kRealisticN, kRealisticK);
 }
 
-// The quantizer stress tensor: zero, large, small and subnormal blocks, exact ties, signed zeros,
-// NaN; magnitudes to 1e±30 in the seeds' scale_2 = 1 form.
+// The quantizer stress tensor: zero, large, small and subnormal blocks, exact ties, signed zeros
+// (no NaN or Inf: refused, nonfinite_weight_test.cpp); magnitudes to 1e±30 in the seeds' form.
 TEST(RealisticSweep, Pack) {
   METRALE_SKIP_WITHOUT_GPU();
   sweep_pack(Op::pack, Mode::realistic);

@@ -44,7 +44,8 @@ std::vector<bf16_bits> grid_weight_bf16(std::int32_t n, std::int32_t k, std::uin
 // Quantizer stress [N, K]: normal blocks at per-row magnitudes 2^-8 .. 2^8, all-zero blocks,
 // large and small blocks (x 2^±12, or x 1e±30 with extreme_magnitudes — which then sets the
 // tensor's amax), bf16-subnormal blocks, blocks of exact e2m1 ties (0.25, 0.75, ..., 5 against a
-// 6, times a power of two: exact ties when scale_2 = 1), signed zeros, a rare NaN.
+// 6, times a power of two: exact ties when scale_2 = 1), signed zeros; no NaN or Inf (the
+// quantizer refuses them).
 std::vector<bf16_bits> pack_stress_bf16(std::int32_t n, std::int32_t k, std::uint64_t seed,
                                         bool extreme_magnitudes);
 

@@ -1,8 +1,9 @@
 // Check cases of the packing operations, all compared byte for byte with the CPU oracle:
 //   pack       bf16 [N, K] -> packed [N, K/2] + scales [K/16, N] (+ scale_2): grid values (exact
 //              mode) or the quantizer stress tensor (realistic mode: zero, large, small and
-//              subnormal blocks, exact ties, signed zeros, a rare NaN; magnitudes up to 1e±30 in
-//              the seeds' scale_2 = 1 form, where they cannot take over the tensor's amax)
+//              subnormal blocks, exact ties, signed zeros, no NaN or Inf (refused); magnitudes
+//              up to 1e±30 in the seeds' scale_2 = 1 form, where they cannot take over the
+//              tensor's amax)
 //   sfb        random e4m3 scale bytes -> SFB, the whole padded output (padding must be zero)
 //   transpose  random bytes, [N, K/2] -> [K/2, N] or back
 // Outputs are poisoned with 0xFF bytes and framed by guard bands.

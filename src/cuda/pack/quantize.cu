@@ -1,18 +1,24 @@
 // metrale::cuda::pack_nvfp4: bf16 weight [N, K] -> packed e2m1 [N, K/2] (even k in the low
 // nibble) + e4m3 block scales [K/16, N], the ModelOpt recipe of format/nvfp4_recipe.hpp, bit for
-// bit the CPU reference: the block scale through the recipe's own functions, the codes through
-// its proven-equal division-free form (e2m1_thresholds.hpp). No fast-math anywhere.
-// With scale_2_out set, three launches on the caller's stream and no host synchronisation:
-//   1. amax: max |x| over the tensor (NaN ignored), atomicMax on the fp32 bits of |x|, which
-//      order like the values for non-negative floats; accumulated in *scale_2_out itself
-//   2. finalize: *scale_2_out = scale_2_from_amax(amax), one thread
-//   3. quantize: reads scale_2 from device memory, and the weight again, last part first, so a
-//      weight that fits in L2 costs one DRAM read (the recipe needs amax before any code)
-// Without it scale_2 = 1 (the seeds' form) and only step 3 runs. Any arch (sm_80+).
+// bit the CPU reference (quantize_block.hpp: the recipe's block scale, its proven-equal
+// division-free codes). No fast-math anywhere. NaN or ±Inf weights are refused, naming the
+// lowest flat index, as on the CPU backend. Any arch (sm_80+). Two forms, on the caller's stream:
+//   scale_2 computed (scale_2_out set): the recipe needs the tensor's amax before any code, so
+//     1. scan: one read of the weight: amax and the first non-finite index into the scratch
+//     2. a host sync and the check: a refusal writes nothing (outputs and *scale_2_out untouched)
+//     3. quantize: reads the weight again, last part first (what the scan left in L2), writes
+//        codes, scales and *scale_2_out; no further host sync
+//   seeds' form (scale_2 = 1): the quantize pass alone records the first non-finite index; then
+//     the host sync and the check. A refusal has written packed_t and scale_t (within their
+//     sizes, nothing else): finding the index needs the read that quantizes.
+// The scratch is 16 bytes of the call's workspace. A host sync cannot be captured into a CUDA
+// graph, so a capturing stream is refused before anything is enqueued.
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
+#include "core/error.hpp"
+#include "core/validate.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/pack/pack_launch.hpp"
@@ -23,171 +29,275 @@
 namespace metrale::cuda {
 namespace {
 
-constexpr const char* kWho = "pack_bf16_weight_to_nvfp4_t";
+// What the device passes back, zeroed before the first kernel.
+struct PackScratch {
+  unsigned long long first_bad_complement;  // ~(lowest non-finite flat index); 0: none
+  std::uint32_t amax_magnitude;             // max bf16 magnitude bits (scan pass)
+  std::uint32_t unused;
+};
+static_assert(sizeof(PackScratch) == kPackScratchBytes, "the workspace the quantizer asks for");
 
-// ---- 1. amax ---------------------------------------------------------------------------------
+constexpr unsigned long long kNoIndex = ~0ull;
 
-constexpr int kAmaxThreads = 256;
-
-// |x| bits of one bf16 as the fp32 bits of |x| (exact), 0 for NaN (format::amax_update ignores
-// NaN).
-__device__ __forceinline__ std::uint32_t abs_bits_or_zero(std::uint32_t bf16_bits) {
-  const std::uint32_t magnitude = bf16_bits & 0x7FFFu;
-  return magnitude > 0x7F80u ? 0u : magnitude << 16;
+// The warp's lowest index into the scratch (one atomic per warp that found any).
+__device__ __forceinline__ void publish_first_bad(unsigned long long index, PackScratch* scratch) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2)
+    index = min(index, __shfl_xor_sync(0xFFFFFFFFu, index, offset));
+  if (threadIdx.x % 32 == 0 && index != kNoIndex) atomicMax(&scratch->first_bad_complement, ~index);
 }
 
-__device__ __forceinline__ std::uint32_t word_amax(std::uint32_t word, std::uint32_t running) {
-  running = max(running, abs_bits_or_zero(word & 0xFFFFu));
-  return max(running, abs_bits_or_zero(word >> 16));
+__device__ __forceinline__ void load_words(const uint4& v, std::uint32_t* words) {
+  words[0] = v.x, words[1] = v.y, words[2] = v.z, words[3] = v.w;
 }
 
-// Grid-stride over 16-byte vectors (N·K is a multiple of 16, so of 8 bf16); one atomic per block.
-__global__ void __launch_bounds__(kAmaxThreads)
-    amax_kernel(const uint4* __restrict__ weight, std::size_t vectors,
-                std::uint32_t* __restrict__ amax_bits) {
-  std::uint32_t running = 0;
-  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < vectors;
-       i += stride) {
-    // Normal caching: what stays in L2 is read again by the quantize pass (see there).
-    const uint4 v = __ldg(weight + i);
-    running = word_amax(v.x, running);
-    running = word_amax(v.y, running);
-    running = word_amax(v.z, running);
-    running = word_amax(v.w, running);
+// ---- 1. scan ---------------------------------------------------------------------------------
+// Grid-stride over 16-byte vectors (N·K is a multiple of 16), 4 loads in flight per thread; the
+// amax as both lanes' max magnitude (one max.u16x2 per word); the non-finite test once per 4
+// vectors on that max. Per thread the indices ascend, so its first find is its lowest.
+
+constexpr int kScanThreads = 256;
+constexpr int kScanUnroll = 4;
+
+__device__ __forceinline__ unsigned long long first_bad_in(const uint4 (&v)[kScanUnroll],
+                                                           std::size_t i, std::size_t stride) {
+  for (int u = 0; u < kScanUnroll; ++u) {
+    std::uint32_t words[4];
+    load_words(v[u], words);
+    const int e = pack::first_non_finite(words);
+    if (e >= 0) return (i + u * stride) * 8 + e;
   }
-  running = __reduce_max_sync(0xFFFFFFFFu, running);
-  __shared__ std::uint32_t warp_max[kAmaxThreads / 32];
+  return kNoIndex;
+}
+
+__global__ void __launch_bounds__(kScanThreads)
+    scan_kernel(const uint4* __restrict__ weight, std::size_t vectors, PackScratch* scratch) {
+  std::uint32_t running = 0;
+  unsigned long long first_bad = kNoIndex;
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  for (; i < vectors; i += kScanUnroll * stride) {
+    // Normal caching: what stays in L2 is read again by the quantize pass.
+    uint4 v[kScanUnroll];
+#pragma unroll
+    for (int u = 0; u < kScanUnroll; ++u) {
+      const std::size_t at = i + u * stride;
+      v[u] = at < vectors ? __ldg(weight + at) : make_uint4(0, 0, 0, 0);
+    }
+    std::uint32_t step_max = 0;
+#pragma unroll
+    for (int u = 0; u < kScanUnroll; ++u) {
+      std::uint32_t words[4];
+      load_words(v[u], words);
+      step_max = pack::max_lanes(step_max, pack::max_magnitudes(words));
+    }
+    running = pack::max_lanes(running, step_max);
+    if (pack::max_of_lanes(step_max) >= pack::kNonFiniteMagnitude && first_bad == kNoIndex)
+      first_bad = first_bad_in(v, i, stride);
+  }
+  publish_first_bad(first_bad, scratch);
+  running = __reduce_max_sync(0xFFFFFFFFu, pack::max_of_lanes(running));
+  __shared__ std::uint32_t warp_max[kScanThreads / 32];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   if (lane == 0) warp_max[warp] = running;
   __syncthreads();
   if (warp == 0) {
-    running = lane < kAmaxThreads / 32 ? warp_max[lane] : 0u;
+    running = lane < kScanThreads / 32 ? warp_max[lane] : 0u;
     running = __reduce_max_sync(0xFFFFFFFFu, running);
-    if (lane == 0 && running != 0) atomicMax(amax_bits, running);
+    if (lane == 0 && running != 0) atomicMax(&scratch->amax_magnitude, running);
   }
 }
 
-// ---- 2. finalize -----------------------------------------------------------------------------
-
-__global__ void finalize_scale_2_kernel(float* scale_2) {
-  const float amax = format::bits_to_float(*reinterpret_cast<const std::uint32_t*>(scale_2));
-  *scale_2 = format::scale_2_from_amax(amax);
-}
-
 // ---- 3. quantize -----------------------------------------------------------------------------
-// One thread per pair of 16-element blocks (32 bf16 = 64 bytes in, 16 bytes of codes out). A CTA
-// covers a tile of 32 rows x 16 blocks (256 elements of K): each warp reads 4 rows x 512 contiguous
-// bytes, and the tile's scales go through shared memory so that they leave as 32-byte runs of
-// [K/16, N] (n contiguous) instead of scattered bytes.
+// A CTA tile is 32 rows x 256 elements (16 blocks of 16). Warp w takes rows 4w..4w+3; lane l
+// takes elements [8l, 8l + 8) of each, one 16-byte load per row, so every load instruction reads
+// 512 contiguous bytes and every code store (4 bytes a lane) writes 128. Lanes l and l ^ 1 hold
+// the two halves of a block: they exchange their half's max, and each computes the scale of two
+// of the four rows' blocks. The codes' thresholds come from a per-CTA table, one entry per scale
+// byte (built once: they depend only on the byte and scale_2). The tile's scales go through
+// shared memory (two buffers: one barrier per tile) so that they leave as 32-byte runs of
+// [K/16, N]. The next tile's loads are issued before the current tile's work.
 
 constexpr int kTileRows = 32;
-constexpr int kTileBlocks = 16;  // 16-element blocks along K
-constexpr int kQuantThreads = kTileRows * kTileBlocks / 2;
-static_assert(kQuantThreads == 256, "one thread per pair of blocks of a 32 x 16-block tile");
+constexpr int kTileCols = 256;  // elements along K
+constexpr int kTileBlocks = kTileCols / format::kBlockSize;
+constexpr int kQuantThreads = 256;
+constexpr int kRowsPerWarp = kTileRows / (kQuantThreads / 32);
+static_assert(kTileCols == 32 * 8, "a lane takes 8 elements (16 bytes) of each of its rows");
+static_assert(kRowsPerWarp == 4, "the scale split below gives each lane of a pair two rows");
+static_assert(kTileBlocks * kTileRows == 2 * kQuantThreads, "each thread stores two scale bytes");
 
 struct QuantizeParams {
   const bf16_bits* weight;  // [N, K]
   std::uint8_t* packed;     // [N, K/2]
   std::uint8_t* scale;      // [K/16, N]
-  const float* scale_2;     // device scalar, or null for scale_2 = 1
+  float* scale_2_out;       // written when the scan ran (computed form), else null
+  PackScratch* scratch;
   std::int64_t n, k;
   std::int64_t row_tiles, col_tiles;
 };
 
-__device__ __forceinline__ void load_block(const bf16_bits* src, std::uint32_t (&words)[8]) {
-  const uint4 lo = __ldcs(reinterpret_cast<const uint4*>(src));
-  const uint4 hi = __ldcs(reinterpret_cast<const uint4*>(src + 8));
-  words[0] = lo.x, words[1] = lo.y, words[2] = lo.z, words[3] = lo.w;
-  words[4] = hi.x, words[5] = hi.y, words[6] = hi.z, words[7] = hi.w;
+struct TileLoad {
+  uint4 v[kRowsPerWarp];
+};
+
+struct TileOrigin {
+  std::int64_t row0, col0;
+};
+
+// Tiles run along K first, so neighbouring CTAs stream neighbouring bytes of the same rows, and
+// from the end of the tensor back: the scan ended there, so that part is still in L2.
+__device__ __forceinline__ TileOrigin tile_origin(const QuantizeParams& p, std::int64_t step) {
+  const std::int64_t tile = p.row_tiles * p.col_tiles - 1 - step;
+  return {tile / p.col_tiles * kTileRows, tile % p.col_tiles * kTileCols};
+}
+
+__device__ __forceinline__ void load_tile(const QuantizeParams& p, TileOrigin t, int warp, int lane,
+                                          TileLoad& out) {
+  const std::int64_t col = t.col0 + 8 * lane;
+#pragma unroll
+  for (int j = 0; j < kRowsPerWarp; ++j) {
+    const std::int64_t row = t.row0 + kRowsPerWarp * warp + j;
+    // Streaming: this is the last read of the weight.
+    out.v[j] = row < p.n && col < p.k
+                   ? __ldcs(reinterpret_cast<const uint4*>(p.weight + row * p.k + col))
+                   : make_uint4(0, 0, 0, 0);
+  }
+}
+
+__device__ __forceinline__ std::uint8_t scale_of(std::uint32_t amax_bits, float scale_2) {
+  return format::block_scale_e4m3(format::bf16_to_float(static_cast<std::uint16_t>(amax_bits)),
+                                  scale_2);
 }
 
 __global__ void __launch_bounds__(kQuantThreads) quantize_kernel(QuantizeParams p) {
-  __shared__ std::uint8_t tile_scales[kTileBlocks][kTileRows];
-  const float scale_2 = p.scale_2 ? *p.scale_2 : 1.0f;
-  const std::int64_t blocks_per_row = p.k / format::kBlockSize;
-  const int row_in_tile = threadIdx.x / (kTileBlocks / 2);
-  const int pair = threadIdx.x % (kTileBlocks / 2);
+  __shared__ pack::CodeConstants table[pack::kScaleBytes];
+  __shared__ std::uint8_t tile_scales[2][kTileBlocks][kTileRows];
+  const float scale_2 = p.scale_2_out ? format::scale_2_from_amax(format::bf16_to_float(
+                                            static_cast<std::uint16_t>(p.scratch->amax_magnitude)))
+                                      : 1.0f;
+  for (int i = threadIdx.x; i < pack::kScaleBytes; i += kQuantThreads)
+    table[i] = pack::code_constants(static_cast<std::uint8_t>(i), scale_2);
+  if (p.scale_2_out && blockIdx.x == 0 && threadIdx.x == 0) *p.scale_2_out = scale_2;
+  __syncthreads();
+
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int my_rows = 2 * (lane & 1);  // the two rows whose block scales this lane computes
   const std::int64_t tiles = p.row_tiles * p.col_tiles;
-  for (std::int64_t step = blockIdx.x; step < tiles; step += gridDim.x) {
-    // Tiles run along K first, so neighbouring CTAs stream neighbouring bytes of the same rows,
-    // and from the end of the tensor back: the amax pass ended there, so that part is still in
-    // L2 (all of it when the weight fits: then DRAM sees one read instead of two).
-    const std::int64_t tile = tiles - 1 - step;
-    const std::int64_t row0 = tile / p.col_tiles * kTileRows;
-    const std::int64_t block0 = tile % p.col_tiles * kTileBlocks;
-    const std::int64_t n = row0 + row_in_tile;
-    const std::int64_t b = block0 + 2 * pair;
-    const bool first = n < p.n && b < blocks_per_row;
-    const bool second = n < p.n && b + 1 < blocks_per_row;
-    std::uint32_t words0[8], words1[8];
-    if (first) load_block(p.weight + n * p.k + b * format::kBlockSize, words0);
-    if (second) load_block(p.weight + n * p.k + (b + 1) * format::kBlockSize, words1);
-    // The block scale from the recipe itself, the codes from its division-free equivalent
-    // (e2m1_thresholds.hpp): an IEEE division per element is where the time would go otherwise.
-    pack::PackedBlock block0_out{}, block1_out{};
-    if (first) {
-      block0_out = pack::quantize_block(words0, scale_2);
-      tile_scales[2 * pair][row_in_tile] = block0_out.scale;
-    }
-    if (second) {
-      block1_out = pack::quantize_block(words1, scale_2);
-      tile_scales[2 * pair + 1][row_in_tile] = block1_out.scale;
-    }
-    const uint2 packed0 = make_uint2(block0_out.bytes[0], block0_out.bytes[1]);
-    const uint2 packed1 = make_uint2(block1_out.bytes[0], block1_out.bytes[1]);
-    // The 16-byte store needs the row start 16-byte aligned: K/2 % 16 == 0, i.e. K % 32 == 0.
-    if (first) {
-      std::uint8_t* dst = p.packed + n * (p.k / 2) + b * 8;
-      if (second && p.k % 32 == 0) {
-        *reinterpret_cast<uint4*>(dst) = make_uint4(packed0.x, packed0.y, packed1.x, packed1.y);
-      } else {
-        *reinterpret_cast<uint2*>(dst) = packed0;
-        if (second) *reinterpret_cast<uint2*>(dst + 8) = packed1;
+  unsigned long long first_bad = kNoIndex;
+  TileLoad cur{}, next{};
+  if (blockIdx.x < tiles) load_tile(p, tile_origin(p, blockIdx.x), warp, lane, cur);
+  int buffer = 0;
+  for (std::int64_t step = blockIdx.x; step < tiles; step += gridDim.x, buffer ^= 1) {
+    if (step + gridDim.x < tiles) load_tile(p, tile_origin(p, step + gridDim.x), warp, lane, next);
+    const TileOrigin t = tile_origin(p, step);
+    const std::int64_t col = t.col0 + 8 * lane;
+    std::uint32_t words[kRowsPerWarp][4];
+    std::uint32_t block_max[kRowsPerWarp];
+#pragma unroll
+    for (int j = 0; j < kRowsPerWarp; ++j) {
+      load_words(cur.v[j], words[j]);
+      const std::uint32_t half_max = pack::max_of_lanes(pack::max_magnitudes(words[j]));
+      block_max[j] = max(half_max, __shfl_xor_sync(0xFFFFFFFFu, half_max, 1));
+      if (half_max >= pack::kNonFiniteMagnitude) {  // rows past N and columns past K load zeros
+        const std::int64_t row = t.row0 + kRowsPerWarp * warp + j;
+        first_bad = min(first_bad, static_cast<unsigned long long>(
+                                       row * p.k + col + pack::first_non_finite(words[j])));
       }
     }
+    // Two scales here, two from the partner lane.
+    const std::uint32_t mine = scale_of(my_rows ? block_max[2] : block_max[0], scale_2) |
+                               scale_of(my_rows ? block_max[3] : block_max[1], scale_2) << 8;
+    const std::uint32_t theirs = __shfl_xor_sync(0xFFFFFFFFu, mine, 1);
+#pragma unroll
+    for (int j = 0; j < kRowsPerWarp; ++j) {
+      const std::uint32_t pair = (j & 2) == my_rows ? mine : theirs;
+      const auto sf = static_cast<std::uint8_t>(pair >> (8 * (j & 1)));
+      if ((j & 2) == my_rows) tile_scales[buffer][lane / 2][kRowsPerWarp * warp + j] = sf;
+      const std::int64_t row = t.row0 + kRowsPerWarp * warp + j;
+      if (row < p.n && col < p.k) {
+        const std::uint32_t codes = pack::pack_four_words(words[j], table[sf], sf, scale_2);
+        __stcs(reinterpret_cast<unsigned int*>(p.packed + row * (p.k / 2) + col / 2), codes);
+      }
+    }
+    // One barrier a tile: a thread writing this buffer again (two tiles on) has passed the next
+    // barrier, which every reader of it reaches only after its stores below.
     __syncthreads();
-    // Scales out: 16 runs of 32 consecutive n (one [K/16, N] row segment each).
+    // Scales out: 16 runs of 32 consecutive n, a warp storing one run per instruction.
     for (int i = threadIdx.x; i < kTileBlocks * kTileRows; i += kQuantThreads) {
       const int block_in_tile = i / kTileRows, r = i % kTileRows;
-      const std::int64_t sn = row0 + r, sb = block0 + block_in_tile;
-      if (sn < p.n && sb < blocks_per_row) p.scale[sb * p.n + sn] = tile_scales[block_in_tile][r];
+      const std::int64_t sn = t.row0 + r, sb = t.col0 / format::kBlockSize + block_in_tile;
+      if (sn < p.n && sb < p.k / format::kBlockSize)
+        __stcs(p.scale + sb * p.n + sn, tile_scales[buffer][block_in_tile][r]);
     }
-    __syncthreads();  // tile_scales is reused by the next tile
+    cur = next;
   }
+  publish_first_bad(first_bad, p.scratch);
+}
+
+// ---- launch ----------------------------------------------------------------------------------
+
+// Waits for the stream and refuses the weight if the device found a NaN or ±Inf in it.
+void check_finite(std::string_view who, const PackNvfp4& args, const PackScratch* scratch,
+                  cudaStream_t stream) {
+  PackScratch host{};
+  METRALE_CUDA_CHECK(cudaMemcpyAsync(&host, scratch, sizeof host, cudaMemcpyDeviceToHost, stream));
+  METRALE_CUDA_CHECK(cudaStreamSynchronize(stream));
+  if (host.first_bad_complement == 0) return;
+  const std::size_t index = ~host.first_bad_complement;
+  bf16_bits value = 0;
+  METRALE_CUDA_CHECK(cudaMemcpy(&value, args.weight + index, sizeof value, cudaMemcpyDeviceToHost));
+  core::fail_non_finite_weight(who, "weight_bf16", index, format::bf16_to_float(value), args.k);
 }
 
 }  // namespace
 
-void pack_nvfp4(const PackNvfp4& args, core::Buffer /*ws*/, void* stream) {
-  require_device(kWho);
+// A host sync cannot sit inside a CUDA graph capture: refuse before enqueuing anything.
+void refuse_pack_capture(std::string_view who, void* stream) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  METRALE_CUDA_CHECK(cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &capture));
+  if (capture != cudaStreamCaptureStatusNone) {
+    fail_message(Status::unsupported,
+                 concat(who,
+                        ": cannot be captured in a CUDA graph (the check for NaN or Inf "
+                        "weights reads its result on the host); quantize outside the "
+                        "capture"));
+  }
+}
+
+void pack_nvfp4(std::string_view who, const PackNvfp4& args, core::Buffer ws, void* stream) {
+  require_device(who);
   if (args.n <= 0 || args.k <= 0) return;
-  require_aligned_16(kWho, "weight_bf16", args.weight);
-  require_aligned_16(kWho, "packed_t", args.packed);
+  require_aligned_16(who, "weight_bf16", args.weight);
+  require_aligned_16(who, "packed_t", args.packed);
   const auto s = static_cast<cudaStream_t>(stream);
+  auto* scratch = static_cast<PackScratch*>(ws.ptr);
+  METRALE_CUDA_CHECK(cudaMemsetAsync(scratch, 0, sizeof(PackScratch), s));
   const std::int64_t n = args.n, k = args.k;
   if (args.scale_2_out != nullptr) {
-    METRALE_CUDA_CHECK(cudaMemsetAsync(args.scale_2_out, 0, sizeof(float), s));
     const std::size_t vectors = static_cast<std::size_t>(n * k / 8);
-    const unsigned grid = pack::grid_size(vectors, kAmaxThreads, 8);
-    amax_kernel<<<grid, kAmaxThreads, 0, s>>>(reinterpret_cast<const uint4*>(args.weight), vectors,
-                                              reinterpret_cast<std::uint32_t*>(args.scale_2_out));
-    METRALE_CUDA_CHECK_LAUNCH(amax_kernel);
-    finalize_scale_2_kernel<<<1, 1, 0, s>>>(args.scale_2_out);
-    METRALE_CUDA_CHECK_LAUNCH(finalize_scale_2_kernel);
+    const unsigned grid = pack::grid_size(vectors, kScanThreads * kScanUnroll,
+                                          pack::resident_ctas(scan_kernel, kScanThreads));
+    scan_kernel<<<grid, kScanThreads, 0, s>>>(reinterpret_cast<const uint4*>(args.weight), vectors,
+                                              scratch);
+    METRALE_CUDA_CHECK_LAUNCH(scan_kernel);
+    check_finite(who, args, scratch, s);
   }
   QuantizeParams p{};
   p.weight = args.weight;
   p.packed = args.packed;
   p.scale = args.scale;
-  p.scale_2 = args.scale_2_out;
+  p.scale_2_out = args.scale_2_out;
+  p.scratch = scratch;
   p.n = n;
   p.k = k;
   p.row_tiles = (n + kTileRows - 1) / kTileRows;
-  p.col_tiles = (k / format::kBlockSize + kTileBlocks - 1) / kTileBlocks;
-  const unsigned grid = pack::grid_size(static_cast<std::size_t>(p.row_tiles * p.col_tiles), 1, 8);
+  p.col_tiles = (k + kTileCols - 1) / kTileCols;
+  const unsigned grid = pack::grid_size(static_cast<std::size_t>(p.row_tiles * p.col_tiles), 1,
+                                        pack::resident_ctas(quantize_kernel, kQuantThreads));
   quantize_kernel<<<grid, kQuantThreads, 0, s>>>(p);
   METRALE_CUDA_CHECK_LAUNCH(quantize_kernel);
+  if (args.scale_2_out == nullptr) check_finite(who, args, scratch, s);
 }
 
 }  // namespace metrale::cuda
