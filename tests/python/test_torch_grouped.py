@@ -113,11 +113,12 @@ def test_rotation_streams_several_l2_within_memory():
 def test_summary_counts_compared_rows():
     results = [
         {"model": "m", "op": "gate_up", "tokens": 8, "rows": 16, "torch_us": 100.0,
-         "torch_form": "fused", "arm_us": 105.0, "ratio": 1.05, "within_tolerance": True,
-         "verdict": "within"},
+         "torch_form": "fused", "arm_us": 105.0, "ratio": 1.05, "metrale_ratio": 1.5,
+         "within_tolerance": True, "verdict": "within"},
         {"model": "m", "op": "down", "tokens": 8, "rows": 16, "skip": "the arm's row did not run"},
     ]
     lines = tg.summary_lines(results, 0.10)
+    assert "1.050         1.500  within" in lines[1]
     assert "not compared: the arm's row did not run" in lines[2]
     assert lines[-1] == "1 of 1 compared rows within 10 % of torch"
 
