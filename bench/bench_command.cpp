@@ -1,5 +1,6 @@
 // `metrale bench`: our grouped NVFP4 kernels against cuBLASLt, cuBLAS's grouped GEMM, the naive
-// dequantize-then-cuBLASLt path and (in a CUTLASS build, with METRALE_CUTLASS_GEMM=1) CUTLASS, on
+// dequantize-then-cuBLASLt path and, in a CUTLASS build, CUTLASS's grouped GEMM on bf16 weights
+// (bf16-grouped) and the dequantizing CUTLASS arm (with METRALE_CUTLASS_GEMM=1), on
 // the same device, stream, routing and weights, with the ceilings of PERF.md measured first.
 // Without a usable CUDA device it runs the CPU reference backend on a reduced default and says so.
 #include <memory>
@@ -67,10 +68,7 @@ bench::BenchConfig resolve(BenchOptions& opt) {
   if (c.ops.empty()) c.ops = {bench::Op::gate_up, bench::Op::down};
   for (const std::string& impl : opt.impls) c.impls.push_back(bench::parse_impl(impl));
   c.user_impls = !c.impls.empty();
-  if (c.impls.empty()) {
-    c.impls = {bench::Impl::metrale, bench::Impl::cublaslt, bench::Impl::cublas_grouped,
-               bench::Impl::dequant_cublaslt, bench::Impl::cutlass};
-  }
+  if (c.impls.empty()) c.impls = bench::default_impls();
   METRALE_REQUIRE(c.budget_ms > 0, "bench: --budget-ms {} must be positive", c.budget_ms);
   METRALE_REQUIRE(c.skew >= 0, "bench: --skew {} must be >= 0", c.skew);
   if (c.commit.empty()) c.commit = METRALE_GIT_COMMIT;
@@ -163,8 +161,9 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--ops", opt->ops, "gate_up, down, dense, pack (default gate_up,down)")
       ->delimiter(',');
   cmd->add_option("--impls", opt->impls,
-                  "metrale, cublaslt, cublas-grouped, dequant-cublaslt, cutlass (default: all "
-                  "that can run; cutlass needs a CUTLASS build and METRALE_CUTLASS_GEMM=1)")
+                  "metrale, cublaslt, cublas-grouped, dequant-cublaslt, cutlass, bf16-grouped "
+                  "(default: all that can run; cutlass needs a CUTLASS build and "
+                  "METRALE_CUTLASS_GEMM=1, bf16-grouped a CUTLASS build)")
       ->delimiter(',');
   cmd->add_option("--skew", c.skew, "routing skew: logit_e -= skew*ln(1+e) (default 0, uniform)");
   cmd->add_option("--seed", c.seed, "seed of routing, activations and weights (default 1)");

@@ -31,8 +31,14 @@ constexpr NamedImpl kImpls[] = {
     {Impl::cublas_grouped, "cuBLAS-grouped", "cublas-grouped"},
     {Impl::dequant_cublaslt, "dequant+cuBLASLt", "dequant-cublaslt"},
     {Impl::cutlass, "CUTLASS", "cutlass"},
+    {Impl::bf16_grouped, "bf16-grouped (CUTLASS)", "bf16-grouped"},
     {Impl::metrale_cpu, "metrale-cpu", "metrale-cpu"},
 };
+
+// The --impls names this build accepts (bf16-grouped only with CUTLASS compiled in).
+bool registered(Impl impl) {
+  return impl != Impl::bf16_grouped || kBf16GroupedBuilt;
+}
 
 }  // namespace
 
@@ -89,13 +95,28 @@ const char* impl_label(Impl impl) {
 
 Impl parse_impl(const std::string& name) {
   const std::string key = lower(name);
+  std::string known;
   for (const NamedImpl& n : kImpls) {
-    if (key == n.flag || key == lower(n.label)) return n.impl;
+    if (key != n.flag && key != lower(n.label)) continue;
+    if (!registered(n.impl)) {
+      fail(Status::not_built,
+           "bench: --impls {}: the {} arm exists only in a CUTLASS build (configure with "
+           "-DMETRALE_CUTLASS=ON and CUTLASS headers: CUTLASS_HOME or pip install nvidia-cutlass)",
+           name, n.label);
+    }
+    return n.impl;
   }
-  fail(Status::invalid_argument,
-       "bench: --impls {} is not one of metrale, cublaslt, cublas-grouped, dequant-cublaslt, "
-       "cutlass, metrale-cpu",
-       name);
+  for (const NamedImpl& n : kImpls) {
+    if (registered(n.impl)) known += known.empty() ? n.flag : std::string(", ") + n.flag;
+  }
+  fail(Status::invalid_argument, "bench: --impls {} is not one of {}", name, known);
+}
+
+std::vector<Impl> default_impls() {
+  std::vector<Impl> impls = {Impl::metrale, Impl::cublaslt, Impl::cublas_grouped,
+                             Impl::dequant_cublaslt, Impl::cutlass};
+  if (kBf16GroupedBuilt) impls.push_back(Impl::bf16_grouped);
+  return impls;
 }
 
 void validate_model(const ModelShape& m) {

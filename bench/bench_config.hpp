@@ -28,13 +28,31 @@ struct ModelShape {
 const std::vector<ModelShape>& model_presets();
 
 enum class Op { gate_up, down, dense, pack };
-// Who produced a number. metrale_cpu is our CPU backend (machines without a GPU).
-enum class Impl { metrale, cublaslt, cublas_grouped, dequant_cublaslt, cutlass, metrale_cpu };
+// Who produced a number. metrale_cpu is our CPU backend (machines without a GPU). bf16_grouped is
+// CUTLASS's sm90 grouped GEMM on bf16 weights (the kernel torch._grouped_mm runs): it exists only
+// in a CUTLASS build (kBf16GroupedBuilt); elsewhere --impls refuses its name, saying why.
+enum class Impl {
+  metrale,
+  cublaslt,
+  cublas_grouped,
+  dequant_cublaslt,
+  cutlass,
+  bf16_grouped,
+  metrale_cpu
+};
+
+#if defined(METRALE_HAS_CUTLASS)
+inline constexpr bool kBf16GroupedBuilt = true;
+#else
+inline constexpr bool kBf16GroupedBuilt = false;
+#endif
 
 const char* op_name(Op op);
-const char* impl_label(Impl impl);  // "metrale", "cuBLASLt", "cuBLAS-grouped", ...
+const char* impl_label(Impl impl);  // "metrale", "cuBLASLt", "bf16-grouped (CUTLASS)", ...
 Op parse_op(const std::string& name);
 Impl parse_impl(const std::string& name);
+// What a run measures when --impls is not given: every GPU implementation this build has.
+std::vector<Impl> default_impls();
 
 struct BenchConfig {
   std::vector<ModelShape> models;

@@ -76,6 +76,7 @@ Row base_row(const ModelShape& m, Op op, int tokens, const Routing* routing) {
   if (routing) {
     row.rows = routing->rows();
     row.experts_active = static_cast<int>(routing->active_experts.size());
+    row.expert_rows = routing->rows_per_expert();
   }
   return row;
 }

@@ -22,6 +22,7 @@ STYLE = {
     "cuBLAS-grouped": ("tab:cyan", "D"),
     "dequant+cuBLASLt": ("tab:gray", "v"),
     "CUTLASS": ("tab:green", "^"),
+    "bf16-grouped (CUTLASS)": ("tab:olive", "P"),
 }
 
 

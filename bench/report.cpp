@@ -61,6 +61,7 @@ ordered_json row_json(const Row& r) {
                  {"experts_active", r.experts_active},
                  {"impl", r.impl},
                  {"status", r.ok ? "ok" : "error"}};
+  if (!r.expert_rows.empty()) j["expert_rows"] = r.expert_rows;
   if (!r.ok) j["error"] = r.error;
   j["flops"] = r.work.flops;
   j["bytes"] = r.work.bytes;
@@ -132,11 +133,11 @@ void Report::print_ceilings() const {
 
 void Report::print_table_header() const {
   fmt::print(
-      "{:<14} {:<7} {:>6} {:>7} {:>4}  {:<17} {:>9} {:>6} {:>8} {:>7} {:>9} {:>6} {:>8} {:>8}\n",
+      "{:<14} {:<7} {:>6} {:>7} {:>4}  {:<22} {:>9} {:>6} {:>8} {:>7} {:>9} {:>6} {:>8} {:>8}\n",
       "model", "op", "T", "rows", "act", "impl", "median us", "+-%", "TFLOP/s", "GB/s", "floor us",
       "%floor", "metrale", "check");
   fmt::print(
-      "{:<14} {:<7} {:>6} {:>7} {:>4}  {:<17} {:>9} {:>6} {:>8} {:>7} {:>9} {:>6} {:>8} {:>8}\n",
+      "{:<14} {:<7} {:>6} {:>7} {:>4}  {:<22} {:>9} {:>6} {:>8} {:>7} {:>9} {:>6} {:>8} {:>8}\n",
       "", "", "", "", "", "", "", "", "", "", "", "", "speedup", "rel diff");
 }
 
@@ -157,7 +158,7 @@ void Report::finish_group(std::size_t first) {
     const Row& r = rows[i];
     const bool grouped = r.op == Op::gate_up || r.op == Op::down;
     const std::string head =
-        fmt::format("{:<14} {:<7} {:>6} {:>7} {:>4}  {:<17}", r.model, op_name(r.op),
+        fmt::format("{:<14} {:<7} {:>6} {:>7} {:>4}  {:<22}", r.model, op_name(r.op),
                     r.op == Op::pack ? std::string("-") : std::to_string(r.tokens), r.rows,
                     grouped ? std::to_string(r.experts_active) : std::string("-"), r.impl);
     if (!r.ok) {

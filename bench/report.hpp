@@ -27,7 +27,8 @@ struct Row {
   Op op = Op::gate_up;
   int tokens = 0, rows = 0, n = 0, k = 0;  // n, k of one projection
   int experts = 0, top_k = 0, experts_active = 0, projections = 1;
-  std::string impl;  // the label: who produced the number
+  std::vector<int> expert_rows;  // grouped ops: rows of each expert, in expert order
+  std::string impl;              // the label: who produced the number
   bool ok = false;
   std::string error;  // why the implementation did not run
   Stats stats;
@@ -35,7 +36,7 @@ struct Row {
   Floor floor;
   int weight_copies = 0;  // rotated weight sets (cold L2)
   std::string note;
-  std::string kernel;  // metrale rows: the kernel families and configurations that ran
+  std::string kernel;  // metrale and bf16-grouped rows: the kernels and configurations that ran
   Check check;
   std::vector<std::pair<std::string, double>> time_ratio;  // impl -> this time / its time
 

@@ -9,6 +9,12 @@
 
 namespace metrale::bench {
 
+std::vector<int> Routing::rows_per_expert() const {
+  std::vector<int> rows(experts, 0);
+  for (int e = 0; e < experts; ++e) rows[e] = offsets[e + 1] - offsets[e];
+  return rows;
+}
+
 Routing route(int tokens, int experts, int top_k, double skew, std::uint64_t seed) {
   Routing r;
   r.tokens = tokens;

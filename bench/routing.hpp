@@ -16,6 +16,9 @@ struct Routing {
   std::vector<std::int32_t> active_experts;    // experts with at least one row, ascending
   std::int32_t max_rows = 0;                   // rows of the largest group
   int rows() const { return tokens * top_k; }
+  // Rows of each expert (o[e+1] - o[e]): what the JSON records so that another tool (e.g.
+  // bench/torch_grouped.py) can rebuild the same grouping.
+  std::vector<int> rows_per_expert() const;
 };
 
 Routing route(int tokens, int experts, int top_k, double skew, std::uint64_t seed);

@@ -9,6 +9,11 @@
 //   cuBLAS-grouped    cublasGemmGroupedBatchedEx over the same bf16 weights and rows
 //   CUTLASS           nvfp4_grouped, Backend::cutlass (only in a CUTLASS build with
 //                     METRALE_CUTLASS_GEMM=1)
+//   bf16-grouped (CUTLASS)
+//                     CUTLASS's sm90 ptr-array grouped GEMM over the same bf16 weights and rows,
+//                     with torch._grouped_mm's kernel choice (reference/cutlass/bf16_grouped.hpp);
+//                     its per-group arrays are staged once per weight copy, outside the timing.
+//                     Only in a CUTLASS build.
 // The bf16 opponents read pre-gathered rows: the gather they would need is not charged to them.
 // Each implementation runs once on NaN-poisoned outputs and is compared with the group's
 // reference output (metrale's when it ran) before it is timed.
@@ -24,7 +29,9 @@
 #include "bench/random.hpp"
 #include "reference/cublaslt/cublaslt_backend.hpp"
 #include "reference/cublaslt/lt_check.hpp"
-#include "reference/cublaslt/cublaslt_backend.hpp"
+#if defined(METRALE_HAS_CUTLASS)
+#include "reference/cutlass/bf16_grouped.hpp"
+#endif
 
 namespace metrale::bench {
 namespace {
@@ -268,6 +275,50 @@ Enqueue cublas_grouped_call(CudaContext& ctx, const Setup& s, const GroupedTable
   };
 }
 
+#if defined(METRALE_HAS_CUTLASS)
+// bf16-grouped (CUTLASS): one plan per bf16 weight copy, each staged before the timing, so that a
+// timed call is the grouped GEMM alone (torch._grouped_mm rebuilds its arrays with one small
+// kernel per call: a few µs, which this arm is not charged).
+struct Bf16GroupedArm {
+  std::vector<reference::cutlass::Bf16GroupedPlan> plans;  // [copy]
+  std::string kernel;
+};
+
+// Every expert of every projection, gate's then up's. The empty ones count in the kernel choice
+// (torch averages the rows over all experts) and are left out of the launch.
+reference::cutlass::Bf16Grouped bf16_grouped_args(const Setup& s, const ExpertPool& pool,
+                                                  int copy) {
+  const Routing& r = *s.routing;
+  reference::cutlass::Bf16Grouped args;
+  args.n = s.n;
+  args.k = s.k;
+  for (int p = 0; p < s.projections; ++p) {
+    for (int e = 0; e < r.experts; ++e) {
+      const int begin = r.offsets[e], rows = r.offsets[e + 1] - begin;
+      args.groups.push_back({rows, s.opponent_rows() + static_cast<std::size_t>(begin) * s.k,
+                             rows > 0 ? pool.bf16(copy, p, e) : nullptr,
+                             s.out[p] + static_cast<std::size_t>(begin) * s.n});
+    }
+  }
+  return args;
+}
+
+void prepare_bf16_grouped(CudaContext& ctx, const Setup& s, const ExpertPool& pool,
+                          DeviceArena& scratch, Bf16GroupedArm& arm) {
+  for (int c = 0; c < s.bf_copies; ++c) {
+    const reference::cutlass::Bf16Grouped args = bf16_grouped_args(s, pool, c);
+    const std::size_t bytes = reference::cutlass::bf16_grouped_workspace_size(args);
+    void* ws = bytes > 0 ? scratch.allocate(bytes) : nullptr;
+    arm.plans.emplace_back(args, core::Buffer{ws, bytes}, ctx.stream);
+    arm.kernel = reference::cutlass::bf16_grouped_kernel_name(arm.plans.back().kernel());
+  }
+}
+
+Enqueue bf16_grouped_call(CudaContext& ctx, const Setup& s, const Bf16GroupedArm& arm) {
+  return [&ctx, &s, &arm](int i) { arm.plans[i % s.bf_copies].run(ctx.stream); };
+}
+#endif  // METRALE_HAS_CUTLASS
+
 Row group_row(const ModelShape& m, Op op, const Routing& r, const Setup& s, Impl impl,
               const Ceilings& ceilings) {
   Row row;
@@ -281,6 +332,7 @@ Row group_row(const ModelShape& m, Op op, const Routing& r, const Setup& s, Impl
   row.experts = m.experts;
   row.top_k = m.top_k;
   row.experts_active = static_cast<int>(r.active_experts.size());
+  row.expert_rows = r.rows_per_expert();
   row.impl = impl_label(impl);
   row.work = grouped_work(row.experts_active, s.projections, s.n, s.k, s.a_rows, r.rows());
   row.floor = floor_of(row.work, ceilings.read_gbps, ceilings.bf16_tflops);
@@ -298,7 +350,8 @@ void bench_grouped(CudaContext& ctx, const ModelShape& m, Op op, const Routing& 
   s.projections = s.gate_up ? 2 : 1;
   s.a_rows = s.gate_up ? r.tokens : r.rows();
   s.routing = &r;
-  const bool need_bf16 = ctx.wants(Impl::cublaslt) || ctx.wants(Impl::cublas_grouped);
+  const bool need_bf16 =
+      ctx.wants(Impl::cublaslt) || ctx.wants(Impl::cublas_grouped) || ctx.wants(Impl::bf16_grouped);
   std::string memory_note, setup_error;
   try {
     allocate_inputs(ctx, r, s, scratch, op);
@@ -314,13 +367,17 @@ void bench_grouped(CudaContext& ctx, const ModelShape& m, Op op, const Routing& 
   for (Impl impl : ctx.cfg.impls) {
     if (impl == Impl::metrale_cpu || ctx.hides(impl)) continue;
     Row row = group_row(m, op, r, s, impl, ctx.ceilings);
-    const bool bf16_impl = impl == Impl::cublaslt || impl == Impl::cublas_grouped;
+    const bool bf16_impl =
+        impl == Impl::cublaslt || impl == Impl::cublas_grouped || impl == Impl::bf16_grouped;
     row.weight_copies = bf16_impl ? s.bf_copies : s.nv_copies;
     add_row(report, row, [&] {
       ctx.require_enabled(impl);
       if (!setup_error.empty()) fail(Status::internal, "{}", setup_error);
       if (bf16_impl && s.bf_copies == 0) fail(Status::workspace_too_small, "{}", memory_note);
       GroupedTables tables;
+#if defined(METRALE_HAS_CUTLASS)
+      Bf16GroupedArm bf16_arm;
+#endif
       Enqueue call;
       switch (impl) {
         case Impl::metrale: call = api_call(ctx, s, pool, Backend::cuda); break;
@@ -331,6 +388,15 @@ void bench_grouped(CudaContext& ctx, const ModelShape& m, Op op, const Routing& 
           tables = make_tables(s, pool, scratch, ctx.stream);
           call = cublas_grouped_call(ctx, s, tables);
           break;
+        case Impl::bf16_grouped:
+#if defined(METRALE_HAS_CUTLASS)
+          prepare_bf16_grouped(ctx, s, pool, scratch, bf16_arm);
+          call = bf16_grouped_call(ctx, s, bf16_arm);
+          row.kernel = bf16_arm.kernel;
+          break;
+#else
+          fail(Status::not_built, "{}: this build has no CUTLASS", row.impl);
+#endif
         case Impl::metrale_cpu: fail(Status::internal, "the CUDA bench has no {} row", row.impl);
       }
       poison(s, ctx.stream);

@@ -210,6 +210,52 @@ TEST(BenchCpuRunner, RunsEveryOpAndWritesJson) {
   EXPECT_TRUE(row["floor_us"].is_null());
   EXPECT_TRUE(row["pct_floor"].is_null());
   EXPECT_EQ(row["status"], "ok");
+  // The routing, so that another tool can rebuild the grouping: rows of each expert.
+  ASSERT_TRUE(row.contains("expert_rows"));
+  const std::vector<int> expert_rows = row["expert_rows"].get<std::vector<int>>();
+  EXPECT_EQ(expert_rows.size(), 6u);
+  EXPECT_EQ(std::accumulate(expert_rows.begin(), expert_rows.end(), 0), row["rows"].get<int>());
+  EXPECT_EQ(expert_rows, report.rows[0].expert_rows);
+  for (const nlohmann::json& r : doc["rows"]) {
+    const bool grouped = r["op"] == "gate_up" || r["op"] == "down";
+    EXPECT_EQ(r.contains("expert_rows"), grouped) << r["op"];
+  }
+}
+
+TEST(BenchRouting, RowsPerExpertAreTheGroupSizes) {
+  const Routing r = route(9, 5, 2, 0.0, 3);
+  const std::vector<int> rows = r.rows_per_expert();
+  ASSERT_EQ(rows.size(), 5u);
+  for (int e = 0; e < 5; ++e) EXPECT_EQ(rows[e], r.offsets[e + 1] - r.offsets[e]) << e;
+}
+
+// The bf16-grouped (CUTLASS) arm is registered only in a CUTLASS build: there it is in the
+// default set and --impls takes its name; elsewhere --impls refuses it, saying why.
+TEST(BenchImpls, Bf16GroupedExistsOnlyInACutlassBuild) {
+  const std::vector<Impl> defaults = default_impls();
+  const bool by_default =
+      std::find(defaults.begin(), defaults.end(), Impl::bf16_grouped) != defaults.end();
+  EXPECT_EQ(by_default, kBf16GroupedBuilt);
+  EXPECT_STREQ(impl_label(Impl::bf16_grouped), "bf16-grouped (CUTLASS)");
+  std::string unknown;
+  try {
+    parse_impl("nonesuch");
+  } catch (const Error& e) {
+    unknown = e.what();
+  }
+  EXPECT_EQ(unknown.find("bf16-grouped") != std::string::npos, kBf16GroupedBuilt) << unknown;
+  if (kBf16GroupedBuilt) {
+    EXPECT_EQ(parse_impl("bf16-grouped"), Impl::bf16_grouped);
+    EXPECT_EQ(parse_impl("BF16-grouped (CUTLASS)"), Impl::bf16_grouped);
+    return;
+  }
+  try {
+    parse_impl("bf16-grouped");
+    FAIL() << "bf16-grouped was accepted by a build without CUTLASS";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::not_built) << e.what();
+    EXPECT_NE(std::string(e.what()).find("only in a CUTLASS build"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "bench/bench_config.hpp"
 #include "cli_run.hpp"
 #include "core/device.hpp"
 
@@ -61,6 +62,16 @@ TEST(BenchCli, GpuImplementationsWithoutAGpuAreRefused) {
     EXPECT_EQ(run.exit_code, 1) << impl << "\n" << run.output;
     EXPECT_TRUE(contains(run.output, "needs a CUDA device")) << impl << "\n" << run.output;
   }
+}
+
+// Without CUTLASS the name is refused before anything runs; with it, like any GPU arm, it needs a
+// CUDA device.
+TEST(BenchCli, Bf16GroupedNeedsCutlassAndAGpu) {
+  const CliRun run = run_cli("bench --cpu --impls metrale,bf16-grouped");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_TRUE(contains(
+      run.output, bench::kBf16GroupedBuilt ? "needs a CUDA device" : "only in a CUTLASS build"))
+      << run.output;
 }
 
 TEST(InfoCli, FlagsBadEnvironmentValues) {

@@ -1,7 +1,8 @@
 // Shared pieces of the reference-arm tests (CUTLASS and cuBLASLt against the CPU oracle): the skip
 // rule (no usable CUDA device, or the arm not compiled in: the test says which and skips), the
 // verdict on one check case, case builders, a workspace large enough for the dequantizing arms,
-// and the exact dense GEMM the tests that call an arm's bf16_gemm directly run on.
+// the check that a call is refused naming the value, an owned stream, and the exact dense GEMM
+// the tests that call an arm's bf16_gemm directly run on.
 #pragma once
 
 #include <cstdint>
@@ -12,9 +13,12 @@
 #include <gtest/gtest.h>
 
 #include "check/check.hpp"
+#include "core/error.hpp"
 #include "metrale/metrale.hpp"
 
 #ifdef METRALE_HAS_CUDA
+#include <cuda_runtime.h>
+
 #include "check/buffers.hpp"
 #include "check/inputs.hpp"
 #include "cpu/cpu_backend.hpp"
@@ -91,7 +95,35 @@ inline check::Case grouped_case(Backend backend, check::Op op, check::Mode mode,
   return c;
 }
 
+// Runs `call` and requires it to throw metrale::Error with `status` and a message holding
+// `needle` (a refusal that names the value); `what` says what should have been refused.
+template <class Call>
+void expect_error(Call&& call, Status status, const std::string& needle, const std::string& what) {
+  try {
+    call();
+    ADD_FAILURE() << what << " was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), status) << what << ": " << e.what();
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)
+        << what << ": expected \"" << needle << "\" in: " << e.what();
+  }
+}
+
 #ifdef METRALE_HAS_CUDA
+// An owned non-blocking stream, so that a kernel launched on the legacy default stream would not
+// be ordered with the download and the comparison would catch it.
+class Stream {
+ public:
+  Stream() { check::cuda_require(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking), "stream"); }
+  ~Stream() { cudaStreamDestroy(s_); }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  cudaStream_t get() const { return s_; }
+
+ private:
+  cudaStream_t s_ = nullptr;
+};
+
 // An exact-mode M x N x K bf16 GEMM on the device, for the tests that call an arm's bf16_gemm
 // directly instead of through run_case: small-integer operands (every fp32 sum is exact, so any
 // tile or algorithm must reproduce the CPU oracle bit for bit), the oracle's product, an output

@@ -1,5 +1,6 @@
 // CUTLASS's Hopper (sm_90a) grouped bf16 GEMM (GemmUniversalMode::kGrouped, ptr-array TMA
-// warp-specialized kernels) as the reference arm runs it for the NVFP4 MoE operations:
+// warp-specialized kernels) as the reference arm runs it for the NVFP4 MoE operations and the
+// bench's bf16-grouped opponent runs it on bf16 weights (alpha_g = 1):
 //   for each group g:  D_g[M_g, N] = alpha_g · A_g[M_g, K] · B_g[N, K]ᵀ
 //   A_g  the expert's rows of the (gathered) bf16 activations, row-major
 //   B_g  the expert's weight dequantized to bf16 [N, K] (CUTLASS's column-major K×N operand)
@@ -8,7 +9,7 @@
 // LinearCombination epilogue (alpha_ptr_array: group g reads *alpha_ptr_array[g]). There is no
 // C operand (ElementC = void). Each kernel fetches its group's problem size, pointers and strides
 // from device arrays and builds its TMA descriptors on the device; we stage those arrays.
-// Included only by grouped_tiles.cu, which instantiates each tile once.
+// Included only by the grouped_tiles*.cu files, which instantiate each tile once.
 #pragma once
 
 #include <cstring>
@@ -29,12 +30,17 @@
 
 namespace metrale::reference::cutlass::detail {
 
-template <int kTileM, int kTileN>
+template <GroupedTile kTile>
 struct GroupedKernel {
+  static constexpr GroupedTileInfo kInfo = grouped_tile_info(kTile);
   static constexpr int kAlignment = 8;  // bf16 elements per 16 bytes (TMA)
-  static constexpr bool kCooperative = kTileM >= 128;
-  using TileShape = cute::Shape<cute::Int<kTileM>, cute::Int<kTileN>, cute::_64>;
-  using ClusterShape = cute::Shape<cute::_1, cute::_1, cute::_1>;
+  static constexpr bool kCooperative = kInfo.m >= 128;
+  static_assert(kInfo.m % 64 == 0 && kInfo.n % 64 == 0 && kInfo.k % 64 == 0,
+                "a wgmma tile is a multiple of 64 in M, N and K");
+  static_assert(kInfo.cluster_m == 1 || kInfo.cluster_m == 2,
+                "the weight tile is multicast to at most two CTAs along M");
+  using TileShape = cute::Shape<cute::Int<kInfo.m>, cute::Int<kInfo.n>, cute::Int<kInfo.k>>;
+  using ClusterShape = cute::Shape<cute::Int<kInfo.cluster_m>, cute::_1, cute::_1>;
   using MainloopSchedule =
       cute::conditional_t<kCooperative,
                           ::cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperative,
@@ -133,16 +139,24 @@ typename K::Gemm::Arguments grouped_arguments(const GroupedCall& call, char* dev
   return args;
 }
 
+// The host copy of the group sizes (CUTLASS's can_implement and its grid size read it).
+template <class K>
+std::vector<typename K::Shape> host_shapes_of(const GroupedCall& call) {
+  std::vector<typename K::Shape> shapes(call.groups);
+  for (int g = 0; g < call.groups; ++g) {
+    shapes[g] = typename K::Shape{call.entries[g].rows, call.n, call.k};
+  }
+  return shapes;
+}
+
 // Writes the per-group arrays for the device block at `device_block`: pointers stored in it (the
 // alpha pointers) are device addresses inside that block.
 template <class K>
 void fill_staged(const GroupedCall& call, const StagedArrays<K>& at, char* host, char* device_block,
-                 std::vector<typename K::Shape>& host_shapes) {
+                 const std::vector<typename K::Shape>& host_shapes) {
   const int n = call.n, k = call.k;
-  host_shapes.resize(call.groups);
   for (int g = 0; g < call.groups; ++g) {
     const GroupEntry& e = call.entries[g];
-    host_shapes[g] = typename K::Shape{e.rows, n, k};
     const typename K::StrideA sa =
         ::cutlass::make_cute_packed_stride(typename K::StrideA{}, {e.rows, k, 1});
     const typename K::StrideB sb =
@@ -164,9 +178,9 @@ void fill_staged(const GroupedCall& call, const StagedArrays<K>& at, char* host,
   }
 }
 
-template <int kTileM, int kTileN>
-std::size_t grouped_kernel_extra_bytes(int groups, int sm_count) {
-  using K = GroupedKernel<kTileM, kTileN>;
+template <GroupedTile kTile>
+std::size_t grouped_extra_bytes(int groups, int sm_count) {
+  using K = GroupedKernel<kTile>;
   const StagedArrays<K> at(groups);
   GroupedCall shape{};
   shape.groups = groups;
@@ -176,37 +190,59 @@ std::size_t grouped_kernel_extra_bytes(int groups, int sm_count) {
   return align_up(at.total) + align_up(cutlass_bytes);
 }
 
-// Stage and upload the arrays, gather the A rows, dequantize the weights, run the grouped GEMM:
-// all on the caller's stream, in that order.
-template <int kTileM, int kTileN>
-void run_grouped_kernel(const GroupedCall& call, Carver& carver) {
-  using K = GroupedKernel<kTileM, kTileN>;
+// Checks that CUTLASS can run the call, then writes the per-group arrays into a pinned staging
+// buffer and uploads them on call.stream into the region taken from `carver`; CUTLASS's workspace
+// is the region after it.
+template <GroupedTile kTile>
+StagedRegions stage_grouped(const GroupedCall& call, Carver& carver) {
+  using K = GroupedKernel<kTile>;
   using Gemm = typename K::Gemm;
   const StagedArrays<K> at(call.groups);
-  char* device_block = static_cast<char*>(carver.take(at.total));
-  std::vector<typename K::Shape> host_shapes;
+  StagedRegions regions;
+  regions.arrays = static_cast<char*>(carver.take(at.total));
+  regions.cutlass_workspace = carver.next();
+  const std::vector<typename K::Shape> host_shapes = host_shapes_of<K>(call);
 
   StagingLease lease = acquire_staging(at.total);
-  fill_staged<K>(call, at, static_cast<char*>(lease.host()), device_block, host_shapes);
-  typename Gemm::Arguments args = grouped_arguments<K>(call, device_block, at, host_shapes.data());
+  fill_staged<K>(call, at, static_cast<char*>(lease.host()), regions.arrays, host_shapes);
+  const typename Gemm::Arguments args =
+      grouped_arguments<K>(call, regions.arrays, at, host_shapes.data());
   // can_implement reads the host copy of the shapes: check before anything is enqueued.
   check_cutlass(Gemm::can_implement(args), Status::unsupported, call.who, "can_implement",
                 call.rows_used, call.n, call.k);
   require_workspace(call.who, carver.used() + Gemm::get_workspace_size(args), carver.capacity());
-  lease.upload(device_block, at.total, call.stream);
+  lease.upload(regions.arrays, at.total, call.stream);
+  return regions;
+}
 
+template <GroupedTile kTile>
+void launch_staged(const GroupedCall& call, const StagedRegions& regions, cudaStream_t stream) {
+  using K = GroupedKernel<kTile>;
+  using Gemm = typename K::Gemm;
+  const StagedArrays<K> at(call.groups);
+  const std::vector<typename K::Shape> host_shapes = host_shapes_of<K>(call);
+  const typename Gemm::Arguments args =
+      grouped_arguments<K>(call, regions.arrays, at, host_shapes.data());
+  Gemm gemm;
+  check_cutlass(gemm.initialize(args, regions.cutlass_workspace, stream), Status::internal,
+                call.who, "initialize", call.rows_used, call.n, call.k);
+  check_cutlass(gemm.run(stream), Status::cuda_error, call.who, "run (kernel launch)",
+                call.rows_used, call.n, call.k);
+}
+
+// Stage and upload the arrays, gather the A rows, dequantize the weights, run the grouped GEMM:
+// all on the caller's stream, in that order.
+template <GroupedTile kTile>
+void run_grouped(const GroupedCall& call, Carver& carver) {
+  const StagedRegions regions = stage_grouped<kTile>(call, carver);
   if (call.token_ids != nullptr) {
     launch_gather_rows(call.a, call.a_rows, call.token_ids, call.first_row, call.rows_used, call.k,
                        call.gathered, call.stream);
   }
-  launch_dequantize(reinterpret_cast<const DequantJob*>(device_block + at.jobs), call.groups,
+  const StagedArrays<GroupedKernel<kTile>> at(call.groups);
+  launch_dequantize(reinterpret_cast<const DequantJob*>(regions.arrays + at.jobs), call.groups,
                     DequantJob{}, call.n, call.k, call.layout, call.stream);
-
-  Gemm gemm;
-  check_cutlass(gemm.initialize(args, carver.next(), call.stream), Status::internal, call.who,
-                "initialize", call.rows_used, call.n, call.k);
-  check_cutlass(gemm.run(call.stream), Status::cuda_error, call.who, "run (kernel launch)",
-                call.rows_used, call.n, call.k);
+  launch_staged<kTile>(call, regions, call.stream);
 }
 
 }  // namespace metrale::reference::cutlass::detail
