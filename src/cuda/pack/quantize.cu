@@ -146,11 +146,32 @@ struct TileOrigin {
 };
 
 // Tiles run along K first, so neighbouring CTAs stream neighbouring bytes of the same rows, and
-// from the end of the tensor back: the scan ended there, so that part is still in L2.
-__device__ __forceinline__ TileOrigin tile_origin(const QuantizeParams& p, std::int64_t step) {
-  const std::int64_t tile = p.row_tiles * p.col_tiles - 1 - step;
-  return {tile / p.col_tiles * kTileRows, tile % p.col_tiles * kTileCols};
-}
+// from the end of the tensor back: the scan ended there, so that part is still in L2. A CTA walks
+// every gridDim.x-th tile: one division when it starts, then a subtract and a compare a step (a
+// 64-bit division is a ~70-instruction subroutine on the GPU).
+struct TileCursor {
+  std::int64_t row_tile, col_tile;
+  std::int64_t row_stride, col_stride;  // gridDim.x tiles as (rows, columns), col_stride < col_tiles
+
+  __device__ TileCursor(const QuantizeParams& p, std::int64_t first) {
+    const std::int64_t tile = p.row_tiles * p.col_tiles - 1 - first;
+    row_tile = tile / p.col_tiles;
+    col_tile = tile % p.col_tiles;
+    row_stride = gridDim.x / p.col_tiles;
+    col_stride = gridDim.x % p.col_tiles;
+  }
+  __device__ __forceinline__ void advance(const QuantizeParams& p) {
+    row_tile -= row_stride;
+    col_tile -= col_stride;
+    if (col_tile < 0) {
+      col_tile += p.col_tiles;
+      --row_tile;
+    }
+  }
+  __device__ __forceinline__ TileOrigin origin() const {
+    return {row_tile * kTileRows, col_tile * kTileCols};
+  }
+};
 
 __device__ __forceinline__ void load_tile(const QuantizeParams& p, TileOrigin t, int warp, int lane,
                                           TileLoad& out) {
@@ -186,11 +207,15 @@ __global__ void __launch_bounds__(kQuantThreads) quantize_kernel(QuantizeParams 
   const std::int64_t tiles = p.row_tiles * p.col_tiles;
   unsigned long long first_bad = kNoIndex;
   TileLoad cur{}, next{};
-  if (blockIdx.x < tiles) load_tile(p, tile_origin(p, blockIdx.x), warp, lane, cur);
+  TileCursor at(p, blockIdx.x);  // the tile being worked on; `ahead`, the one being loaded
+  if (blockIdx.x < tiles) load_tile(p, at.origin(), warp, lane, cur);
+  TileCursor ahead = at;
   int buffer = 0;
   for (std::int64_t step = blockIdx.x; step < tiles; step += gridDim.x, buffer ^= 1) {
-    if (step + gridDim.x < tiles) load_tile(p, tile_origin(p, step + gridDim.x), warp, lane, next);
-    const TileOrigin t = tile_origin(p, step);
+    ahead.advance(p);
+    if (step + gridDim.x < tiles) load_tile(p, ahead.origin(), warp, lane, next);
+    const TileOrigin t = at.origin();
+    at = ahead;
     const std::int64_t col = t.col0 + 8 * lane;
     std::uint32_t words[kRowsPerWarp][4];
     std::uint32_t block_max[kRowsPerWarp];

@@ -65,7 +65,7 @@ METRALE_HD inline int first_non_finite(const std::uint32_t (&words)[kWords]) {
 // The thresholds of one scale byte, as two-lane addends: lane value m (a finite bf16's magnitude
 // bits, < 0x7F80) plus 0x7FFF - t carries into the lane's top bit (bit 15 or 31) exactly when
 // m > t, and never into the next lane (m + 0x7FFF - t < 0x10000 for t ≥ 0).
-struct CodeConstants {
+struct alignas(16) CodeConstants {  // 16-byte aligned: a kernel reads an entry with two 16-byte loads
   std::uint32_t add[7];  // (0x7FFF - t_i) in both 16-bit lanes, t_i ascending
   std::uint32_t divide;  // nonzero: d is 0, Inf or NaN, the recipe's division (quantize_bf16_e2m1)
 };
