@@ -132,10 +132,8 @@ class DecodeFamily final : public Family {
       general_args.device_offsets = a.groups.offsets_on_device ? a.groups.offsets : nullptr;
       METRALE_CUDA_CHECK(launch_plan(general_args, plan_grid, stream));
     }
-    thread_local DecodeParams params;
-    params = decode_params(problem, l, shape);
-    if (compact) fill_prefetch(problem, listed, params.prefetch);
-    METRALE_CUDA_CHECK(launch_decode(plan.config, params, shape.grid, shared_bytes, stream));
+    METRALE_CUDA_CHECK(
+        launch_decode(plan.config, decode_params(problem, l, shape), shape.grid, shared_bytes, stream));
   }
 
  private:
@@ -161,19 +159,6 @@ class DecodeFamily final : public Family {
       args.experts[i] = ActiveExpert{a.groups.offsets[e], a.groups.offsets[e + 1] - a.groups.offsets[e]};
       for (int p = 0; p < a.proj_count; ++p) args.entries[p][i] = expert_entry(problem, p, e);
     }
-  }
-
-  // The listed experts' weights, unless together they would crowd L2.
-  static void fill_prefetch(const Problem& problem, const std::vector<int>& listed,
-                            WeightPrefetch& prefetch) {
-    const GroupedNvfp4& a = problem.args;
-    const std::uint64_t bytes = static_cast<std::uint64_t>(a.n) * (a.k / 2);
-    prefetch.count = 0;
-    prefetch.total_bytes = bytes * a.proj_count * listed.size();
-    if (prefetch.total_bytes > kPrefetchMaxBytes) return;
-    for (int p = 0; p < a.proj_count; ++p)
-      for (const int e : listed)
-        prefetch.ranges[prefetch.count++] = PrefetchRange{expert_entry(problem, p, e).weight, bytes};
   }
 
   static PlanShape plan_shape(const Problem& problem, const Plan& plan, const Layout& l,

@@ -355,24 +355,6 @@ __device__ __forceinline__ void fold_partials(const DecodeParams& p, const Unit&
   }
 }
 
-// Before the plan kernel's results exist: this CTA's share of the prefetch ranges (their bytes
-// concatenated and cut into gridDim.x slices), one 128-byte line a thread at a time, into L2.
-__device__ __forceinline__ void prefetch_weights(const WeightPrefetch& w) {
-  constexpr std::uint64_t kLine = 128;
-  const std::uint64_t lines = (w.total_bytes + kLine - 1) / kLine;
-  const std::uint64_t first = lines * blockIdx.x / gridDim.x, last = lines * (blockIdx.x + 1) / gridDim.x;
-  std::uint64_t range_first = 0;  // first line of range r in the concatenation
-  for (int r = 0; r < w.count && range_first < last; ++r) {
-    const std::uint64_t range_lines = (w.ranges[r].bytes + kLine - 1) / kLine;
-    const std::uint64_t lo = max(first, range_first), hi = min(last, range_first + range_lines);
-    for (std::uint64_t line = lo + threadIdx.x; line < hi; line += blockDim.x) {
-      const char* at = static_cast<const char*>(w.ranges[r].base) + (line - range_first) * kLine;
-      asm volatile("prefetch.global.L2 [%0];\n" ::"l"(at));
-    }
-    range_first += range_lines;
-  }
-}
-
 template <int kTokens>
 __global__ void __launch_bounds__(Shape<kTokens>::kThreads, Shape<kTokens>::kMinCtasPerSm)
     decode_kernel(const __grid_constant__ DecodeParams p) {
@@ -380,7 +362,6 @@ __global__ void __launch_bounds__(Shape<kTokens>::kThreads, Shape<kTokens>::kMin
   using S = Shape<kTokens>;
   extern __shared__ std::uint8_t smem_raw[];
   __shared__ int last_unit_of_tile;
-  if (p.prefetch.count > 0) prefetch_weights(p.prefetch);
   // Launched as a programmatic dependent of the plan kernel: wait here for its writes.
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
   const int segments = p.totals->segments, units = p.totals->units;

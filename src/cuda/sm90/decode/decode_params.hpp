@@ -112,23 +112,6 @@ struct CompactPlanArgs {
   alignas(16) ExpertEntry entries[2][kCompactExperts];
 };
 
-// The compact plan's weights, when they fit well inside L2: the main kernel's CTAs prefetch them
-// while the plan kernel still runs (the main kernel starts early as its programmatic dependent),
-// so a small decode call's first stages read L2, not HBM.
-inline constexpr int kPrefetchRanges = 2 * kCompactExperts;  // weights of each (projection, expert)
-inline constexpr std::uint64_t kPrefetchMaxBytes = std::uint64_t{32} << 20;  // of L2's 60 MB
-
-struct PrefetchRange {
-  const void* base;
-  std::uint64_t bytes;
-};
-
-struct WeightPrefetch {
-  std::int32_t count;             // 0: nothing to prefetch
-  std::uint64_t total_bytes;
-  PrefetchRange ranges[kPrefetchRanges];
-};
-
 struct DecodeParams {             // the main kernel's parameters
   const ExpertEntry* table;       // [proj][num_experts] (the compact plan: active experts only)
   const Segment* segments;
@@ -142,7 +125,6 @@ struct DecodeParams {             // the main kernel's parameters
   std::int32_t scale_sfb;         // 1: SFB scales, 0: [K/16, N]
   std::int32_t scale_vec16;       // [K/16, N] rows 16-byte aligned (N % 16 == 0, aligned bases)
   std::int32_t max_segments;      // unit_first entries cached in shared memory
-  WeightPrefetch prefetch;
 };
 
 }  // namespace metrale::cuda::sm90::decode
