@@ -14,12 +14,17 @@ metrale::ExpertWeights weights(const metrale_expert_weights& w) {
 }
 
 // ABI 1 is the first layout of both structs: nothing shorter is accepted.
+template <class T>
+T read_struct(std::string_view who, std::string_view name, std::string_view type,
+              std::string_view init, const T* in, const T& defaults) {
+  core::require_not_null(who, name, in);
+  return api::read_versioned(who, name, type, init, in, sizeof(T), defaults);
+}
+
 metrale::MoeLayer read_layer(std::string_view who, const metrale_moe_layer* in) {
-  core::require_not_null(who, "layer", in);
-  const metrale_moe_layer defaults = METRALE_MOE_LAYER_INIT;
-  const metrale_moe_layer l = api::read_versioned(who, "layer", "metrale_moe_layer",
-                                                  "METRALE_MOE_LAYER_INIT", in,
-                                                  sizeof(metrale_moe_layer), defaults);
+  const metrale_moe_layer l = read_struct(who, "layer", "metrale_moe_layer",
+                                          "METRALE_MOE_LAYER_INIT", in,
+                                          metrale_moe_layer METRALE_MOE_LAYER_INIT);
   metrale::MoeLayer out;
   out.num_experts = l.num_experts;
   out.num_local_experts = l.num_local_experts;
@@ -47,23 +52,21 @@ metrale::MoeLayer read_layer(std::string_view who, const metrale_moe_layer* in) 
 }
 
 metrale::MoeTokens read_tokens(std::string_view who, const metrale_moe_tokens* in) {
-  core::require_not_null(who, "tokens", in);
-  const metrale_moe_tokens defaults = METRALE_MOE_TOKENS_INIT;
-  const metrale_moe_tokens t = api::read_versioned(who, "tokens", "metrale_moe_tokens",
-                                                   "METRALE_MOE_TOKENS_INIT", in,
-                                                   sizeof(metrale_moe_tokens), defaults);
-  metrale::MoeTokens out;
-  out.num_tokens = t.num_tokens;
-  out.hidden = static_cast<const metrale::bf16_bits*>(t.hidden);
-  out.router_logits = t.router_logits;
-  out.logits_dtype = static_cast<metrale::DType>(t.logits_dtype);
-  out.topk_ids = t.topk_ids;
-  out.topk_weights = t.topk_weights;
-  out.residual = static_cast<const metrale::bf16_bits*>(t.residual);
-  out.out = static_cast<metrale::bf16_bits*>(t.out);
-  out.topk_ids_out = t.topk_ids_out;
-  out.topk_weights_out = t.topk_weights_out;
-  return out;
+  const metrale_moe_tokens t = read_struct(who, "tokens", "metrale_moe_tokens",
+                                           "METRALE_MOE_TOKENS_INIT", in,
+                                           metrale_moe_tokens METRALE_MOE_TOKENS_INIT);
+  return metrale::MoeTokens{
+      .num_tokens = t.num_tokens,
+      .hidden = static_cast<const metrale::bf16_bits*>(t.hidden),
+      .router_logits = t.router_logits,
+      .logits_dtype = static_cast<metrale::DType>(t.logits_dtype),
+      .topk_ids = t.topk_ids,
+      .topk_weights = t.topk_weights,
+      .residual = static_cast<const metrale::bf16_bits*>(t.residual),
+      .out = static_cast<metrale::bf16_bits*>(t.out),
+      .topk_ids_out = t.topk_ids_out,
+      .topk_weights_out = t.topk_weights_out,
+  };
 }
 
 }  // namespace

@@ -51,41 +51,43 @@ void add_bias(const std::vector<std::vector<bf16_bits>>& bias, const Rows& r, in
     }
 }
 
+// One grouped call over the rows: a (a_rows rows) times each projection, [n, k] weights.
+GroupedNvfp4 grouped_call(const MoeFixture& f, const Rows& r, const bf16_bits* a, int a_rows,
+                          int n, int k) {
+  GroupedNvfp4 call{};
+  call.scale_layout = f.layer.scale_layout;
+  call.groups = ExpertGroups{r.offsets.data(), false, f.local_experts, r.offsets.back(), 0};
+  call.a = a;
+  call.a_rows = a_rows;
+  call.proj_count = 1;
+  call.n = n;
+  call.k = k;
+  return call;
+}
+
 std::vector<bf16_bits> composed(const MoeFixture& f, const std::vector<std::int32_t>& ids,
                                 const std::vector<float>& weights,
                                 const std::vector<bf16_bits>& residual) {
   const Rows r = group(f, ids);
   const int m = r.offsets.back(), H = MoeFixture::kHidden, I = MoeFixture::kInter;
   std::vector<bf16_bits> g(static_cast<std::size_t>(m) * I), u(g.size()), d(static_cast<std::size_t>(m) * H);
-  GroupedNvfp4 call{};
-  call.scale_layout = f.layer.scale_layout;
-  call.groups = ExpertGroups{r.offsets.data(), false, f.local_experts, m, 0};
-  call.a = f.hidden.data();
-  call.a_rows = f.tokens;
-  call.token_ids = r.token.data();
-  call.proj[0] = f.layer.gate;
-  call.proj[1] = f.layer.up;
-  call.out[0] = g.data();
-  call.out[1] = u.data();
-  call.proj_count = 2;
-  call.n = I;
-  call.k = H;
-  EXPECT_TRUE(nvfp4_grouped(call, kCpu).ok());
+  GroupedNvfp4 gate_up = grouped_call(f, r, f.hidden.data(), f.tokens, I, H);
+  gate_up.token_ids = r.token.data();
+  gate_up.proj[1] = f.layer.up;
+  gate_up.out[1] = u.data();
+  gate_up.proj_count = 2;
+  gate_up.proj[0] = f.layer.gate;
+  gate_up.out[0] = g.data();
+  EXPECT_TRUE(nvfp4_grouped(gate_up, kCpu).ok());
   add_bias(f.bias[0], r, I, g);
   add_bias(f.bias[1], r, I, u);
   const test::RefLayer act = f.reference();
   for (std::size_t i = 0; i < g.size(); ++i)
     g[i] = format::float_to_bf16(test::ref_activation(act, format::bf16_to_float(g[i]),
                                                       format::bf16_to_float(u[i])));
-  GroupedNvfp4 down = call;
-  down.a = g.data();
-  down.a_rows = m;
-  down.token_ids = nullptr;
+  GroupedNvfp4 down = grouped_call(f, r, g.data(), m, H, I);
   down.proj[0] = f.layer.down;
   down.out[0] = d.data();
-  down.proj_count = 1;
-  down.n = H;
-  down.k = I;
   EXPECT_TRUE(nvfp4_grouped(down, kCpu).ok());
   add_bias(f.bias[2], r, H, d);
 
