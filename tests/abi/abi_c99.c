@@ -281,6 +281,7 @@ static void test_cpu_moe(void) {
   metrale_exec exec = METRALE_EXEC_INIT;
   size_t bytes = 1;
   int i;
+  tokens.num_tokens = T;
   memset(packed, 0x22, sizeof packed);
   memset(sfb, 0x38, sizeof sfb);
   for (i = 0; i < T * H; ++i) hidden[i] = bf16(1.0f);
@@ -291,11 +292,8 @@ static void test_cpu_moe(void) {
   layer.gate.scale_ptrs = layer.up.scale_ptrs = layer.down.scale_ptrs = sc;
   layer.gate.scale2_vals = layer.up.scale2_vals = layer.down.scale2_vals = s2;
   layer.routing = METRALE_MOE_ROUTING_PRECOMPUTED;
-  tokens.num_tokens = T;
-  tokens.hidden = hidden;
-  tokens.topk_ids = ids;
-  tokens.topk_weights = weights;
-  tokens.out = out;
+  tokens.hidden = hidden, tokens.out = out;
+  tokens.topk_ids = ids, tokens.topk_weights = weights;
   exec.backend = METRALE_BACKEND_CPU;
   CHECK(metrale_moe_forward(&layer, &tokens, &exec) == METRALE_STATUS_OK, "moe_forward (cpu)");
   for (i = 0; i < T * H; ++i) CHECK(from_bf16(out[i]) == 2048.0f, "moe out[%d] = %g", i,

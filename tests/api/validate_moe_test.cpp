@@ -67,16 +67,23 @@ TEST_F(MoeValidate, TopKBeyondTheExperts) {
 }
 
 TEST_F(MoeValidate, Shapes) {
-  f.layer.hidden_size = 40;
-  EXPECT_TRUE(refused("layer.hidden_size = 40 is not a multiple of 16"));
-  f.layer.hidden_size = 64;
-  f.layer.intermediate_size = 0;
-  EXPECT_TRUE(refused("layer.intermediate_size = 0, expected layer.intermediate_size > 0"));
-  f.layer.intermediate_size = 32;
-  f.layer.num_local_experts = 4;
-  EXPECT_TRUE(refused("layer.num_local_experts = 4 != layer.num_experts = 8, expected every "
-                      "expert local (no layer.expert_map)"));
-  f.layer.num_local_experts = 8;
+  struct Bad {
+    std::int32_t MoeLayer::*field;
+    std::int32_t value;
+    const char* text;
+  };
+  for (const Bad& bad :
+       {Bad{&MoeLayer::hidden_size, 40, "layer.hidden_size = 40 is not a multiple of 16"},
+        Bad{&MoeLayer::intermediate_size, 0,
+            "layer.intermediate_size = 0, expected layer.intermediate_size > 0"},
+        Bad{&MoeLayer::num_local_experts, 4,
+            "layer.num_local_experts = 4 != layer.num_experts = 8, expected every expert local "
+            "(no layer.expert_map)"}}) {
+    const MoeLayer good = f.layer;
+    f.layer.*bad.field = bad.value;
+    EXPECT_TRUE(refused(bad.text));
+    f.layer = good;
+  }
   tokens.num_tokens = -1;
   EXPECT_TRUE(refused("tokens.num_tokens = -1, expected tokens.num_tokens >= 0"));
 }
