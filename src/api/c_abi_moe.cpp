@@ -22,9 +22,9 @@ T read_struct(std::string_view who, std::string_view name, std::string_view type
 }
 
 metrale::MoeLayer read_layer(std::string_view who, const metrale_moe_layer* in) {
-  const metrale_moe_layer l = read_struct(who, "layer", "metrale_moe_layer",
-                                          "METRALE_MOE_LAYER_INIT", in,
-                                          metrale_moe_layer METRALE_MOE_LAYER_INIT);
+  const metrale_moe_layer l =
+      read_struct(who, "layer", "metrale_moe_layer", "METRALE_MOE_LAYER_INIT", in,
+                  metrale_moe_layer METRALE_MOE_LAYER_INIT);
   metrale::MoeLayer out;
   out.num_experts = l.num_experts;
   out.num_local_experts = l.num_local_experts;
@@ -52,9 +52,9 @@ metrale::MoeLayer read_layer(std::string_view who, const metrale_moe_layer* in) 
 }
 
 metrale::MoeTokens read_tokens(std::string_view who, const metrale_moe_tokens* in) {
-  const metrale_moe_tokens t = read_struct(who, "tokens", "metrale_moe_tokens",
-                                           "METRALE_MOE_TOKENS_INIT", in,
-                                           metrale_moe_tokens METRALE_MOE_TOKENS_INIT);
+  const metrale_moe_tokens t =
+      read_struct(who, "tokens", "metrale_moe_tokens", "METRALE_MOE_TOKENS_INIT", in,
+                  metrale_moe_tokens METRALE_MOE_TOKENS_INIT);
   return metrale::MoeTokens{
       .num_tokens = t.num_tokens,
       .hidden = static_cast<const metrale::bf16_bits*>(t.hidden),
@@ -73,8 +73,8 @@ metrale::MoeTokens read_tokens(std::string_view who, const metrale_moe_tokens* i
 
 extern "C" {
 
-metrale_status metrale_moe_forward(const metrale_moe_layer* layer,
-                                   const metrale_moe_tokens* tokens, const metrale_exec* exec) {
+metrale_status metrale_moe_forward(const metrale_moe_layer* layer, const metrale_moe_tokens* tokens,
+                                   const metrale_exec* exec) {
   constexpr const char* kWho = "metrale_moe_forward";
   return api::c_call(kWho, [&] {
     const metrale::MoeForward args{read_layer(kWho, layer), read_tokens(kWho, tokens)};

@@ -64,8 +64,8 @@ void validate_shape(std::string_view who, const MoeLayer& layer, const MoeNames&
 
 void validate_activation(std::string_view who, const MoeLayer& layer, const MoeNames& n) {
   const auto act = static_cast<std::int32_t>(layer.activation);
-  METRALE_REQUIRE(act == 0 || act == 1, "{}: {} = {}, expected 0 (silu) or 1 (swiglu_clamped)",
-                  who, n.l("activation"), act);
+  METRALE_REQUIRE(act == 0 || act == 1, "{}: {} = {}, expected 0 (silu) or 1 (swiglu_clamped)", who,
+                  n.l("activation"), act);
   if (layer.activation != MoeActivation::swiglu_clamped) return;
   METRALE_REQUIRE(std::isfinite(layer.swiglu_alpha), "{}: {} = {} is not finite", who,
                   n.l("swiglu_alpha"), layer.swiglu_alpha);
@@ -80,8 +80,8 @@ void validate_groups(std::string_view who, const MoeLayer& layer, const MoeNames
                   "{}: {} = {} does not divide {} = {}, expected groups of equal size", who,
                   n.l("n_group"), groups, n.l("num_experts"), e);
   METRALE_REQUIRE(layer.topk_group >= 1 && layer.topk_group <= groups,
-                  "{}: {} = {} is outside [1, {} = {}]", who, n.l("topk_group"),
-                  layer.topk_group, n.l("n_group"), groups);
+                  "{}: {} = {} is outside [1, {} = {}]", who, n.l("topk_group"), layer.topk_group,
+                  n.l("n_group"), groups);
   const std::int64_t eligible = std::int64_t{layer.topk_group} * (e / groups);
   METRALE_REQUIRE(eligible >= layer.top_k,
                   "{}: {} = {} > {} experts in the {} = {} groups kept, expected enough to "
@@ -140,8 +140,10 @@ void require_table(std::string_view who, const std::string& name, const std::uin
   for (std::size_t l = 0; l < reachable.size(); ++l) {
     if (!reachable[l]) continue;
     require_not_null(who, name, table);
-    METRALE_REQUIRE(table[l] != 0, "{}: {}[{}] is null, expected local expert {}'s {} (it can "
-                    "be routed)", who, name, l, l, what);
+    METRALE_REQUIRE(table[l] != 0,
+                    "{}: {}[{}] is null, expected local expert {}'s {} (it can "
+                    "be routed)",
+                    who, name, l, l, what);
   }
 }
 
@@ -202,9 +204,8 @@ void validate_tokens(std::string_view who, const MoeForward& args, const MoeName
   core::require_non_negative(who, n.t("num_tokens"), t.num_tokens);
   const std::int64_t rows = std::int64_t{t.num_tokens} * args.layer.top_k;
   METRALE_REQUIRE(rows <= INT32_MAX,
-                  "{}: {} = {} times {} = {} is {} expert rows, more than {} (int32 offsets)",
-                  who, n.t("num_tokens"), t.num_tokens, n.l("top_k"), args.layer.top_k, rows,
-                  INT32_MAX);
+                  "{}: {} = {} times {} = {} is {} expert rows, more than {} (int32 offsets)", who,
+                  n.t("num_tokens"), t.num_tokens, n.l("top_k"), args.layer.top_k, rows, INT32_MAX);
   require_aligned(who, n.t("topk_ids_out"), t.topk_ids_out, alignof(std::int32_t), "int32 data");
   require_aligned(who, n.t("topk_weights_out"), t.topk_weights_out, alignof(float), "fp32 data");
   require_aligned(who, n.t("residual"), t.residual, alignof(bf16_bits), "bf16 data");

@@ -60,8 +60,8 @@ GroupedNvfp4 grouped_call(const MoeLayer& layer, const Grouping& g, std::int32_t
                           std::int32_t k) {
   GroupedNvfp4 args{};
   args.scale_layout = layer.scale_layout;
-  args.groups = ExpertGroups{g.offsets.data(), false, layer.num_local_experts, g.rows(),
-                             g.max_rows};
+  args.groups =
+      ExpertGroups{g.offsets.data(), false, layer.num_local_experts, g.rows(), g.max_rows};
   args.n = n;
   args.k = k;
   return args;

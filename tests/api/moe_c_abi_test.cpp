@@ -70,10 +70,10 @@ TEST_F(MoeCAbi, StructSizesAreChecked) {
   layer.struct_size = sizeof(metrale_moe_layer);
   tokens.struct_size = sizeof(metrale_moe_tokens) + 8;
   EXPECT_EQ(metrale_moe_forward(&layer, &tokens, &cpu), METRALE_STATUS_INVALID_ARGUMENT);
-  EXPECT_NE(last_error().find("tokens->struct_size = " +
-                              std::to_string(sizeof(metrale_moe_tokens) + 8) +
-                              " is larger than this library's metrale_moe_tokens"),
-            std::string::npos)
+  EXPECT_NE(
+      last_error().find("tokens->struct_size = " + std::to_string(sizeof(metrale_moe_tokens) + 8) +
+                        " is larger than this library's metrale_moe_tokens"),
+      std::string::npos)
       << last_error();
   tokens.struct_size = sizeof(metrale_moe_tokens) - 8;  // no older layout exists
   EXPECT_EQ(metrale_moe_forward(&layer, &tokens, &cpu), METRALE_STATUS_INVALID_ARGUMENT);
@@ -107,8 +107,7 @@ TEST_F(MoeCAbi, AutomaticBackendRefuses) {
 
 TEST_F(MoeCAbi, WorkspaceSize) {
   size_t bytes = 1;
-  EXPECT_EQ(metrale_moe_workspace_size(METRALE_BACKEND_CPU, &layer, 64, &bytes),
-            METRALE_STATUS_OK)
+  EXPECT_EQ(metrale_moe_workspace_size(METRALE_BACKEND_CPU, &layer, 64, &bytes), METRALE_STATUS_OK)
       << last_error();
   EXPECT_EQ(bytes, 0u);
   EXPECT_EQ(metrale_moe_workspace_size(METRALE_BACKEND_CPU, &layer, 64, nullptr),

@@ -160,8 +160,9 @@ TEST_F(MoeValidate, ExpertPointersOfRoutableExperts) {
   std::vector<std::uint64_t> packed = f.gate.packed_ptrs;
   packed[3] = 0;
   f.layer.gate.packed_ptrs = packed.data();
-  EXPECT_TRUE(refused("layer.gate.packed_ptrs[3] is null, expected local expert 3's packed "
-                      "weight (it can be routed)"));
+  EXPECT_TRUE(
+      refused("layer.gate.packed_ptrs[3] is null, expected local expert 3's packed "
+              "weight (it can be routed)"));
   f.layer.gate.packed_ptrs = f.gate.packed_ptrs.data();
   std::vector<float> s2 = f.down.scale2;
   s2[1] = kNan;

@@ -52,8 +52,8 @@ void add_bias(const std::vector<std::vector<bf16_bits>>& bias, const Rows& r, in
 }
 
 // One grouped call over the rows: a (a_rows rows) times each projection, [n, k] weights.
-GroupedNvfp4 grouped_call(const MoeFixture& f, const Rows& r, const bf16_bits* a, int a_rows,
-                          int n, int k) {
+GroupedNvfp4 grouped_call(const MoeFixture& f, const Rows& r, const bf16_bits* a, int a_rows, int n,
+                          int k) {
   GroupedNvfp4 call{};
   call.scale_layout = f.layer.scale_layout;
   call.groups = ExpertGroups{r.offsets.data(), false, f.local_experts, r.offsets.back(), 0};
@@ -70,7 +70,8 @@ std::vector<bf16_bits> composed(const MoeFixture& f, const std::vector<std::int3
                                 const std::vector<bf16_bits>& residual) {
   const Rows r = group(f, ids);
   const int m = r.offsets.back(), H = MoeFixture::kHidden, I = MoeFixture::kInter;
-  std::vector<bf16_bits> g(static_cast<std::size_t>(m) * I), u(g.size()), d(static_cast<std::size_t>(m) * H);
+  std::vector<bf16_bits> g(static_cast<std::size_t>(m) * I), u(g.size()),
+      d(static_cast<std::size_t>(m) * H);
   GroupedNvfp4 gate_up = grouped_call(f, r, f.hidden.data(), f.tokens, I, H);
   gate_up.token_ids = r.token.data();
   gate_up.proj[1] = f.layer.up;
@@ -83,8 +84,8 @@ std::vector<bf16_bits> composed(const MoeFixture& f, const std::vector<std::int3
   add_bias(f.bias[1], r, I, u);
   const test::RefLayer act = f.reference();
   for (std::size_t i = 0; i < g.size(); ++i)
-    g[i] = format::float_to_bf16(test::ref_activation(act, format::bf16_to_float(g[i]),
-                                                      format::bf16_to_float(u[i])));
+    g[i] = format::float_to_bf16(
+        test::ref_activation(act, format::bf16_to_float(g[i]), format::bf16_to_float(u[i])));
   GroupedNvfp4 down = grouped_call(f, r, g.data(), m, H, I);
   down.proj[0] = f.layer.down;
   down.out[0] = d.data();
@@ -100,8 +101,8 @@ std::vector<bf16_bits> composed(const MoeFixture& f, const std::vector<std::int3
         if (row >= 0) acc += weights[t * f.top_k + j] * format::bf16_to_float(d[row * H + h]);
       }
       const std::size_t at = static_cast<std::size_t>(t) * H + h;
-      out[at] = format::float_to_bf16(residual.empty() ? acc
-                                                       : acc + format::bf16_to_float(residual[at]));
+      out[at] =
+          format::float_to_bf16(residual.empty() ? acc : acc + format::bf16_to_float(residual[at]));
     }
   return out;
 }

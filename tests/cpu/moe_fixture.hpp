@@ -66,10 +66,13 @@ struct MoeFixture {
   MoeLayer layer;
 
   // gate_s2 scales gate and up: 1/64 keeps them small, 1/8 reaches gpt-oss's clamp at 7.
-  MoeFixture(int experts_in, int top_k_in, int tokens_in, float gate_s2 = 1.0f / 64,
-             int local = -1, std::uint32_t seed = 1)
-      : experts(experts_in), local_experts(local < 0 ? experts_in : local), top_k(top_k_in),
-        tokens(tokens_in), gate(local_experts, kInter, kHidden, seed * 100, gate_s2),
+  MoeFixture(int experts_in, int top_k_in, int tokens_in, float gate_s2 = 1.0f / 64, int local = -1,
+             std::uint32_t seed = 1)
+      : experts(experts_in),
+        local_experts(local < 0 ? experts_in : local),
+        top_k(top_k_in),
+        tokens(tokens_in),
+        gate(local_experts, kInter, kHidden, seed * 100, gate_s2),
         up(local_experts, kInter, kHidden, seed * 100 + 31, gate_s2),
         down(local_experts, kHidden, kInter, seed * 100 + 62, 1.0f / 32),
         hidden(random_bf16(static_cast<std::size_t>(tokens) * kHidden, seed + 5, -3, 3)) {
@@ -138,8 +141,15 @@ struct MoeFixture {
     r.alpha = layer.swiglu_alpha;
     r.limit = layer.swiglu_limit;
     for (int e = 0; e < local_experts; ++e) {
-      RefExpert x{gate.decoded(e), up.decoded(e), down.decoded(e),
-                  gate.scale2[e], up.scale2[e], down.scale2[e], {}, {}, {}};
+      RefExpert x{gate.decoded(e),
+                  up.decoded(e),
+                  down.decoded(e),
+                  gate.scale2[e],
+                  up.scale2[e],
+                  down.scale2[e],
+                  {},
+                  {},
+                  {}};
       std::vector<float>* dst[3] = {&x.gate_bias, &x.up_bias, &x.down_bias};
       for (int p = 0; p < 3; ++p)
         if (!bias[p].empty())

@@ -148,7 +148,8 @@ inline std::vector<float> ref_expert(const RefLayer& layer, const RefExpert& ex,
 
 // out[t] = bf16(Σ_j w_j · d_j (+ residual[t])), fp32, slots in order; remote slots add nothing.
 inline std::vector<bf16_bits> ref_moe(const RefLayer& layer, const std::vector<bf16_bits>& hidden,
-                                      const RefRoute& route, const std::vector<bf16_bits>& residual) {
+                                      const RefRoute& route,
+                                      const std::vector<bf16_bits>& residual) {
   const std::size_t H = static_cast<std::size_t>(layer.hidden), T = hidden.size() / H;
   std::vector<bf16_bits> out(T * H);
   for (std::size_t t = 0; t < T; ++t) {

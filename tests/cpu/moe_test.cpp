@@ -193,8 +193,7 @@ TEST(CpuMoe, ExpertMapWithHalfTheExpertsRemote) {
 TEST(CpuMoe, EveryExpertRemoteGivesZeroOrTheResidual) {
   MoeFixture f(4, 2, 3, 1.0f / 64, 1);
   f.set_map({-1, -1, -1, -1});
-  EXPECT_EQ(run(f, f.with_logits()),
-            std::vector<bf16_bits>(f.hidden.size(), 0));
+  EXPECT_EQ(run(f, f.with_logits()), std::vector<bf16_bits>(f.hidden.size(), 0));
   const std::vector<bf16_bits> residual = test::random_bf16(f.hidden.size(), 77, -9, 9);
   MoeTokens t = f.with_logits();
   t.residual = residual.data();
