@@ -337,6 +337,100 @@ METRALE_API metrale_status metrale_nvfp4_grouped_workspace_size(metrale_backend 
 METRALE_API metrale_status metrale_gemm_workspace_size(metrale_backend backend, int32_t m,
                                                        int32_t n, int32_t k, size_t* bytes);
 
+/* ---- the MoE layer ----------------------------------------------------------------------------
+ * metrale_moe_forward: one MoE layer, routing to combine. For each token t and each of its top_k
+ * slots j (expert e = topk_ids[t][j], weight w = topk_weights[t][j]), with l the local expert
+ * (expert_map[e], or e without a map; -1: the expert lives elsewhere and the slot adds nothing):
+ *   g = bf16(gate_l · x_t (+ gate_bias_l)),  u = bf16(up_l · x_t (+ up_bias_l))      [I]
+ *   a = bf16(act(g, u))                                                           [I]
+ *   d = bf16(down_l · a (+ down_bias_l))                                          [H]
+ *   out[t] = bf16(Σ_j w · d  (fp32, slots in order j = 0..k-1)  (+ residual[t]))
+ * docs/api.md ("The MoE layer") gives the routing functions' formulas and every rounding point;
+ * the layer equals metrale's own grouped calls composed with that glue, bit for bit.
+ * CPU BACKEND ONLY FOR NOW: the CUDA kernels of issue 9 do not exist yet, and every CUDA-side
+ * backend answers METRALE_STATUS_UNSUPPORTED ("the CUDA MoE layer is not implemented yet"). */
+
+typedef int32_t metrale_moe_routing;
+enum {
+  METRALE_MOE_ROUTING_SOFTMAX_TOPK = 0,         /* Qwen3, Mixtral, gpt-oss (router_logits) */
+  METRALE_MOE_ROUTING_SIGMOID_GROUPED_TOPK = 1, /* DeepSeek-V3 (router_logits) */
+  METRALE_MOE_ROUTING_PRECOMPUTED = 2           /* the caller's topk_ids and topk_weights */
+};
+
+typedef int32_t metrale_moe_activation;
+enum {
+  METRALE_MOE_ACT_SILU = 0,          /* silu(g) · u */
+  METRALE_MOE_ACT_SWIGLU_CLAMPED = 1 /* gpt-oss: g' = min(g, limit), u' = clamp(u, ±limit),
+                                      * g' · sigmoid(alpha · g') · (u' + 1) */
+};
+
+typedef int32_t metrale_dtype;
+enum { METRALE_DTYPE_F32 = 0, METRALE_DTYPE_BF16 = 1 };
+
+/* The layer: shapes, weights, routing. Per-expert tables are host arrays of num_local_experts
+ * entries (device pointers on CUDA-side backends, host addresses on the CPU), as in
+ * metrale_nvfp4_grouped_ex. Every local expert the expert map can reach (all of them without a
+ * map) needs its gate, up and down weights, scales and scale_2 (and biases, when given). */
+typedef struct metrale_moe_layer {
+  size_t struct_size;           /* sizeof(metrale_moe_layer); ABI 1: every field below */
+  int32_t num_experts;          /* E >= 1: router_logits columns, the range of expert ids */
+  int32_t num_local_experts;    /* L: entries of every per-expert table; = E without expert_map */
+  int32_t hidden_size;          /* H > 0, a multiple of 16: K of gate/up, N of down */
+  int32_t intermediate_size;    /* I > 0, a multiple of 16: N of gate/up, K of down */
+  int32_t top_k;                /* k in [1, E] */
+  metrale_scale_layout scale_layout; /* of every block scale below */
+  metrale_expert_weights gate;  /* [I, H/2] packed each */
+  metrale_expert_weights up;    /* [I, H/2] packed each */
+  metrale_expert_weights down;  /* [H, I/2] packed each */
+  const uint64_t* gate_bias_ptrs; /* optional (NULL: none): bf16 [I] per local expert */
+  const uint64_t* up_bias_ptrs;   /* optional: bf16 [I] per local expert */
+  const uint64_t* down_bias_ptrs; /* optional: bf16 [H] per local expert */
+  const int32_t* expert_map;    /* optional host array of E entries: local id in [0, L), or -1
+                                 * (remote: that slot contributes zero) */
+  metrale_moe_activation activation;
+  float swiglu_alpha;           /* METRALE_MOE_ACT_SWIGLU_CLAMPED: 1.702 in gpt-oss */
+  float swiglu_limit;           /* METRALE_MOE_ACT_SWIGLU_CLAMPED: 7.0 in gpt-oss; > 0 */
+  metrale_moe_routing routing;
+  int32_t renormalize;          /* from logits: nonzero divides the k weights by their sum */
+  int32_t n_group;              /* SIGMOID_GROUPED_TOPK: E/n_group experts a group; else 1 */
+  int32_t topk_group;           /* SIGMOID_GROUPED_TOPK: groups kept, in [1, n_group]; else 1 */
+  float routed_scaling_factor;  /* from logits: multiplies every final weight; > 0 (1: none) */
+  const float* correction_bias; /* SIGMOID_GROUPED_TOPK: optional fp32 [E] added to the scores
+                                 * for the choice only (backend memory); else NULL */
+} metrale_moe_layer;
+#define METRALE_MOE_LAYER_INIT                                                                \
+  {sizeof(metrale_moe_layer), 0, 0, 0, 0, 0, METRALE_SCALE_SFB, {NULL, NULL, NULL},          \
+   {NULL, NULL, NULL}, {NULL, NULL, NULL}, NULL, NULL, NULL, NULL, METRALE_MOE_ACT_SILU,     \
+   1.702f, 7.0f, METRALE_MOE_ROUTING_SOFTMAX_TOPK, 1, 1, 1, 1.0f, NULL}
+
+/* One call's tokens, in the backend's memory. out may be the same buffer as residual (an
+ * in-place residual add); no other overlap is allowed. */
+typedef struct metrale_moe_tokens {
+  size_t struct_size;          /* sizeof(metrale_moe_tokens); ABI 1: every field below */
+  int32_t num_tokens;          /* T >= 0 (0: nothing is read or written) */
+  const void* hidden;          /* [T, H] bf16 */
+  const void* router_logits;   /* [T, E] in logits_dtype: routing from logits; else NULL */
+  metrale_dtype logits_dtype;  /* METRALE_DTYPE_F32 or METRALE_DTYPE_BF16 */
+  const int32_t* topk_ids;     /* [T, k] in [0, E): METRALE_MOE_ROUTING_PRECOMPUTED; else NULL */
+  const float* topk_weights;   /* [T, k] finite: METRALE_MOE_ROUTING_PRECOMPUTED; else NULL */
+  const void* residual;        /* optional [T, H] bf16, added before the final rounding */
+  void* out;                   /* [T, H] bf16 */
+  int32_t* topk_ids_out;       /* optional [T, k]: the experts chosen (global ids) */
+  float* topk_weights_out;     /* optional [T, k]: their final weights */
+} metrale_moe_tokens;
+#define METRALE_MOE_TOKENS_INIT \
+  {sizeof(metrale_moe_tokens), 0, NULL, NULL, METRALE_DTYPE_F32, NULL, NULL, NULL, NULL, NULL, NULL}
+
+/* exec NULL: METRALE_EXEC_INIT (the automatic backend, which is CUDA: unsupported for now;
+ * pass METRALE_BACKEND_CPU). Every argument is validated before any buffer is read. */
+METRALE_API metrale_status metrale_moe_forward(const metrale_moe_layer* layer,
+                                               const metrale_moe_tokens* tokens,
+                                               const metrale_exec* exec);
+/* Bytes of workspace metrale_moe_forward needs for num_tokens tokens (0 on the CPU backend). */
+METRALE_API metrale_status metrale_moe_workspace_size(metrale_backend backend,
+                                                      const metrale_moe_layer* layer,
+                                                      int32_t num_tokens, size_t* bytes);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -134,6 +134,70 @@ struct GroupedNvfp4 {
   std::int32_t n, k;
 };
 
+// ---- the MoE layer (docs/api.md, "The MoE layer"; metrale.h has the formula) -----------------
+// CPU backend only for now: the CUDA kernels of issue 9 do not exist yet, and every CUDA-side
+// backend refuses moe_forward with Status::unsupported.
+
+enum class MoeRouting : std::int32_t {
+  softmax_topk = 0,          // Qwen3, Mixtral, gpt-oss
+  sigmoid_grouped_topk = 1,  // DeepSeek-V3
+  precomputed = 2,           // the caller's topk_ids and topk_weights
+};
+
+enum class MoeActivation : std::int32_t {
+  silu = 0,            // silu(g) · u
+  swiglu_clamped = 1,  // gpt-oss: min(g, limit) · sigmoid(alpha · min(g, limit)) · (clamp(u) + 1)
+};
+
+enum class DType : std::int32_t { f32 = 0, bf16 = 1 };
+
+struct MoeLayer {
+  std::int32_t num_experts = 0;        // E: router columns, the range of expert ids
+  std::int32_t num_local_experts = 0;  // L: entries of every per-expert table (E without a map)
+  std::int32_t hidden_size = 0;        // H: K of gate/up, N of down
+  std::int32_t intermediate_size = 0;  // I: N of gate/up, K of down
+  std::int32_t top_k = 0;
+  ScaleLayout scale_layout = ScaleLayout::sfb;
+  ExpertWeights gate{}, up{};  // -> [I, H/2] packed each
+  ExpertWeights down{};        // -> [H, I/2] packed each
+  const std::uint64_t* gate_bias_ptrs = nullptr;  // optional -> bf16 [I]
+  const std::uint64_t* up_bias_ptrs = nullptr;    // optional -> bf16 [I]
+  const std::uint64_t* down_bias_ptrs = nullptr;  // optional -> bf16 [H]
+  const std::int32_t* expert_map = nullptr;  // optional host [E]: local id, or -1 (remote)
+  MoeActivation activation = MoeActivation::silu;
+  float swiglu_alpha = 1.702f;
+  float swiglu_limit = 7.0f;
+  MoeRouting routing = MoeRouting::softmax_topk;
+  bool renormalize = true;              // from logits: weights divided by their sum
+  std::int32_t n_group = 1;             // sigmoid_grouped_topk only; else 1
+  std::int32_t topk_group = 1;          // sigmoid_grouped_topk only; else 1
+  float routed_scaling_factor = 1.0f;   // from logits
+  const float* correction_bias = nullptr;  // sigmoid_grouped_topk: optional fp32 [E]
+};
+
+struct MoeTokens {
+  std::int32_t num_tokens = 0;
+  const bf16_bits* hidden = nullptr;      // [T, H]
+  const void* router_logits = nullptr;    // [T, E] in logits_dtype (routing from logits)
+  DType logits_dtype = DType::f32;
+  const std::int32_t* topk_ids = nullptr;  // [T, k] (precomputed)
+  const float* topk_weights = nullptr;     // [T, k] (precomputed)
+  const bf16_bits* residual = nullptr;     // optional [T, H]; may be the same buffer as out
+  bf16_bits* out = nullptr;                // [T, H]
+  std::int32_t* topk_ids_out = nullptr;    // optional [T, k]
+  float* topk_weights_out = nullptr;       // optional [T, k]
+};
+
+// The arguments of one moe_forward, as dispatch passes them.
+struct MoeForward {
+  MoeLayer layer;
+  MoeTokens tokens;
+};
+
+Result moe_forward(const MoeLayer& layer, const MoeTokens& tokens, const Exec& exec);
+Result moe_workspace_size(Backend backend, const MoeLayer& layer, std::int32_t num_tokens,
+                          std::size_t* bytes);
+
 Result bf16_gemm_act_weight_t(const DenseGemm& args, const Exec& exec);
 Result nvfp4_gemm_bf16_act_weight_t(const Nvfp4Gemm& args, const Exec& exec);
 Result pack_bf16_weight_to_nvfp4_t(const PackNvfp4& args, const Exec& exec);

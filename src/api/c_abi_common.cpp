@@ -2,7 +2,6 @@
 #include "api/c_abi_common.hpp"
 
 #include <cstddef>
-#include <cstring>
 #include <span>
 
 #include "core/error.hpp"
@@ -23,30 +22,6 @@ metrale_status finish(const Result& r) {
 Exec make_exec(Backend backend, void* workspace, std::size_t workspace_size, void* stream) {
   return Exec{backend, workspace, workspace_size, stream};
 }
-
-namespace {
-
-// The first struct_size bytes of the caller's struct over `defaults`. min_size is the size of the
-// oldest layout still accepted; anything larger than this library's layout comes from a newer
-// header, whose fields this library cannot honour.
-template <class T>
-T read_versioned(std::string_view who, std::string_view name, std::string_view type,
-                 std::string_view init, const T* in, std::size_t min_size, T defaults) {
-  const std::size_t size = in->struct_size;
-  METRALE_REQUIRE(size >= min_size,
-                  "{}: {}->struct_size = {}, expected sizeof({}) = {} (set it with {}; a struct "
-                  "from an older metrale.h has at least {} bytes)",
-                  who, name, size, type, sizeof(T), init, min_size);
-  METRALE_REQUIRE(size <= sizeof(T),
-                  "{}: {}->struct_size = {} is larger than this library's {} ({} bytes, ABI {}): "
-                  "the caller was built against a newer metrale.h; use a libmetrale at least as "
-                  "new as that header",
-                  who, name, size, type, sizeof(T), METRALE_ABI_VERSION);
-  std::memcpy(static_cast<void*>(&defaults), in, size);
-  return defaults;
-}
-
-}  // namespace
 
 Exec make_exec(std::string_view who, const metrale_exec* exec) {
   const metrale_exec defaults = METRALE_EXEC_INIT;

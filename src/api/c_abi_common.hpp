@@ -2,12 +2,15 @@
 // parameter lists into the C++ API's argument structs.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string_view>
 
 #include "api/dispatch.hpp"
 #include "api/guard.hpp"
 #include "api/run_on_device.hpp"
+#include "core/error.hpp"
 #include "metrale/metrale.h"
 #include "metrale/metrale.hpp"
 
@@ -25,6 +28,26 @@ metrale_status c_call(std::string_view who, Body&& body) noexcept {
 template <class Args>
 metrale_status c_run(std::string_view who, const Args& args, const Exec& exec) noexcept {
   return c_call(who, [&] { run_on_device(who, "exec->device", args, exec); });
+}
+
+// The first struct_size bytes of the caller's struct over `defaults`. min_size is the size of the
+// oldest layout still accepted; anything larger than this library's layout comes from a newer
+// header, whose fields this library cannot honour.
+template <class T>
+T read_versioned(std::string_view who, std::string_view name, std::string_view type,
+                 std::string_view init, const T* in, std::size_t min_size, T defaults) {
+  const std::size_t size = in->struct_size;
+  METRALE_REQUIRE(size >= min_size,
+                  "{}: {}->struct_size = {}, expected sizeof({}) = {} (set it with {}; a struct "
+                  "from an older metrale.h has at least {} bytes)",
+                  who, name, size, type, sizeof(T), init, min_size);
+  METRALE_REQUIRE(size <= sizeof(T),
+                  "{}: {}->struct_size = {} is larger than this library's {} ({} bytes, ABI {}): "
+                  "the caller was built against a newer metrale.h; use a libmetrale at least as "
+                  "new as that header",
+                  who, name, size, type, sizeof(T), METRALE_ABI_VERSION);
+  std::memcpy(static_cast<void*>(&defaults), in, size);
+  return defaults;
 }
 
 Exec make_exec(Backend backend, void* workspace, std::size_t workspace_size, void* stream);

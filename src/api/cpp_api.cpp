@@ -43,6 +43,17 @@ Result nvfp4_grouped(const GroupedNvfp4& args, const Exec& exec) {
   return guarded_run(api::grouped_op_name(args), args, exec);
 }
 
+Result moe_forward(const MoeLayer& layer, const MoeTokens& tokens, const Exec& exec) {
+  return guarded_run("moe_forward", MoeForward{layer, tokens}, exec);
+}
+
+Result moe_workspace_size(Backend backend, const MoeLayer& layer, std::int32_t num_tokens,
+                          std::size_t* bytes) {
+  constexpr std::string_view kWho = "moe_workspace_size";
+  return api::guarded(
+      kWho, [&] { api::moe_workspace_size(kWho, backend, layer, num_tokens, bytes); });
+}
+
 Result gemm_workspace_size(Backend backend, std::int32_t m, std::int32_t n, std::int32_t k,
                            std::size_t* bytes) {
   constexpr std::string_view kWho = "gemm_workspace_size";

@@ -15,6 +15,7 @@ void run(std::string_view who, const PackNvfp4& args, const Exec& exec);
 void run(std::string_view who, const SwizzleScales& args, const Exec& exec);
 void run(std::string_view who, const TransposePacked& args, const Exec& exec);
 void run(std::string_view who, const GroupedNvfp4& args, const Exec& exec);
+void run(std::string_view who, const MoeForward& args, const Exec& exec);
 
 // The seeds' cfg(test) hooks: the CUTLASS bf16 GEMM with a fixed tile, cuBLASLt with the n-th
 // heuristic algorithm.
@@ -36,5 +37,7 @@ void gemm_workspace_size(std::string_view who, Backend backend, int m, int n, in
                          std::size_t* bytes);
 void grouped_workspace_size(std::string_view who, Backend backend, const ExpertGroups& groups,
                             int n, int k, int proj_count, std::size_t* bytes);
+void moe_workspace_size(std::string_view who, Backend backend, const MoeLayer& layer,
+                        int num_tokens, std::size_t* bytes);
 
 }  // namespace metrale::api

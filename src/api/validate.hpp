@@ -18,10 +18,16 @@ void validate(std::string_view who, const PackNvfp4& args);
 void validate(std::string_view who, const SwizzleScales& args);
 void validate(std::string_view who, const TransposePacked& args);
 void validate(std::string_view who, const GroupedNvfp4& args);
+// The MoE layer: the layer alone (what the workspace query needs too), then the tokens' buffers.
+void validate_moe_layer(std::string_view who, const MoeLayer& layer);
+void validate(std::string_view who, const MoeForward& args);
 
 // The CPU backend reads everything on the host: it refuses device-side offsets (unsupported)
 // and checks each gathered row index against a_rows (or >= 0 when a_rows is 0, "unknown").
 void validate_for_cpu(std::string_view who, const GroupedNvfp4& args);
+// The MoE layer's data on the host: finite logits and correction bias, or ids in [0, E) and
+// finite weights, each refusal naming [token][column].
+void validate_for_cpu(std::string_view who, const MoeForward& args);
 
 // The quantizer's input on the host (CPU backend): every weight finite, else invalid_argument
 // naming the first bad index, its row and column, and the value.

@@ -16,5 +16,7 @@ void require_pack_memory(const PackNvfp4& args);
 void swizzle_scales(const SwizzleScales& args);
 void transpose_packed(const TransposePacked& args);
 void nvfp4_grouped(const GroupedNvfp4& args);
+// The whole MoE layer (moe.cpp), its GEMMs through nvfp4_grouped above.
+void moe_forward(const MoeForward& args);
 
 }  // namespace metrale::cpu

@@ -265,6 +265,51 @@ static void expect_refusal(metrale_status s, metrale_backend backend, const char
         name);
 }
 
+/* The MoE layer on the CPU: 2 experts, H = I = 16, every weight 1.0 (codes 0x2, scale 1.0,
+ * scale_2 = 1), hidden all 1.0, precomputed top-1 weight 0.5: gate = up = 16,
+ * bf16(silu(16) * 16) = 256, down = 16 * 256 = 4096, out = 0.5 * 4096 = 2048 exactly. The CUDA
+ * backend refuses the layer (not implemented yet) or was not built. */
+static void test_cpu_moe(void) {
+  enum { H = 16, T = 2 };
+  static uint8_t packed[H * H / 2], sfb[SFB_BYTES];
+  uint16_t hidden[T * H], out[T * H];
+  const uint64_t p[2] = {bits(packed), bits(packed)}, sc[2] = {bits(sfb), bits(sfb)};
+  const float s2[2] = {1.0f, 1.0f}, weights[T] = {0.5f, 0.5f};
+  const int32_t ids[T] = {1, 0};
+  metrale_moe_layer layer = METRALE_MOE_LAYER_INIT;
+  metrale_moe_tokens tokens = METRALE_MOE_TOKENS_INIT;
+  metrale_exec exec = METRALE_EXEC_INIT;
+  size_t bytes = 1;
+  int i;
+  tokens.num_tokens = T;
+  memset(packed, 0x22, sizeof packed);
+  memset(sfb, 0x38, sizeof sfb);
+  for (i = 0; i < T * H; ++i) hidden[i] = bf16(1.0f);
+  layer.num_experts = layer.num_local_experts = 2;
+  layer.hidden_size = layer.intermediate_size = H;
+  layer.top_k = 1;
+  layer.gate.packed_ptrs = layer.up.packed_ptrs = layer.down.packed_ptrs = p;
+  layer.gate.scale_ptrs = layer.up.scale_ptrs = layer.down.scale_ptrs = sc;
+  layer.gate.scale2_vals = layer.up.scale2_vals = layer.down.scale2_vals = s2;
+  layer.routing = METRALE_MOE_ROUTING_PRECOMPUTED;
+  tokens.hidden = hidden, tokens.out = out;
+  tokens.topk_ids = ids, tokens.topk_weights = weights;
+  exec.backend = METRALE_BACKEND_CPU;
+  CHECK(metrale_moe_forward(&layer, &tokens, &exec) == METRALE_STATUS_OK, "moe_forward (cpu)");
+  for (i = 0; i < T * H; ++i) CHECK(from_bf16(out[i]) == 2048.0f, "moe out[%d] = %g", i,
+                                    from_bf16(out[i]));
+  CHECK(metrale_moe_workspace_size(METRALE_BACKEND_CPU, &layer, T, &bytes) == METRALE_STATUS_OK &&
+            bytes == 0,
+        "moe workspace size");
+  exec.backend = METRALE_BACKEND_CUDA;
+  expect_refusal(metrale_moe_forward(&layer, &tokens, &exec), METRALE_BACKEND_CUDA,
+                 "metrale_moe_forward");
+  if (metrale_backend_built(METRALE_BACKEND_CUDA)) {
+    CHECK(strstr(metrale_last_error(), "the CUDA MoE layer is not implemented yet") != NULL,
+          "the CUDA backend says the MoE layer is not there yet");
+  }
+}
+
 #define DEVICE_FAMILY_TEST(fn_prefix, backend, prefix_name)                                        \
   static void test_family_##fn_prefix(void) {                                                      \
     const int32_t offsets[EXPERTS + 1] = {0, 2, ROWS};                                             \
@@ -335,6 +380,7 @@ int main(void) {
   test_cpu_gemms();
   test_cpu_grouped();
   test_cpu_ex_and_info();
+  test_cpu_moe();
   /* With a GPU, valid device calls on host buffers are skipped; a backend that was not built
    * answers before touching anything, so its family runs everywhere. */
   gpu_present = metrale_workspace_get(METRALE_BACKEND_CUDA, &ws, &ws_size) == METRALE_STATUS_OK;

@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include "cpu/cpu_test_util.hpp"  // ptr_bits, shared with the CPU tests
 #include "format/bf16.hpp"
 #include "metrale/metrale.hpp"
 
@@ -115,10 +116,6 @@ inline std::vector<bf16_bits> naive_rows(const std::vector<float>& act,
     }
   }
   return out;
-}
-
-inline std::uint64_t ptr_bits(const void* p) {
-  return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p));
 }
 
 }  // namespace metrale::test

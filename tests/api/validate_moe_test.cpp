@@ -1,0 +1,233 @@
+// Validation of the MoE layer through the C++ API on the CPU backend: every refusal names the
+// argument and its value, and nothing is written (out stays poisoned). One valid layer (8
+// experts, top-2, softmax routing); each test breaks one thing. The CUDA-side backends refuse
+// the layer: it is not implemented there yet.
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "api_test_util.hpp"
+#include "cpu/moe_fixture.hpp"
+
+namespace metrale {
+namespace {
+
+using test::fails_with;
+using test::MoeFixture;
+using test::succeeds;
+
+constexpr Exec kCpu{Backend::cpu};
+constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
+
+struct MoeValidate : ::testing::Test {
+  MoeFixture f{8, 2, 3};
+  std::vector<bf16_bits> out = f.poisoned_out();
+  MoeTokens tokens = f.with_logits();
+  std::vector<std::int32_t> ids = {0, 1, 2, 3, 4, 5};
+  std::vector<float> weights = std::vector<float>(6, 0.5f);
+
+  void SetUp() override { tokens.out = out.data(); }
+
+  void precomputed() {
+    f.layer.routing = MoeRouting::precomputed;
+    tokens.router_logits = nullptr;
+    tokens.topk_ids = ids.data();
+    tokens.topk_weights = weights.data();
+  }
+
+  void deepseek(int n_group, int topk_group) {
+    f.layer.routing = MoeRouting::sigmoid_grouped_topk;
+    f.layer.n_group = n_group;
+    f.layer.topk_group = topk_group;
+  }
+
+  // Refused with `status` and a message holding `text`; out not written.
+  ::testing::AssertionResult refused(const std::string& text,
+                                     Status status = Status::invalid_argument) {
+    const std::vector<bf16_bits> before = out;
+    const auto r = fails_with(moe_forward(f.layer, tokens, kCpu), status, "moe_forward: " + text);
+    if (r && out != before) return ::testing::AssertionFailure() << "out was written";
+    return r;
+  }
+};
+
+TEST_F(MoeValidate, ValidLayerRuns) {
+  EXPECT_TRUE(succeeds(moe_forward(f.layer, tokens, kCpu)));
+  precomputed();
+  EXPECT_TRUE(succeeds(moe_forward(f.layer, tokens, kCpu)));
+}
+
+TEST_F(MoeValidate, TopKBeyondTheExperts) {
+  f.layer.top_k = 9;
+  EXPECT_TRUE(refused("layer.top_k = 9 is outside [1, layer.num_experts = 8]"));
+  f.layer.top_k = 0;
+  EXPECT_TRUE(refused("layer.top_k = 0 is outside [1, layer.num_experts = 8]"));
+}
+
+TEST_F(MoeValidate, Shapes) {
+  struct Bad {
+    std::int32_t MoeLayer::*field;
+    std::int32_t value;
+    const char* text;
+  };
+  for (const Bad& bad :
+       {Bad{&MoeLayer::hidden_size, 40, "layer.hidden_size = 40 is not a multiple of 16"},
+        Bad{&MoeLayer::intermediate_size, 0,
+            "layer.intermediate_size = 0, expected layer.intermediate_size > 0"},
+        Bad{&MoeLayer::num_local_experts, 4,
+            "layer.num_local_experts = 4 != layer.num_experts = 8, expected every expert local "
+            "(no layer.expert_map)"}}) {
+    const MoeLayer good = f.layer;
+    f.layer.*bad.field = bad.value;
+    EXPECT_TRUE(refused(bad.text));
+    f.layer = good;
+  }
+  tokens.num_tokens = -1;
+  EXPECT_TRUE(refused("tokens.num_tokens = -1, expected tokens.num_tokens >= 0"));
+}
+
+TEST_F(MoeValidate, IdsOutOfRangeAndNonFiniteWeights) {
+  precomputed();
+  ids[2] = 8;
+  EXPECT_TRUE(refused("tokens.topk_ids[1][0] = 8 is outside [0, layer.num_experts = 8)"));
+  ids[2] = -1;
+  EXPECT_TRUE(refused("tokens.topk_ids[1][0] = -1 is outside [0, layer.num_experts = 8)"));
+  ids[2] = 2;
+  weights[5] = kNan;
+  EXPECT_TRUE(refused("tokens.topk_weights[2][1] = nan is not finite"));
+}
+
+TEST_F(MoeValidate, NanLogits) {
+  f.logits[2 * 8 + 5] = kNan;
+  EXPECT_TRUE(refused("tokens.router_logits[2][5] = nan is not finite"));
+  std::vector<bf16_bits> logits16(f.logits.size(), 0x3F80);
+  logits16[9] = 0x7F80;  // +Inf
+  tokens.router_logits = logits16.data();
+  tokens.logits_dtype = DType::bf16;
+  EXPECT_TRUE(refused("tokens.router_logits[1][1] = inf is not finite"));
+}
+
+TEST_F(MoeValidate, GroupLimitedRouting) {
+  deepseek(3, 1);
+  EXPECT_TRUE(refused("layer.n_group = 3 does not divide layer.num_experts = 8"));
+  deepseek(4, 5);
+  EXPECT_TRUE(refused("layer.topk_group = 5 is outside [1, layer.n_group = 4]"));
+  deepseek(8, 1);
+  EXPECT_TRUE(refused("layer.top_k = 2 > 1 experts in the layer.topk_group = 1 groups kept"));
+  deepseek(4, 2);
+  EXPECT_TRUE(succeeds(moe_forward(f.layer, tokens, kCpu)));
+  std::vector<float> bias(8, 0.0f);
+  bias[6] = kNan;
+  f.layer.correction_bias = bias.data();
+  EXPECT_TRUE(refused("layer.correction_bias[6] = nan is not finite"));
+}
+
+TEST_F(MoeValidate, OptionsOtherRoutingsDoNotRead) {
+  f.layer.n_group = 2;
+  EXPECT_TRUE(refused("layer.n_group = 2, layer.topk_group = 1, expected 1 and 1"));
+  f.layer.n_group = 1;
+  const std::vector<float> bias(8, 0.0f);
+  f.layer.correction_bias = bias.data();
+  EXPECT_TRUE(refused("layer.correction_bias is set, but layer.routing = 0 (softmax_topk)"));
+  f.layer.correction_bias = nullptr;
+  tokens.topk_ids = ids.data();
+  EXPECT_TRUE(refused("tokens.topk_ids or tokens.topk_weights is set, but layer.routing = 0"));
+  precomputed();
+  tokens.router_logits = f.logits.data();
+  EXPECT_TRUE(refused("tokens.router_logits is set, but layer.routing = 2 (precomputed)"));
+}
+
+TEST_F(MoeValidate, EnumsAndActivationParameters) {
+  f.layer.routing = static_cast<MoeRouting>(7);
+  EXPECT_TRUE(refused("layer.routing = 7, expected 0 (softmax_topk)"));
+  f.layer.routing = MoeRouting::softmax_topk;
+  f.layer.activation = static_cast<MoeActivation>(5);
+  EXPECT_TRUE(refused("layer.activation = 5, expected 0 (silu) or 1 (swiglu_clamped)"));
+  f.layer.activation = MoeActivation::swiglu_clamped;
+  f.layer.swiglu_limit = 0.0f;
+  EXPECT_TRUE(refused("layer.swiglu_limit = 0 is not finite and > 0"));
+  f.layer.swiglu_limit = 7.0f;
+  f.layer.routed_scaling_factor = 0.0f;
+  EXPECT_TRUE(refused("layer.routed_scaling_factor = 0 is not finite and > 0"));
+  f.layer.routed_scaling_factor = 1.0f;
+  tokens.logits_dtype = static_cast<DType>(3);
+  EXPECT_TRUE(refused("tokens.logits_dtype = 3, expected 0 (f32) or 1 (bf16)"));
+}
+
+TEST_F(MoeValidate, ExpertPointersOfRoutableExperts) {
+  std::vector<std::uint64_t> packed = f.gate.packed_ptrs;
+  packed[3] = 0;
+  f.layer.gate.packed_ptrs = packed.data();
+  EXPECT_TRUE(
+      refused("layer.gate.packed_ptrs[3] is null, expected local expert 3's packed "
+              "weight (it can be routed)"));
+  f.layer.gate.packed_ptrs = f.gate.packed_ptrs.data();
+  std::vector<float> s2 = f.down.scale2;
+  s2[1] = kNan;
+  f.layer.down.scale2_vals = s2.data();
+  EXPECT_TRUE(refused("layer.down.scale2_vals[1] = nan is not finite and > 0"));
+  f.layer.down.scale2_vals = f.down.scale2.data();
+  f.layer.up.scale_ptrs = nullptr;
+  EXPECT_TRUE(refused("layer.up.scale_ptrs is null"));
+  f.layer.up.scale_ptrs = f.up.scale_ptrs.data();
+  f.add_biases();
+  f.bias_ptrs[2][7] = 0;
+  EXPECT_TRUE(refused("layer.down_bias_ptrs[7] is null, expected local expert 7's bias"));
+}
+
+TEST_F(MoeValidate, ExpertMap) {
+  f.set_map({0, 1, 4, 3, -1, -1, -1, -1});
+  f.layer.num_local_experts = 4;
+  EXPECT_TRUE(refused("layer.expert_map[2] = 4 is outside [-1, layer.num_local_experts = 4)"));
+  // Local expert 2 is reached by no global expert: its pointers may be null.
+  f.map[2] = -1;
+  std::vector<std::uint64_t> packed = f.gate.packed_ptrs;
+  packed[2] = 0;
+  f.layer.gate.packed_ptrs = packed.data();
+  EXPECT_TRUE(succeeds(moe_forward(f.layer, tokens, kCpu)));
+  f.map[5] = 2;  // now it can be routed
+  EXPECT_TRUE(refused("layer.gate.packed_ptrs[2] is null"));
+}
+
+TEST_F(MoeValidate, TokenBuffers) {
+  tokens.hidden = nullptr;
+  EXPECT_TRUE(refused("tokens.hidden is null"));
+  tokens.hidden = f.hidden.data();
+  tokens.out = nullptr;
+  EXPECT_TRUE(refused("tokens.out is null"));
+  tokens.out = out.data();
+  tokens.router_logits = nullptr;
+  EXPECT_TRUE(refused("tokens.router_logits is null"));
+}
+
+TEST_F(MoeValidate, CudaSideBackendsRefuseTheLayer) {
+  for (Backend backend : {Backend::cuda, Backend::automatic}) {
+    const Result r = moe_forward(f.layer, tokens, Exec{backend});
+    std::size_t bytes = 1;
+    const Result w = moe_workspace_size(backend, f.layer, 3, &bytes);
+    if (backend_built(Backend::cuda)) {
+      EXPECT_TRUE(fails_with(r, Status::unsupported,
+                             "moe_forward: the CUDA MoE layer is not implemented yet (issue 9)"));
+      EXPECT_TRUE(fails_with(w, Status::unsupported, "the CUDA MoE layer is not implemented yet"));
+    } else {
+      EXPECT_TRUE(fails_with(r, Status::not_built, "the CUDA backend was not built"));
+    }
+  }
+  EXPECT_EQ(out, f.poisoned_out());
+}
+
+TEST_F(MoeValidate, WorkspaceSize) {
+  std::size_t bytes = 1;
+  EXPECT_TRUE(succeeds(moe_workspace_size(Backend::cpu, f.layer, 4096, &bytes)));
+  EXPECT_EQ(bytes, 0u);
+  EXPECT_TRUE(fails_with(moe_workspace_size(Backend::cpu, f.layer, -2, &bytes),
+                         Status::invalid_argument, "num_tokens = -2"));
+  f.layer.top_k = 9;
+  EXPECT_TRUE(fails_with(moe_workspace_size(Backend::cpu, f.layer, 1, &bytes),
+                         Status::invalid_argument, "moe_workspace_size: layer.top_k = 9"));
+}
+
+}  // namespace
+}  // namespace metrale
