@@ -38,7 +38,7 @@
  * metrale_abi_version() is the library's value, to compare with the header's at run time. The
  * CMake project reads its version from these three lines. */
 #define METRALE_VERSION_MAJOR 0
-#define METRALE_VERSION_MINOR 2
+#define METRALE_VERSION_MINOR 3
 #define METRALE_VERSION_PATCH 0
 #define METRALE_ABI_VERSION 1
 
