@@ -191,6 +191,17 @@ TEST_F(MoeValidate, ExpertMap) {
   EXPECT_TRUE(refused("layer.gate.packed_ptrs[2] is null"));
 }
 
+// Every expert remote: the tables may be null and num_local_experts any size. Neither the checks
+// nor the CPU backend may cost O(num_local_experts): with INT32_MAX they once walked 2^31 local
+// experts nine times and allocated three int32 arrays of that length (24 GiB) for the grouping.
+TEST_F(MoeValidate, ManyLocalExpertsAllRemote) {
+  f.set_map(std::vector<std::int32_t>(8, -1));
+  f.layer.num_local_experts = std::numeric_limits<std::int32_t>::max();
+  f.layer.gate = f.layer.up = f.layer.down = ExpertWeights{};
+  EXPECT_TRUE(succeeds(moe_forward(f.layer, tokens, kCpu)));
+  EXPECT_EQ(out, std::vector<bf16_bits>(out.size(), 0));  // no slot is local: Σ over none
+}
+
 TEST_F(MoeValidate, TokenBuffers) {
   tokens.hidden = nullptr;
   EXPECT_TRUE(refused("tokens.hidden is null"));
