@@ -152,6 +152,9 @@ TEST_F(MoeValidate, EnumsAndActivationParameters) {
   f.layer.routed_scaling_factor = 0.0f;
   EXPECT_TRUE(refused("layer.routed_scaling_factor = 0 is not finite and > 0"));
   f.layer.routed_scaling_factor = 1.0f;
+  f.layer.scale_layout = static_cast<ScaleLayout>(-1);
+  EXPECT_TRUE(refused("layer.scale_layout = -1, expected 0 ([K/16, N]) or 1 (SFB)"));
+  f.layer.scale_layout = ScaleLayout::k16_by_n;
   tokens.logits_dtype = static_cast<DType>(3);
   EXPECT_TRUE(refused("tokens.logits_dtype = 3, expected 0 (f32) or 1 (bf16)"));
 }
