@@ -151,9 +151,10 @@ Reachable reachable_experts(std::string_view who, const MoeLayer& layer, const M
 }
 
 // A per-expert pointer table: non-null and aligned when any expert is reachable, and an entry
-// for each reachable expert.
+// for each reachable expert; with `bf16`, each entry 2-byte aligned (the biases are bf16 arrays;
+// the packed weights and the scales are bytes).
 void require_table(std::string_view who, const std::string& name, const std::uint64_t* table,
-                   const Reachable& reachable, std::string_view what) {
+                   const Reachable& reachable, std::string_view what, bool bf16 = false) {
   require_aligned(who, name, table, alignof(std::uint64_t), "uint64 data");
   reachable.each([&](std::size_t l) {
     require_not_null(who, name, table);
@@ -161,6 +162,11 @@ void require_table(std::string_view who, const std::string& name, const std::uin
                     "{}: {}[{}] is null, expected local expert {}'s {} (it can "
                     "be routed)",
                     who, name, l, l, what);
+    if (bf16) {
+      require_aligned(who, fmt::format("{}[{}]", name, l),
+                      reinterpret_cast<const void*>(static_cast<std::uintptr_t>(table[l])),
+                      alignof(bf16_bits), "bf16 data");
+    }
   });
 }
 
@@ -183,7 +189,7 @@ void validate_experts(std::string_view who, const MoeLayer& layer, const MoeName
   for (auto [name, table] : {std::pair{"gate_bias_ptrs", layer.gate_bias_ptrs},
                              std::pair{"up_bias_ptrs", layer.up_bias_ptrs},
                              std::pair{"down_bias_ptrs", layer.down_bias_ptrs}}) {
-    if (table != nullptr) require_table(who, n.l(name), table, reachable, "bias");
+    if (table != nullptr) require_table(who, n.l(name), table, reachable, "bias", true);
   }
 }
 

@@ -178,6 +178,12 @@ TEST_F(MoeValidate, ExpertPointersOfRoutableExperts) {
   f.add_biases();
   f.bias_ptrs[2][7] = 0;
   EXPECT_TRUE(refused("layer.down_bias_ptrs[7] is null, expected local expert 7's bias"));
+  // A bias is bf16: an odd address is refused before the CPU backend reads it (UBSan found the
+  // misaligned load in fuzz_abi_grouped).
+  f.bias_ptrs[2][7] = f.bias_ptrs[2][6] + 1;
+  EXPECT_TRUE(refused("layer.down_bias_ptrs[7] = 0x"));
+  EXPECT_TRUE(fails_with(moe_forward(f.layer, tokens, kCpu), Status::invalid_argument,
+                         "is not 2-byte aligned, expected bf16 data"));
 }
 
 TEST_F(MoeValidate, ExpertMap) {
