@@ -97,17 +97,24 @@ def _offsets(who, expert_offsets, m_total, max_rows_per_expert):
     return host, False, int(m_total), int(max_rows_per_expert or 0)
 
 
+def check_table(who, name, t, like, like_name):
+    """`t` is an ExpertTable on the device of the array `like` (named `like_name`)."""
+    if not isinstance(t, ExpertTable):
+        raise InvalidArgumentError(
+            f"{who}: {name} is a {type(t).__name__}, expected an "
+            "ExpertTable (metrale.expert_table or .to_device())"
+        )
+    device = _arrays.device_name(like)
+    if t.device != device:
+        raise InvalidArgumentError(
+            f"{who}: {name} lives on {t.device} but {like_name} is on {device}"
+        )
+
+
 def _check_tables(who, a, tables):
-    device = _arrays.device_name(a)
     first = tables[0]
     for name, t in zip(("gate", "up") if len(tables) == 2 else ("experts",), tables):
-        if not isinstance(t, ExpertTable):
-            raise InvalidArgumentError(
-                f"{who}: {name} is a {type(t).__name__}, expected an "
-                "ExpertTable (metrale.expert_table or .to_device())"
-            )
-        if t.device != device:
-            raise InvalidArgumentError(f"{who}: {name} lives on {t.device} but a is on {device}")
+        check_table(who, name, t, a, "a")
         if (t.n, t.k, t.layout, t.num_experts) != (
             first.n,
             first.k,

@@ -134,3 +134,4 @@ from .grouped import (  # noqa: E402,F401  (re-exported: grouped.py imports the 
     grouped_gate_up,
     grouped_gate_up_fused,
 )
+from .moe import moe_forward  # noqa: E402,F401  (re-exported)

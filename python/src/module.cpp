@@ -184,6 +184,83 @@ void grouped(const GroupedCall& g, const Array& a, const Array& offsets, int bac
   c.run(backend, stream, [&](const Exec& exec) { return nvfp4_grouped(args, exec); });
 }
 
+// One moe_forward as the Python layer (python/metrale/moe.py) fills it: the layer's tables and
+// scalars, and the optional arrays (None when absent). The hidden states and out come as
+// arguments; their device selects the backend.
+struct MoeCall {
+  std::vector<Tables> proj;                 // gate, up, down
+  std::vector<std::optional<Array>> biases;  // gate, up, down: host uint64 [L] pointer tables
+  std::optional<Array> router_logits, topk_ids, topk_weights, residual, topk_ids_out,
+      topk_weights_out, correction_bias, expert_map;
+  std::int32_t num_experts = 0, top_k = 0, n_group = 1, topk_group = 1;
+  std::int32_t scale_layout = 1, activation = 0, routing = 0, logits_dtype = 0;
+  bool renormalize = false;
+  float swiglu_alpha = 1.702f, swiglu_limit = 7.0f, routed_scaling_factor = 1.0f;
+};
+
+// The layer's per-expert tables and host arrays (expert map, bias tables), checked on the host.
+void moe_tables(std::string_view who, const MoeCall& g, MoeLayer& layer) {
+  if (g.proj.size() != 3 || g.biases.size() != 3)
+    raise(Status::invalid_argument,
+          fmt::format("{}: {} projections and {} bias tables, expected 3 of each (gate, up, down)",
+                      who, g.proj.size(), g.biases.size()));
+  const auto local = static_cast<std::int64_t>(g.proj[0].packed_ptrs.shape(0));
+  layer.num_local_experts = static_cast<std::int32_t>(local);
+  layer.gate = check_tables(who, g.proj[0], layer.num_local_experts);
+  layer.up = check_tables(who, g.proj[1], layer.num_local_experts);
+  layer.down = check_tables(who, g.proj[2], layer.num_local_experts);
+  Call host{who, kHost};
+  const std::uint64_t** bias[3] = {&layer.gate_bias_ptrs, &layer.up_bias_ptrs,
+                                   &layer.down_bias_ptrs};
+  const char* bias_names[3] = {"gate_bias", "up_bias", "down_bias"};
+  for (int p = 0; p < 3; ++p) {
+    if (g.biases[p]) *bias[p] = host.in<std::uint64_t>(bias_names[p], *g.biases[p], Kind::u64, {local});
+  }
+  if (g.expert_map)
+    layer.expert_map = host.in<std::int32_t>("expert_map", *g.expert_map, Kind::i32, {g.num_experts});
+}
+
+void moe(const MoeCall& g, const Array& hidden, const Array& out, std::int32_t intermediate,
+         int backend, std::uintptr_t stream) {
+  Call c{"metrale.moe_forward"};
+  MoeLayer layer;
+  MoeTokens t;
+  t.hidden = c.in<bf16_bits>("hidden", hidden, Kind::bf16, {kAny, kAny});
+  t.num_tokens = dim(hidden, 0);
+  const std::int64_t T = t.num_tokens, H = dim(hidden, 1), k = g.top_k, E = g.num_experts;
+  layer.num_experts = g.num_experts;
+  layer.hidden_size = static_cast<std::int32_t>(H);
+  layer.intermediate_size = intermediate;
+  layer.top_k = g.top_k;
+  layer.scale_layout = static_cast<ScaleLayout>(g.scale_layout);
+  moe_tables(c.who, g, layer);
+  layer.activation = static_cast<MoeActivation>(g.activation);
+  layer.swiglu_alpha = g.swiglu_alpha;
+  layer.swiglu_limit = g.swiglu_limit;
+  layer.routing = static_cast<MoeRouting>(g.routing);
+  layer.renormalize = g.renormalize;
+  layer.n_group = g.n_group;
+  layer.topk_group = g.topk_group;
+  layer.routed_scaling_factor = g.routed_scaling_factor;
+  if (g.correction_bias)
+    layer.correction_bias = c.in<float>("correction_bias", *g.correction_bias, Kind::f32, {E});
+  t.logits_dtype = static_cast<DType>(g.logits_dtype);
+  if (g.router_logits) {
+    t.router_logits = c.in<void>("router_logits", *g.router_logits,
+                                 t.logits_dtype == DType::bf16 ? Kind::bf16 : Kind::f32, {T, E});
+  }
+  if (g.topk_ids) t.topk_ids = c.in<std::int32_t>("topk_ids", *g.topk_ids, Kind::i32, {T, k});
+  if (g.topk_weights)
+    t.topk_weights = c.in<float>("topk_weights", *g.topk_weights, Kind::f32, {T, k});
+  if (g.residual) t.residual = c.in<bf16_bits>("residual", *g.residual, Kind::bf16, {T, H});
+  t.out = c.out<bf16_bits>("out", out, Kind::bf16, {T, H});
+  if (g.topk_ids_out)
+    t.topk_ids_out = c.out<std::int32_t>("topk_ids_out", *g.topk_ids_out, Kind::i32, {T, k});
+  if (g.topk_weights_out)
+    t.topk_weights_out = c.out<float>("topk_weights_out", *g.topk_weights_out, Kind::f32, {T, k});
+  c.run(backend, stream, [&](const Exec& exec) { return moe_forward(layer, t, exec); });
+}
+
 }  // namespace
 
 NB_MODULE(_metrale, m) {
@@ -210,6 +287,31 @@ NB_MODULE(_metrale, m) {
                    scale_layout, offsets_on_device, m_total, max_rows_per_expert, n},
                   a, offsets, backend, stream);
         });
+  nb::class_<MoeCall>(m, "MoeCall")
+      .def(nb::init<>())
+      .def_rw("proj", &MoeCall::proj)
+      .def_rw("biases", &MoeCall::biases)
+      .def_rw("router_logits", &MoeCall::router_logits)
+      .def_rw("topk_ids", &MoeCall::topk_ids)
+      .def_rw("topk_weights", &MoeCall::topk_weights)
+      .def_rw("residual", &MoeCall::residual)
+      .def_rw("topk_ids_out", &MoeCall::topk_ids_out)
+      .def_rw("topk_weights_out", &MoeCall::topk_weights_out)
+      .def_rw("correction_bias", &MoeCall::correction_bias)
+      .def_rw("expert_map", &MoeCall::expert_map)
+      .def_rw("num_experts", &MoeCall::num_experts)
+      .def_rw("top_k", &MoeCall::top_k)
+      .def_rw("n_group", &MoeCall::n_group)
+      .def_rw("topk_group", &MoeCall::topk_group)
+      .def_rw("scale_layout", &MoeCall::scale_layout)
+      .def_rw("activation", &MoeCall::activation)
+      .def_rw("routing", &MoeCall::routing)
+      .def_rw("logits_dtype", &MoeCall::logits_dtype)
+      .def_rw("renormalize", &MoeCall::renormalize)
+      .def_rw("swiglu_alpha", &MoeCall::swiglu_alpha)
+      .def_rw("swiglu_limit", &MoeCall::swiglu_limit)
+      .def_rw("routed_scaling_factor", &MoeCall::routed_scaling_factor);
+  m.def("moe", &moe);
 }
 
 }  // namespace metrale::python

@@ -38,7 +38,9 @@ void require_finite_weights_on_host(std::string_view who, const PackNvfp4& args)
 std::string_view grouped_op_name(const GroupedNvfp4& args);
 
 // Validation of the small enums that cross the C ABI as integers.
-void require_scale_layout(std::string_view who, ScaleLayout layout);
+// `name`: the caller's name for the value (layer->scale_layout in the MoE layer's C ABI).
+void require_scale_layout(std::string_view who, ScaleLayout layout,
+                          std::string_view name = "scale_layout");
 
 // Pieces of validate() that the size queries and the C ABI's _ex call also run, with the same
 // messages:

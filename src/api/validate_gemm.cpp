@@ -34,9 +34,9 @@ void require_nvfp4_shape(std::string_view who, std::int32_t n, std::int32_t k) {
   require_multiple_of(who, "K", k, format::kBlockSize);
 }
 
-void require_scale_layout(std::string_view who, ScaleLayout layout) {
+void require_scale_layout(std::string_view who, ScaleLayout layout, std::string_view name) {
   METRALE_REQUIRE(layout == ScaleLayout::k16_by_n || layout == ScaleLayout::sfb,
-                  "{}: scale_layout = {}, expected 0 ([K/16, N]) or 1 (SFB)", who,
+                  "{}: {} = {}, expected 0 ([K/16, N]) or 1 (SFB)", who, name,
                   static_cast<int>(layout));
 }
 

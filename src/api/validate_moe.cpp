@@ -3,6 +3,7 @@
 // validate_for_cpu() then reads the tokens' data on the host (logits, ids, weights, the correction
 // bias), so a NaN logit or an id out of range is refused before anything is computed or written.
 // Messages use the caller's names: layer->top_k in C, layer.top_k in C++.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -52,7 +53,7 @@ void validate_shape(std::string_view who, const MoeLayer& layer, const MoeNames&
   METRALE_REQUIRE(layer.top_k >= 1 && layer.top_k <= layer.num_experts,
                   "{}: {} = {} is outside [1, {} = {}]", who, n.l("top_k"), layer.top_k,
                   n.l("num_experts"), layer.num_experts);
-  require_scale_layout(who, layer.scale_layout);
+  require_scale_layout(who, layer.scale_layout, n.l("scale_layout"));
   if (layer.expert_map == nullptr) {
     METRALE_REQUIRE(layer.num_local_experts == layer.num_experts,
                     "{}: {} = {} != {} = {}, expected every expert local (no {})", who,
@@ -113,12 +114,26 @@ void validate_routing(std::string_view who, const MoeLayer& layer, const MoeName
                   n.l("routing"), routing, routing_name(layer.routing));
 }
 
-// reachable[l]: some global expert maps to local expert l (every l without a map).
-std::vector<bool> reachable_experts(std::string_view who, const MoeLayer& layer,
-                                    const MoeNames& n) {
-  std::vector<bool> reachable(static_cast<std::size_t>(layer.num_local_experts),
-                              layer.expert_map == nullptr);
-  if (layer.expert_map == nullptr) return reachable;
+// The local experts some global expert can be routed to: all of [0, L) without a map (L = E
+// then), else the ones the map names. Kept as that list, not as L flags: with a map, L may be
+// far larger than E (the tables hold L entries, but only the mapped ones are read), and the
+// checks must cost O(E), not O(L).
+struct Reachable {
+  std::int32_t all = 0;              // without a map: every local expert in [0, all)
+  std::vector<std::int32_t> mapped;  // with a map: the local experts it names, ascending
+  template <class F>
+  void each(F&& f) const {
+    for (std::int32_t l = 0; l < all; ++l) f(static_cast<std::size_t>(l));
+    for (std::int32_t l : mapped) f(static_cast<std::size_t>(l));
+  }
+};
+
+Reachable reachable_experts(std::string_view who, const MoeLayer& layer, const MoeNames& n) {
+  Reachable reachable;
+  if (layer.expert_map == nullptr) {
+    reachable.all = layer.num_local_experts;
+    return reachable;
+  }
   require_aligned(who, n.l("expert_map"), layer.expert_map, alignof(std::int32_t), "int32 data");
   for (std::int32_t e = 0; e < layer.num_experts; ++e) {
     const std::int32_t local = layer.expert_map[e];
@@ -127,28 +142,36 @@ std::vector<bool> reachable_experts(std::string_view who, const MoeLayer& layer,
                     "(remote)",
                     who, n.l("expert_map"), e, local, n.l("num_local_experts"),
                     layer.num_local_experts);
-    if (local >= 0) reachable[static_cast<std::size_t>(local)] = true;
+    if (local >= 0) reachable.mapped.push_back(local);
   }
+  std::sort(reachable.mapped.begin(), reachable.mapped.end());
+  reachable.mapped.erase(std::unique(reachable.mapped.begin(), reachable.mapped.end()),
+                         reachable.mapped.end());
   return reachable;
 }
 
 // A per-expert pointer table: non-null and aligned when any expert is reachable, and an entry
-// for each reachable expert.
+// for each reachable expert; with `bf16`, each entry 2-byte aligned (the biases are bf16 arrays;
+// the packed weights and the scales are bytes).
 void require_table(std::string_view who, const std::string& name, const std::uint64_t* table,
-                   const std::vector<bool>& reachable, std::string_view what) {
+                   const Reachable& reachable, std::string_view what, bool bf16 = false) {
   require_aligned(who, name, table, alignof(std::uint64_t), "uint64 data");
-  for (std::size_t l = 0; l < reachable.size(); ++l) {
-    if (!reachable[l]) continue;
+  reachable.each([&](std::size_t l) {
     require_not_null(who, name, table);
     METRALE_REQUIRE(table[l] != 0,
                     "{}: {}[{}] is null, expected local expert {}'s {} (it can "
                     "be routed)",
                     who, name, l, l, what);
-  }
+    if (bf16) {
+      require_aligned(who, fmt::format("{}[{}]", name, l),
+                      reinterpret_cast<const void*>(static_cast<std::uintptr_t>(table[l])),
+                      alignof(bf16_bits), "bf16 data");
+    }
+  });
 }
 
 void validate_experts(std::string_view who, const MoeLayer& layer, const MoeNames& n) {
-  const std::vector<bool> reachable = reachable_experts(who, layer, n);
+  const Reachable reachable = reachable_experts(who, layer, n);
   for (auto [name, w] : {std::pair{"gate", &layer.gate}, std::pair{"up", &layer.up},
                          std::pair{"down", &layer.down}}) {
     require_table(who, n.l(fmt::format("{}.packed_ptrs", name)), w->packed_ptrs, reachable,
@@ -156,17 +179,17 @@ void validate_experts(std::string_view who, const MoeLayer& layer, const MoeName
     require_table(who, n.l(fmt::format("{}.scale_ptrs", name)), w->scale_ptrs, reachable,
                   "block scales");
     const std::string scale2 = n.l(fmt::format("{}.scale2_vals", name));
-    require_aligned(who, scale2, w->scale2_vals, alignof(float), "fp32 data");
-    for (std::size_t l = 0; l < reachable.size(); ++l) {
-      if (!reachable[l]) continue;
-      require_not_null(who, scale2, w->scale2_vals);
-      core::require_scale2(who, fmt::format("{}[{}]", scale2, l), w->scale2_vals[l]);
-    }
+    const float* values = w->scale2_vals;  // a structured binding cannot be captured (clang 14)
+    require_aligned(who, scale2, values, alignof(float), "fp32 data");
+    reachable.each([&](std::size_t l) {
+      require_not_null(who, scale2, values);
+      core::require_scale2(who, fmt::format("{}[{}]", scale2, l), values[l]);
+    });
   }
   for (auto [name, table] : {std::pair{"gate_bias_ptrs", layer.gate_bias_ptrs},
                              std::pair{"up_bias_ptrs", layer.up_bias_ptrs},
                              std::pair{"down_bias_ptrs", layer.down_bias_ptrs}}) {
-    if (table != nullptr) require_table(who, n.l(name), table, reachable, "bias");
+    if (table != nullptr) require_table(who, n.l(name), table, reachable, "bias", true);
   }
 }
 

@@ -4,6 +4,7 @@
 // slot order in fp32. The GEMMs are cpu::nvfp4_grouped's, so the layer equals metrale's own
 // grouped calls composed with this glue, bit for bit (docs/api.md, "The MoE layer"). Deterministic:
 // nothing depends on the schedule. Host memory; arguments arrive validated.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -20,24 +21,39 @@ namespace {
 
 // The (token, slot) pairs of local experts in expert order, each expert's rows in (token, slot)
 // order: group row i reads token row_token[i]; slot_row[t·k + j] is the group row of slot j of
-// token t, or -1 when its expert is remote.
+// token t, or -1 when its expert is remote. Only the local experts that have rows take part
+// (`experts`, ascending; the grouped calls see them as experts 0, 1, ...): with an expert map,
+// num_local_experts may be far larger than E, and nothing here may cost O(num_local_experts).
+// Experts without rows compute nothing in the grouped calls, so the result is the same.
 struct Grouping {
-  std::vector<std::int32_t> offsets;  // num_local_experts + 1
-  std::vector<std::int32_t> row_token, row_expert, slot_row;
+  std::vector<std::int32_t> experts;  // the local experts with rows, ascending
+  std::vector<std::int32_t> offsets;  // experts.size() + 1
+  std::vector<std::int32_t> row_token, row_expert, slot_row;  // row_expert: local expert id
   std::int32_t max_rows = 0;
   std::int32_t rows() const { return offsets.back(); }
 };
 
 Grouping group_by_expert(const MoeLayer& layer, const std::vector<std::int32_t>& ids) {
-  const std::size_t L = static_cast<std::size_t>(layer.num_local_experts),
-                    k = static_cast<std::size_t>(layer.top_k);
+  const std::size_t k = static_cast<std::size_t>(layer.top_k);
   Grouping g;
   g.slot_row.assign(ids.size(), -1);
-  std::vector<std::int32_t> local(ids.size()), count(L, 0);
+  std::vector<std::int32_t> local(ids.size());
   for (std::size_t s = 0; s < ids.size(); ++s) {
     local[s] = layer.expert_map ? layer.expert_map[ids[s]] : ids[s];
-    if (local[s] >= 0) ++count[static_cast<std::size_t>(local[s])];
+    if (local[s] >= 0) g.experts.push_back(local[s]);
   }
+  std::sort(g.experts.begin(), g.experts.end());
+  g.experts.erase(std::unique(g.experts.begin(), g.experts.end()), g.experts.end());
+  // local[s] becomes the index of its expert in g.experts (-1 stays -1).
+  for (std::int32_t& l : local) {
+    if (l >= 0)
+      l = static_cast<std::int32_t>(std::lower_bound(g.experts.begin(), g.experts.end(), l) -
+                                    g.experts.begin());
+  }
+  const std::size_t L = g.experts.size();
+  std::vector<std::int32_t> count(L, 0);
+  for (std::int32_t l : local)
+    if (l >= 0) ++count[static_cast<std::size_t>(l)];
   g.offsets.assign(L + 1, 0);
   for (std::size_t l = 0; l < L; ++l) {
     g.offsets[l + 1] = g.offsets[l] + count[l];
@@ -50,18 +66,33 @@ Grouping group_by_expert(const MoeLayer& layer, const std::vector<std::int32_t>&
     if (local[s] < 0) continue;
     const std::int32_t row = next[static_cast<std::size_t>(local[s])]++;
     g.row_token[static_cast<std::size_t>(row)] = static_cast<std::int32_t>(s / k);
-    g.row_expert[static_cast<std::size_t>(row)] = local[s];
+    g.row_expert[static_cast<std::size_t>(row)] = g.experts[static_cast<std::size_t>(local[s])];
     g.slot_row[s] = row;
   }
   return g;
 }
 
+// One projection's tables, cut down to the grouping's experts (in its order).
+struct ExpertTables {
+  std::vector<std::uint64_t> packed, scale;
+  std::vector<float> scale2;
+  ExpertTables(const ExpertWeights& w, const Grouping& g) {
+    for (std::int32_t l : g.experts) {
+      const std::size_t i = static_cast<std::size_t>(l);
+      packed.push_back(w.packed_ptrs[i]);
+      scale.push_back(w.scale_ptrs[i]);
+      scale2.push_back(w.scale2_vals[i]);
+    }
+  }
+  ExpertWeights view() const { return {packed.data(), scale.data(), scale2.data()}; }
+};
+
 GroupedNvfp4 grouped_call(const MoeLayer& layer, const Grouping& g, std::int32_t n,
                           std::int32_t k) {
   GroupedNvfp4 args{};
   args.scale_layout = layer.scale_layout;
-  args.groups =
-      ExpertGroups{g.offsets.data(), false, layer.num_local_experts, g.rows(), g.max_rows};
+  args.groups = ExpertGroups{g.offsets.data(), false, static_cast<std::int32_t>(g.experts.size()),
+                             g.rows(), g.max_rows};
   args.n = n;
   args.k = k;
   return args;
@@ -149,8 +180,9 @@ void moe_forward(const MoeForward& args) {
     gate_up.a = t.hidden;
     gate_up.a_rows = t.num_tokens;
     gate_up.token_ids = g.row_token.data();
-    gate_up.proj[0] = layer.gate;
-    gate_up.proj[1] = layer.up;
+    const ExpertTables gate_w(layer.gate, g), up_w(layer.up, g), down_w(layer.down, g);
+    gate_up.proj[0] = gate_w.view();
+    gate_up.proj[1] = up_w.view();
     gate_up.out[0] = gate.data();
     gate_up.out[1] = up.data();
     gate_up.proj_count = 2;
@@ -164,7 +196,7 @@ void moe_forward(const MoeForward& args) {
     GroupedNvfp4 down = grouped_call(layer, g, layer.hidden_size, layer.intermediate_size);
     down.a = gate.data();
     down.a_rows = g.rows();
-    down.proj[0] = layer.down;
+    down.proj[0] = down_w.view();
     down.out[0] = d.data();
     down.proj_count = 1;
     nvfp4_grouped(down);

@@ -91,6 +91,11 @@ TEST_F(MoeCAbi, MessagesUseTheCNames) {
   f.logits[4] = NAN;
   EXPECT_EQ(metrale_moe_forward(&layer, &tokens, &cpu), METRALE_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(last_error(), "metrale_moe_forward: tokens->router_logits[0][4] = nan is not finite");
+  f.logits[4] = 0.5f;
+  layer.scale_layout = 7;
+  EXPECT_EQ(metrale_moe_forward(&layer, &tokens, &cpu), METRALE_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(last_error(),
+            "metrale_moe_forward: layer->scale_layout = 7, expected 0 ([K/16, N]) or 1 (SFB)");
 }
 
 TEST_F(MoeCAbi, AutomaticBackendRefuses) {

@@ -152,6 +152,9 @@ TEST_F(MoeValidate, EnumsAndActivationParameters) {
   f.layer.routed_scaling_factor = 0.0f;
   EXPECT_TRUE(refused("layer.routed_scaling_factor = 0 is not finite and > 0"));
   f.layer.routed_scaling_factor = 1.0f;
+  f.layer.scale_layout = static_cast<ScaleLayout>(-1);
+  EXPECT_TRUE(refused("layer.scale_layout = -1, expected 0 ([K/16, N]) or 1 (SFB)"));
+  f.layer.scale_layout = ScaleLayout::k16_by_n;
   tokens.logits_dtype = static_cast<DType>(3);
   EXPECT_TRUE(refused("tokens.logits_dtype = 3, expected 0 (f32) or 1 (bf16)"));
 }
@@ -175,6 +178,12 @@ TEST_F(MoeValidate, ExpertPointersOfRoutableExperts) {
   f.add_biases();
   f.bias_ptrs[2][7] = 0;
   EXPECT_TRUE(refused("layer.down_bias_ptrs[7] is null, expected local expert 7's bias"));
+  // A bias is bf16: an odd address is refused before the CPU backend reads it (UBSan found the
+  // misaligned load in fuzz_abi_grouped).
+  f.bias_ptrs[2][7] = f.bias_ptrs[2][6] + 1;
+  EXPECT_TRUE(refused("layer.down_bias_ptrs[7] = 0x"));
+  EXPECT_TRUE(fails_with(moe_forward(f.layer, tokens, kCpu), Status::invalid_argument,
+                         "is not 2-byte aligned, expected bf16 data"));
 }
 
 TEST_F(MoeValidate, ExpertMap) {
@@ -189,6 +198,17 @@ TEST_F(MoeValidate, ExpertMap) {
   EXPECT_TRUE(succeeds(moe_forward(f.layer, tokens, kCpu)));
   f.map[5] = 2;  // now it can be routed
   EXPECT_TRUE(refused("layer.gate.packed_ptrs[2] is null"));
+}
+
+// Every expert remote: the tables may be null and num_local_experts any size. Neither the checks
+// nor the CPU backend may cost O(num_local_experts): with INT32_MAX they once walked 2^31 local
+// experts nine times and allocated three int32 arrays of that length (24 GiB) for the grouping.
+TEST_F(MoeValidate, ManyLocalExpertsAllRemote) {
+  f.set_map(std::vector<std::int32_t>(8, -1));
+  f.layer.num_local_experts = std::numeric_limits<std::int32_t>::max();
+  f.layer.gate = f.layer.up = f.layer.down = ExpertWeights{};
+  EXPECT_TRUE(succeeds(moe_forward(f.layer, tokens, kCpu)));
+  EXPECT_EQ(out, std::vector<bf16_bits>(out.size(), 0));  // no slot is local: Σ over none
 }
 
 TEST_F(MoeValidate, TokenBuffers) {

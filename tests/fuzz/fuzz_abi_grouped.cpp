@@ -1,13 +1,15 @@
 // libFuzzer harness: the grouped entry points of the C ABI on the CPU backend — the seed-shaped
-// gate_up, gate_up_fused and down, and metrale_nvfp4_grouped_ex with a fuzzed metrale_groups —
-// with any offsets, token ids, per-expert pointers (present, null) and scale_2 values (NaN, 0,
-// negative). Buffers are exact: a and the outputs hold the rows the call states, each expert's
-// weight N·K/2 bytes and its scales (either layout) exactly. The seed forms cannot carry a's row
-// count (metrale.h: UNCHECKED SIZES), so for them ids are kept to rows a has, or to values the
-// library must refuse (negative, INT32_MAX); _ex with a_rows > 0 gets any id.
+// gate_up, gate_up_fused and down, metrale_nvfp4_grouped_ex with a fuzzed metrale_groups, and the
+// MoE layer (metrale_moe_forward, metrale_moe_workspace_size: fuzz_moe.hpp) — with any offsets,
+// token ids, per-expert pointers (present, null) and scale_2 values (NaN, 0, negative). Buffers
+// are exact: a and the outputs hold the rows the call states, each expert's weight N·K/2 bytes and
+// its scales (either layout) exactly. The seed forms cannot carry a's row count (metrale.h:
+// UNCHECKED SIZES), so for them ids are kept to rows a has, or to values the library must refuse
+// (negative, INT32_MAX); _ex with a_rows > 0 gets any id.
 #include <algorithm>
 #include <climits>
 
+#include "fuzz_moe.hpp"
 #include "fuzz_support.hpp"
 
 namespace {
@@ -15,32 +17,11 @@ namespace {
 using metrale::fuzz::Buffer;
 using metrale::fuzz::check_contract;
 using metrale::fuzz::draw_dim;
+using metrale::fuzz::draw_experts;
+using metrale::fuzz::Experts;
 using metrale::fuzz::small;
 
 constexpr std::int32_t kMaxRows = 24, kMaxN = 24, kMaxK = 64, kMaxExperts = 5;
-
-struct Experts {
-  std::vector<Buffer> buffers;
-  std::vector<std::uint64_t> packed, scale;
-  std::vector<float> scale2;
-};
-
-Experts draw_experts(FuzzedDataProvider& in, std::int32_t experts, std::size_t n, std::size_t k,
-                     bool sfb) {
-  Experts x;
-  const std::size_t scale_bytes =
-      sfb ? ((n + 127) / 128 * 128) * ((k / 16 + 3) / 4 * 4) : n * (k / 16);
-  x.buffers.reserve(2 * experts);
-  for (std::int32_t e = 0; e < experts; ++e) {
-    const bool present = in.ConsumeIntegralInRange<int>(0, 9) != 0;
-    x.buffers.emplace_back(in, n * k / 2, present);
-    x.packed.push_back(reinterpret_cast<std::uintptr_t>(x.buffers.back().data()));
-    x.buffers.emplace_back(in, scale_bytes, present);
-    x.scale.push_back(reinterpret_cast<std::uintptr_t>(x.buffers.back().data()));
-    x.scale2.push_back(in.ConsumeBool() ? 0.5f : in.ConsumeFloatingPoint<float>());
-  }
-  return x;
-}
 
 std::vector<std::int32_t> draw_offsets(FuzzedDataProvider& in, std::int32_t experts) {
   std::vector<std::int32_t> offsets(experts + 1);
@@ -153,10 +134,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // Per-expert arrays are as long as num_experts says (their lengths do not cross the ABI): a
   // huge count is passed only where the library refuses it before reading them (< 0).
   if (!small(experts, kMaxExperts) && experts >= 0) experts = kMaxExperts;
-  if (in.ConsumeBool()) {
-    seed_call(in, experts, n, k);
-  } else {
-    ex_call(in, experts, n, k);
+  // The byte's low bit chose seed or _ex before the MoE layer was added: kept, so the corpus's
+  // grouped inputs still decode as they did; a quarter of the inputs go to the layer.
+  switch (in.ConsumeIntegralInRange<int>(0, 3)) {
+    case 1:
+    case 3: seed_call(in, experts, n, k); break;
+    case 0: ex_call(in, experts, n, k); break;
+    default: metrale::fuzz::moe_call(in, experts, n, k);
   }
   return 0;
 }
