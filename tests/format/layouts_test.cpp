@@ -96,5 +96,30 @@ TEST(Layouts, ScaleAndPackedIndices) {
   EXPECT_EQ(packed_kn_offset(2, 7, N), 7u * 5 + 2);
 }
 
+// The decode family's K order: a permutation of each 64-wide k-tile whose inverse is
+// decode_k_column, and which puts in each A-fragment slot the k its decoder produces there
+// (thread c: block c of the row; word q = k 16c + 8q ..; pair j = codes j and j + 4; pairs 0, 2
+// in k16 step 2q / 2q + 1's low columns 2c, 2c + 1, pairs 1, 3 in its high columns 2c + 8, 2c + 9).
+TEST(Layouts, DecodeOrderIsAPermutationMatchingTheFragments) {
+  std::vector<int> seen(kDecodeKGroup, 0);
+  for (int column = 0; column < kDecodeKGroup; ++column) {
+    const int k = decode_k_source(column);
+    ASSERT_GE(k, 0);
+    ASSERT_LT(k, kDecodeKGroup);
+    ++seen[static_cast<std::size_t>(k)];
+    EXPECT_EQ(decode_k_column(k), column) << "k = " << k;
+  }
+  for (int count : seen) EXPECT_EQ(count, 1);
+  for (int c = 0; c < 4; ++c)
+    for (int q = 0; q < 2; ++q)
+      for (int pair = 0; pair < 4; ++pair)
+        for (int half = 0; half < 2; ++half) {
+          const int step = 2 * q + pair / 2, high_columns = pair % 2;
+          const int column = 16 * step + 8 * high_columns + 2 * c + half;
+          EXPECT_EQ(decode_k_source(column), 16 * c + 8 * q + pair + 4 * half)
+              << "thread " << c << ", word " << q << ", pair " << pair << ", half " << half;
+        }
+}
+
 }  // namespace
 }  // namespace metrale::format
