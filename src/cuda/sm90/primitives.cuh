@@ -74,14 +74,6 @@ __device__ __forceinline__ uint32_t bf16x2_mul(uint32_t a, uint32_t b) {
   return *reinterpret_cast<const uint32_t*>(&product);
 }
 
-// PRMT with a run-time selector whose nibbles are byte indices 0..7 (__byte_perm masks the
-// selector first: one instruction more in the decoders' inner loop).
-__device__ __forceinline__ uint32_t byte_permute(uint32_t low, uint32_t high, uint32_t selector) {
-  uint32_t out;
-  asm("prmt.b32 %0, %1, %2, %3;\n" : "=r"(out) : "r"(low), "r"(high), "r"(selector));
-  return out;
-}
-
 // Descriptor of a K-major, 128-byte-swizzled tile starting at shared address `addr`
 // (1024-aligned for the tile; + 32 bytes per k16 step inside the 64-wide k tile).
 __device__ __forceinline__ uint64_t sw128_descriptor(uint32_t addr) {

@@ -10,7 +10,6 @@
 #include "cuda/sm90/decode/decode_plan.hpp"
 #include "cuda/stage/stage_tables.hpp"
 #include "cuda/stage/workspace_carve.hpp"
-#include "format/layouts.hpp"
 
 namespace metrale::cuda::sm90::decode {
 namespace {

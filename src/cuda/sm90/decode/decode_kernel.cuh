@@ -9,12 +9,13 @@
 //
 // Data path:
 //  1. locate: a unit's segment by binary search over the unit prefix cached in shared memory.
-//  2. load: cp.async of one k-tile (64 K) per stage: the tile's activation rows (already gathered
-//     and put in decode order by the plan kernel, so rows are contiguous), 64 weight rows of
-//     packed codes, their block scales. The loader runs `kStages - 1` k-tiles ahead and crosses
-//     unit boundaries, so the pipeline never drains between the units of a CTA.
-//  3. decode (fp4_bits.cuh): per thread and k-tile, four 32-bit code words and two scale pairs
-//     become the A fragments of four k16 steps with shifts, masks and bf16 multiplies.
+//  2. load: cp.async of kSubTiles k-tiles (64 K each) per stage: the tile's activation rows
+//     (already gathered and put in decode order by the plan kernel, so rows are contiguous), 64
+//     weight rows of packed codes, their block scales. The loader runs `kStages - 1` stages ahead
+//     and crosses unit boundaries, so the pipeline never drains between the units of a CTA.
+//  3. decode (fp4_bits.cuh): per thread and k-tile, block c of rows r and r + 8 (two 8-byte
+//     loads) and their two scales (one conversion) become the A fragments of four k16 steps with
+//     bit moves (a multiply) and bf16 multiplies.
 //  4. wgmma, A from registers, B (activations) from the 128-byte-swizzled stage; software
 //     pipelined: the decode of stage i + 1 runs while the wgmmas of stage i do.
 //  5. fold: at each chunk's end the chunk sum joins the running total (or, in a split tile, is
