@@ -15,6 +15,7 @@
 #include "cpu/footprint.hpp"
 #include "cpu/moe_routing.hpp"
 #include "format/bf16.hpp"
+#include "format/moe_math.hpp"
 
 namespace metrale::cpu {
 namespace {
@@ -114,10 +115,8 @@ void add_bias(const std::uint64_t* bias_ptrs, const Grouping& g, std::int32_t n,
 }
 
 float activation(const MoeLayer& layer, float g, float u) {
-  if (layer.activation == MoeActivation::silu) return g / (1.0f + std::exp(-g)) * u;
-  const float limit = layer.swiglu_limit;
-  const float gc = std::min(g, limit), uc = std::min(std::max(u, -limit), limit);
-  return gc * (1.0f / (1.0f + std::exp(-(layer.swiglu_alpha * gc)))) * (uc + 1.0f);
+  if (layer.activation == MoeActivation::silu) return format::silu_mul(g, u);
+  return format::swiglu_clamped(g, u, layer.swiglu_alpha, layer.swiglu_limit);
 }
 
 // out[t, :] = bf16(Σ_j w[t, j] · d[row of (t, j), :] + residual[t, :]), fp32, j ascending.

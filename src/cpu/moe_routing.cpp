@@ -7,6 +7,7 @@
 #include <span>
 
 #include "format/bf16.hpp"
+#include "format/moe_math.hpp"
 
 namespace metrale::cpu {
 namespace {
@@ -33,16 +34,16 @@ void renormalize(std::span<float> w, float epsilon) {
 
 // Softmax over all E logits, top-k, optional renormalisation (Qwen3, Mixtral, gpt-oss). The
 // choice is made on the logits themselves: softmax is monotone, so this is the top-k of the
-// probabilities without depending on how exp rounds.
+// probabilities without depending on how exp rounds. exp is format::exp_f32, the CUDA kernels'.
 void softmax_topk(const MoeLayer& layer, std::span<const float> logits, std::span<std::int32_t> ids,
                   std::span<float> w) {
   const std::vector<std::int32_t> order = ranked(logits, {});
   const float max = logits[static_cast<std::size_t>(order[0])];
   float sum = 0.0f;  // ascending expert id
-  for (float l : logits) sum += std::exp(l - max);
+  for (float l : logits) sum += format::exp_f32(l - max);
   for (std::size_t j = 0; j < ids.size(); ++j) {
     ids[j] = order[j];
-    w[j] = std::exp(logits[static_cast<std::size_t>(order[j])] - max) / sum;
+    w[j] = format::exp_f32(logits[static_cast<std::size_t>(order[j])] - max) / sum;
   }
   if (layer.renormalize) renormalize(w, 0.0f);
 }
@@ -73,7 +74,7 @@ void sigmoid_grouped_topk(const MoeLayer& layer, std::span<const float> logits,
                           std::span<std::int32_t> ids, std::span<float> w) {
   std::vector<float> score(logits.size()), choice(logits.size());
   for (std::size_t e = 0; e < logits.size(); ++e) {
-    score[e] = 1.0f / (1.0f + std::exp(-logits[e]));
+    score[e] = format::sigmoid_f32(logits[e]);
     choice[e] = layer.correction_bias ? score[e] + layer.correction_bias[e] : score[e];
   }
   const std::vector<std::int32_t> order = ranked(choice, kept_experts(layer, choice));

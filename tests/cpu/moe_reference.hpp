@@ -12,6 +12,7 @@
 
 #include "cpu/cpu_test_util.hpp"
 #include "format/bf16.hpp"
+#include "format/moe_math.hpp"
 
 namespace metrale::test {
 
@@ -30,6 +31,10 @@ struct RefLayer {
   bool clamped = false;
   float alpha = 1.702f, limit = 7.0f;
 };
+
+// docs/api.md's expf: metrale's exp_f32 (e^x in double, rounded once), the one function both
+// backends share; everything around it here is written from the formulas.
+inline float ref_exp(float x) { return format::exp_f32(x); }
 
 inline float ref_bf16(float x) {
   return format::bf16_to_float(format::float_to_bf16(x));
@@ -67,12 +72,12 @@ inline RefRoute ref_softmax_topk(const std::vector<float>& logits, int k, bool r
   RefRoute r;
   float max = logits[0], sum = 0;
   for (float l : logits) max = l > max ? l : max;
-  for (float l : logits) sum += std::exp(l - max);
+  for (float l : logits) sum += ref_exp(l - max);
   for (int j = 0; j < k; ++j) {
     const int e = ref_argmax(logits, allowed);
     allowed[static_cast<std::size_t>(e)] = false;
     r.ids.push_back(e);
-    r.weights.push_back(std::exp(logits[static_cast<std::size_t>(e)] - max) / sum);
+    r.weights.push_back(ref_exp(logits[static_cast<std::size_t>(e)] - max) / sum);
   }
   float total = 0;
   for (float w : r.weights) total += w;
@@ -85,7 +90,7 @@ inline RefRoute ref_sigmoid_grouped(const std::vector<float>& logits, const floa
   const int E = static_cast<int>(logits.size()), size = E / n_group;
   std::vector<float> s(logits.size()), c(logits.size());
   for (int e = 0; e < E; ++e) {
-    s[e] = 1.0f / (1.0f + std::exp(-logits[e]));
+    s[e] = 1.0f / (1.0f + ref_exp(-logits[e]));
     c[e] = bias ? s[e] + bias[e] : s[e];
   }
   std::vector<float> group_score(static_cast<std::size_t>(n_group));
@@ -118,10 +123,10 @@ inline RefRoute ref_sigmoid_grouped(const std::vector<float>& logits, const floa
 }
 
 inline float ref_activation(const RefLayer& layer, float g, float u) {
-  if (!layer.clamped) return g / (1.0f + std::exp(-g)) * u;
+  if (!layer.clamped) return g / (1.0f + ref_exp(-g)) * u;
   const float gc = g > layer.limit ? layer.limit : g;
   const float uc = u > layer.limit ? layer.limit : (u < -layer.limit ? -layer.limit : u);
-  return gc * (1.0f / (1.0f + std::exp(-(layer.alpha * gc)))) * (uc + 1.0f);
+  return gc * (1.0f / (1.0f + ref_exp(-(layer.alpha * gc)))) * (uc + 1.0f);
 }
 
 // y = bf16(y + bias) when the expert has that bias.
