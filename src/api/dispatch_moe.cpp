@@ -1,7 +1,6 @@
-// Dispatch of the MoE layer (moe_forward): validate -> select the backend -> run. Only the CPU
-// backend runs it today. The CUDA kernels of issue 9 (routing + grouping, gate/up + activation,
-// down + combine) do not exist yet, so every CUDA-side backend refuses, before asking for a
-// device, with a message that says so: nothing pretends to run on the GPU.
+// Dispatch of the MoE layer (moe_forward): validate -> select the backend -> run. The CPU backend
+// is the oracle; the CUDA backend runs the layer on the device (src/cuda/moe/). The reference
+// arms (cuBLASLt, CUTLASS) are GEMMs only: they refuse the layer, saying so.
 #include "api/backends.hpp"
 #include "api/dispatch.hpp"
 #include "api/select.hpp"
@@ -13,10 +12,10 @@ namespace metrale::api {
 
 namespace {
 
-[[noreturn]] void refuse_device_moe(std::string_view who, Backend backend) {
+[[noreturn]] void refuse_reference_moe(std::string_view who, Backend backend) {
   fail(Status::unsupported,
-       "{}: the CUDA MoE layer is not implemented yet (issue 9): the {} backend cannot run it; "
-       "use the CPU backend",
+       "{}: the {} backend is a reference GEMM and does not run the MoE layer; use the cuda or "
+       "cpu backend",
        who, backend_name(backend));
 }
 
@@ -25,9 +24,20 @@ namespace {
 void run(std::string_view who, const MoeForward& args, const Exec& exec) {
   validate(who, args);
   const Backend backend = select_backend(who, exec.backend);
-  if (backend != Backend::cpu) refuse_device_moe(who, backend);
-  validate_for_cpu(who, args);
-  cpu::moe_forward(args);
+  if (backend == Backend::cpu) {
+    validate_for_cpu(who, args);
+    return cpu::moe_forward(args);
+  }
+  if (backend != Backend::cuda) refuse_reference_moe(who, backend);
+#ifdef METRALE_HAS_CUDA
+  if (args.tokens.num_tokens == 0) return;
+  require_device(who, backend);
+  const core::Buffer ws = select_workspace(
+      who, exec, cuda::moe_workspace_size(args.layer, args.tokens.num_tokens));
+  cuda::moe_forward(who, args, ws, exec.stream);
+#else
+  no_dispatch(who, backend);
+#endif
 }
 
 void moe_workspace_size(std::string_view who, Backend backend, const MoeLayer& layer,
@@ -36,8 +46,16 @@ void moe_workspace_size(std::string_view who, Backend backend, const MoeLayer& l
   validate_moe_layer(who, layer);
   core::require_non_negative(who, "num_tokens", num_tokens);
   const Backend selected = select_backend(who, backend);
-  if (selected != Backend::cpu) refuse_device_moe(who, selected);
-  *bytes = 0;  // the CPU backend keeps its scratch in host vectors
+  if (selected == Backend::cpu) {
+    *bytes = 0;  // the CPU backend keeps its scratch in host vectors
+    return;
+  }
+  if (selected != Backend::cuda) refuse_reference_moe(who, selected);
+#ifdef METRALE_HAS_CUDA
+  *bytes = cuda::moe_workspace_size(layer, num_tokens);
+#else
+  no_dispatch(who, selected);
+#endif
 }
 
 }  // namespace metrale::api

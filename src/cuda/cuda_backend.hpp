@@ -30,6 +30,12 @@ void swizzle_scales(const SwizzleScales& args, void* stream);
 void transpose_packed(const TransposePacked& args, void* stream);
 void nvfp4_grouped(const GroupedNvfp4& args, core::Buffer ws, void* stream);
 
+// The MoE layer (moe/moe_layer.cpp): routing, gate/up, activation, down and combine on `stream`,
+// no host synchronisation. Non-finite logits or weights and ids outside [0, E), which only the
+// device sees, make that token's output row NaN (docs/api.md). `who` names the entry point.
+void moe_forward(std::string_view who, const MoeForward& args, core::Buffer ws, void* stream);
+std::size_t moe_workspace_size(const MoeLayer& layer, int num_tokens);
+
 // The kernel families and configurations nvfp4_grouped would launch for `args` (for the bench's
 // labels), e.g. "sm90-decode tokens=8 splits=auto".
 std::string nvfp4_grouped_plan(const GroupedNvfp4& args);

@@ -1,12 +1,13 @@
 // The MoE layer through the C ABI: metrale_moe_forward on the CPU equals the C++ API's result;
 // the versioned structs' struct_size is checked (0, a size from a newer header, a null struct)
 // with the caller's names (layer->, tokens->); a NULL exec means the automatic backend, which
-// refuses the layer (CUDA: not implemented yet); metrale_moe_workspace_size.
+// refuses the layer without a device; metrale_moe_workspace_size.
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "core/device.hpp"
 #include "cpu/moe_fixture.hpp"
 #include "metrale/metrale.h"
 
@@ -98,11 +99,15 @@ TEST_F(MoeCAbi, MessagesUseTheCNames) {
             "metrale_moe_forward: layer->scale_layout = 7, expected 0 ([K/16, N]) or 1 (SFB)");
 }
 
-TEST_F(MoeCAbi, AutomaticBackendRefuses) {
+// exec NULL is the automatic backend: CUDA, which (on this host's buffers) must not run. Without
+// a device it refuses; a build without CUDA says not built.
+TEST_F(MoeCAbi, AutomaticBackendWithoutDeviceRefuses) {
+  if (metrale_backend_built(METRALE_BACKEND_CUDA) && core::cuda_device_present(nullptr))
+    GTEST_SKIP() << "a CUDA device is present: tests/cuda runs the layer there";
   const metrale_status s = metrale_moe_forward(&layer, &tokens, nullptr);
   if (metrale_backend_built(METRALE_BACKEND_CUDA)) {
     EXPECT_EQ(s, METRALE_STATUS_UNSUPPORTED);
-    EXPECT_NE(last_error().find("the CUDA MoE layer is not implemented yet"), std::string::npos)
+    EXPECT_NE(last_error().find("cannot run here: no CUDA device"), std::string::npos)
         << last_error();
   } else {
     EXPECT_EQ(s, METRALE_STATUS_NOT_BUILT);
@@ -121,6 +126,21 @@ TEST_F(MoeCAbi, WorkspaceSize) {
   layer.struct_size = 0;
   EXPECT_EQ(metrale_moe_workspace_size(METRALE_BACKEND_CPU, &layer, 64, &bytes),
             METRALE_STATUS_INVALID_ARGUMENT);
+}
+
+// The CUDA layer's scratch (routes, the gate/up/activation/down rows, the GEMMs' workspace) is
+// sized without a device: it grows with T, and T = 0 needs none.
+TEST_F(MoeCAbi, CudaWorkspaceGrowsWithTokens) {
+  if (!metrale_backend_built(METRALE_BACKEND_CUDA)) GTEST_SKIP() << "no CUDA backend in this build";
+  size_t none = 1, small = 0, large = 0;
+  ASSERT_EQ(metrale_moe_workspace_size(METRALE_BACKEND_CUDA, &layer, 0, &none), METRALE_STATUS_OK);
+  ASSERT_EQ(metrale_moe_workspace_size(METRALE_BACKEND_CUDA, &layer, 3, &small), METRALE_STATUS_OK);
+  ASSERT_EQ(metrale_moe_workspace_size(METRALE_BACKEND_CUDA, &layer, 300, &large), METRALE_STATUS_OK);
+  EXPECT_EQ(none, 0u);
+  const size_t rows = 3 * static_cast<size_t>(layer.top_k);
+  const size_t gate_up_down = rows * (2 * layer.intermediate_size + layer.hidden_size) * 2;
+  EXPECT_GE(small, gate_up_down);
+  EXPECT_GT(large, 90 * gate_up_down);
 }
 
 }  // namespace

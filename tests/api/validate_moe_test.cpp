@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "api_test_util.hpp"
+#include "core/device.hpp"
 #include "cpu/moe_fixture.hpp"
 
 namespace metrale {
@@ -222,15 +223,32 @@ TEST_F(MoeValidate, TokenBuffers) {
   EXPECT_TRUE(refused("tokens.router_logits is null"));
 }
 
-TEST_F(MoeValidate, CudaSideBackendsRefuseTheLayer) {
-  for (Backend backend : {Backend::cuda, Backend::automatic}) {
+// The reference arms are GEMMs: they refuse the layer by name, before touching anything.
+TEST_F(MoeValidate, ReferenceBackendsRefuseTheLayer) {
+  for (Backend backend : {Backend::cublaslt, Backend::cutlass}) {
     const Result r = moe_forward(f.layer, tokens, Exec{backend});
     std::size_t bytes = 1;
     const Result w = moe_workspace_size(backend, f.layer, 3, &bytes);
+    if (backend_built(backend)) {
+      EXPECT_TRUE(fails_with(r, Status::unsupported, "is a reference GEMM and does not run the MoE layer"));
+      EXPECT_TRUE(fails_with(w, Status::unsupported, "is a reference GEMM and does not run the MoE layer"));
+      EXPECT_EQ(bytes, 1u);
+    } else {
+      EXPECT_EQ(r.status, Status::not_built) << r.message;
+    }
+  }
+  EXPECT_EQ(out, f.poisoned_out());
+}
+
+// Without a device the CUDA backend says so (host buffers are never handed to a kernel); a
+// build without it says not built. With a device, tests/cuda/moe_layer_test.cpp runs the layer.
+TEST_F(MoeValidate, CudaWithoutDeviceRefuses) {
+  if (backend_built(Backend::cuda) && core::cuda_device_present(nullptr))
+    GTEST_SKIP() << "a CUDA device is present: tests/cuda runs the layer there";
+  for (Backend backend : {Backend::cuda, Backend::automatic}) {
+    const Result r = moe_forward(f.layer, tokens, Exec{backend});
     if (backend_built(Backend::cuda)) {
-      EXPECT_TRUE(fails_with(r, Status::unsupported,
-                             "moe_forward: the CUDA MoE layer is not implemented yet (issue 9)"));
-      EXPECT_TRUE(fails_with(w, Status::unsupported, "the CUDA MoE layer is not implemented yet"));
+      EXPECT_TRUE(fails_with(r, Status::unsupported, "moe_forward: the cuda backend cannot run here: no CUDA device"));
     } else {
       EXPECT_TRUE(fails_with(r, Status::not_built, "the CUDA backend was not built"));
     }

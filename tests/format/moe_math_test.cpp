@@ -1,7 +1,8 @@
 // format::exp_f32, the MoE layer's shared exp, against the correctly rounded e^x (glibc's double
 // exp rounded to float): equal on every point of the sweep (it could differ only where e^x lies
 // within 1e-15 of a float midpoint, and then by one ulp); and its edges (NaN, overflow,
-// underflow, exact points). The activation helpers against their formulas. Device equality is tests/cuda/moe_layer_test.cpp's.
+// underflow, exact points). The activation helpers against their formulas. On the device, the
+// routing and activation of tests/cuda/moe_layer_test.cpp must match the oracle bit for bit.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -1,0 +1,102 @@
+// The MoE layer's element-wise glue between the grouped GEMMs: the activation (after gate/up) and
+// the combine (after down), with docs/api.md's rounding points and format/moe_math.hpp's fp32
+// functions, so every bit matches the CPU oracle. Both read 16 bytes (8 bf16) at a time: the
+// rows are I or H wide, multiples of 16, and the buffers 16-byte aligned.
+#include "cuda/moe/moe_route.hpp"
+
+#include "format/bf16.hpp"
+#include "format/moe_math.hpp"
+
+namespace metrale::cuda::moe {
+namespace {
+
+constexpr int kGlueThreads = 256;
+constexpr std::uint16_t kBf16Nan = format::kBf16CanonicalNan;
+
+union Bf16x8 {
+  uint4 vector;
+  std::uint16_t h[8];
+};
+
+// bf16(x + bias[c]): the oracle's bias add (fp32 add, one rounding).
+__device__ float plus_bias(float x, const std::uint16_t* bias, int c) {
+  return format::bf16_to_float(format::float_to_bf16(format::add_rn(x, format::bf16_to_float(bias[c]))));
+}
+
+__global__ void __launch_bounds__(kGlueThreads) activation_kernel(const __grid_constant__ ActivationArgs a) {
+  const int per_row = a.inter / 8;
+  const long long vectors = static_cast<long long>(__ldg(a.total_rows)) * per_row;
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < vectors;
+       i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const int row = static_cast<int>(i / per_row), c0 = static_cast<int>(i % per_row) * 8;
+    Bf16x8 g, u, out;
+    g.vector = reinterpret_cast<const uint4*>(a.gate)[i];
+    u.vector = __ldg(reinterpret_cast<const uint4*>(a.up) + i);
+    const std::uint16_t *gate_bias = nullptr, *up_bias = nullptr;
+    if (a.has_bias) {
+      const int e = __ldg(a.row_expert + row);
+      gate_bias = a.gate_bias[e];
+      up_bias = a.up_bias[e];
+    }
+#pragma unroll
+    for (int h = 0; h < 8; ++h) {
+      float gv = format::bf16_to_float(g.h[h]), uv = format::bf16_to_float(u.h[h]);
+      if (gate_bias) gv = plus_bias(gv, gate_bias, c0 + h);
+      if (up_bias) uv = plus_bias(uv, up_bias, c0 + h);
+      out.h[h] = format::float_to_bf16(a.clamped ? format::swiglu_clamped(gv, uv, a.alpha, a.limit)
+                                                 : format::silu_mul(gv, uv));
+    }
+    reinterpret_cast<uint4*>(a.gate)[i] = out.vector;
+  }
+}
+
+// One block per token: each thread sums its 8 columns over the token's slots, in slot order.
+__global__ void __launch_bounds__(kGlueThreads) combine_kernel(const __grid_constant__ CombineArgs a) {
+  const int token = blockIdx.x, k = a.top_k;
+  const std::size_t first = static_cast<std::size_t>(token) * k;
+  const bool bad = __ldg(a.token_bad + token) != 0;
+  const std::size_t out_row = static_cast<std::size_t>(token) * a.hidden;
+  for (int v = threadIdx.x; v < a.hidden / 8; v += blockDim.x) {
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int j = 0; j < k; ++j) {
+      const int row = __ldg(a.slot_row + first + j);
+      if (row < 0) continue;  // remote expert: another rank adds this slot
+      const float w = __ldg(a.weights + first + j);
+      Bf16x8 d;
+      d.vector = __ldg(reinterpret_cast<const uint4*>(a.down + static_cast<std::size_t>(row) * a.hidden) + v);
+      const std::uint16_t* bias = a.has_bias ? a.down_bias[__ldg(a.row_expert + row)] : nullptr;
+#pragma unroll
+      for (int h = 0; h < 8; ++h) {
+        float dv = format::bf16_to_float(d.h[h]);
+        if (bias) dv = plus_bias(dv, bias, 8 * v + h);
+        acc[h] = format::add_rn(acc[h], format::mul_rn(w, dv));
+      }
+    }
+    Bf16x8 out;
+    Bf16x8 residual;
+    if (a.residual) residual.vector = reinterpret_cast<const uint4*>(a.residual + out_row)[v];
+#pragma unroll
+    for (int h = 0; h < 8; ++h) {
+      const float sum =
+          a.residual ? format::add_rn(acc[h], format::bf16_to_float(residual.h[h])) : acc[h];
+      out.h[h] = bad ? kBf16Nan : format::float_to_bf16(sum);
+    }
+    reinterpret_cast<uint4*>(a.out + out_row)[v] = out.vector;
+  }
+}
+
+}  // namespace
+
+cudaError_t launch_activation(const ActivationArgs& args, int grid, cudaStream_t stream) {
+  activation_kernel<<<grid, kGlueThreads, 0, stream>>>(args);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_combine(const CombineArgs& args, cudaStream_t stream) {
+  const int vectors = args.hidden / 8;
+  const int threads = vectors < kGlueThreads ? (vectors + 31) / 32 * 32 : kGlueThreads;
+  combine_kernel<<<args.tokens, threads, 0, stream>>>(args);
+  return cudaGetLastError();
+}
+
+}  // namespace metrale::cuda::moe

@@ -1,0 +1,263 @@
+// The MoE layer on the CUDA backend: the workspace it carves and its launches, all on the caller's
+// stream, none waiting for the host (so a graph captures it, and a replay routes the new logits):
+//   1. a 4-byte memset (the routing kernel's ticket) and route + group (moe_route.cu), which
+//      writes the expert offsets, each row's token and each slot's row;
+//   2. gate/up: the grouped NVFP4 GEMM with device offsets and the rows gathered by token id;
+//   3. the activation over gate and up (moe_glue.cu);
+//   4. down: the grouped GEMM on the activation rows;
+//   5. the combine (moe_glue.cu).
+// The grouped GEMMs are the ones nvfp4_grouped runs (the kernel-family dispatcher), bounded by
+// max_rows_per_expert = T (T·k when a token may name a local expert twice): the layer equals
+// metrale's grouped calls plus the glue, as the CPU oracle computes it.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string>
+
+#include "core/error.hpp"
+#include "cuda/cuda_backend.hpp"
+#include "cuda/cuda_check.hpp"
+#include "cuda/family.hpp"
+#include "cuda/moe/moe_route.hpp"
+#include "cuda/require_device.hpp"
+#include "cuda/stage/expert_table.hpp"
+#include "cuda/stage/workspace_carve.hpp"
+
+namespace metrale::cuda {
+namespace {
+
+using moe::kMaxBiasExperts;
+using moe::kMaxRoutedExperts;
+
+std::int64_t slot_count(const MoeLayer& layer, int tokens) {
+  return std::int64_t{tokens} * layer.top_k;
+}
+
+bool has_bias(const MoeLayer& layer) {
+  return layer.gate_bias_ptrs || layer.up_bias_ptrs || layer.down_bias_ptrs;
+}
+
+// The grouped GEMMs' row bound per expert: a token names an expert once when routing from logits;
+// precomputed ids may repeat one, and a map may send two global experts to one local expert.
+int max_rows_bound(const MoeLayer& layer, int tokens) {
+  const bool repeats = layer.routing == MoeRouting::precomputed || layer.expert_map != nullptr;
+  return static_cast<int>(repeats ? slot_count(layer, tokens) : tokens);
+}
+
+ExpertGroups device_groups(const MoeLayer& layer, int tokens, const std::int32_t* offsets) {
+  return ExpertGroups{offsets, true, layer.num_local_experts,
+                      static_cast<std::int32_t>(slot_count(layer, tokens)),
+                      max_rows_bound(layer, tokens)};
+}
+
+std::size_t gemm_bytes(const MoeLayer& layer, int tokens) {
+  const ExpertGroups groups = device_groups(layer, tokens, nullptr);
+  return std::max(nvfp4_grouped_workspace_size(groups, layer.intermediate_size,
+                                               layer.hidden_size, 2),
+                  nvfp4_grouped_workspace_size(groups, layer.hidden_size,
+                                               layer.intermediate_size, 1));
+}
+
+struct Scratch {
+  moe::Routes routes;
+  std::uint16_t *gate, *up, *down;  // [T·k, I], [T·k, I], [T·k, H]
+  core::Buffer gemm;
+  std::size_t bytes;
+};
+
+Scratch carve(const MoeLayer& layer, int tokens, void* base) {
+  const std::size_t slots = static_cast<std::size_t>(slot_count(layer, tokens));
+  const std::size_t I = static_cast<std::size_t>(layer.intermediate_size),
+                    H = static_cast<std::size_t>(layer.hidden_size);
+  WorkspaceCarve c(base);
+  Scratch s{};
+  moe::Routes& r = s.routes;
+  r.ids = c.take<std::int32_t>(slots);
+  r.weights = c.take<float>(slots);
+  r.slot_local = c.take<std::int32_t>(slots);
+  r.slot_row = c.take<std::int32_t>(slots);
+  r.token_bad = c.take<std::int32_t>(static_cast<std::size_t>(tokens));
+  r.offsets = c.take<std::int32_t>(static_cast<std::size_t>(layer.num_local_experts) + 1);
+  r.row_token = c.take<std::int32_t>(slots);
+  r.row_expert = c.take<std::int32_t>(slots);
+  r.ticket = c.take<std::uint32_t>(1);
+  s.gate = c.take<std::uint16_t>(slots * I);
+  s.up = c.take<std::uint16_t>(slots * I);
+  s.down = c.take<std::uint16_t>(slots * H);
+  const std::size_t gemm = gemm_bytes(layer, tokens);
+  s.gemm = core::Buffer{c.take<std::uint8_t>(gemm), gemm};
+  s.bytes = c.used();
+  return s;
+}
+
+// "tokens->" in the C ABI, "tokens." in C++ (validate_moe.cpp's convention).
+std::string field(std::string_view who, std::string_view prefix, std::string_view name) {
+  return fmt::format("{}{}{}", prefix, who.starts_with("metrale_") ? "->" : ".", name);
+}
+
+void refuse_beyond_limits(std::string_view who, const MoeLayer& layer) {
+  if (layer.num_experts > kMaxRoutedExperts)
+    fail(Status::unsupported,
+         "{}: {} = {} exceeds the CUDA MoE layer's limit of {} (its routing scratch and the "
+         "expert map travel with the routing launch)",
+         who, field(who, "layer", "num_experts"), layer.num_experts, kMaxRoutedExperts);
+  if (layer.num_local_experts > kMaxExperts)
+    fail(Status::unsupported, "{}: {} = {} exceeds the CUDA backend's limit of {}", who,
+         field(who, "layer", "num_local_experts"), layer.num_local_experts, kMaxExperts);
+  if (has_bias(layer) && layer.num_local_experts > kMaxBiasExperts)
+    fail(Status::unsupported,
+         "{}: {} = {} with biases exceeds the CUDA MoE layer's limit of {} (the bias pointers "
+         "travel with the activation and combine launches)",
+         who, field(who, "layer", "num_local_experts"), layer.num_local_experts, kMaxBiasExperts);
+}
+
+// Whether any global expert maps to a local one: with none, the GEMMs have no rows (and the
+// tables may be null), so only the routing and the combine run.
+bool any_local_expert(const MoeLayer& layer) {
+  if (layer.num_local_experts == 0) return false;
+  if (layer.expert_map == nullptr) return true;
+  return std::any_of(layer.expert_map, layer.expert_map + layer.num_experts,
+                     [](std::int32_t l) { return l >= 0; });
+}
+
+void launch_route(const MoeForward& args, const Scratch& s, cudaStream_t stream) {
+  const MoeLayer& layer = args.layer;
+  const MoeTokens& t = args.tokens;
+  thread_local moe::RouteArgs a;  // ~8 KB of parameters: per-thread scratch, no heap per call
+  a.out = s.routes;
+  a.topk_ids_out = t.topk_ids_out;
+  a.topk_weights_out = t.topk_weights_out;
+  a.logits = t.router_logits;
+  a.topk_ids = t.topk_ids;
+  a.topk_weights = t.topk_weights;
+  a.correction_bias = layer.correction_bias;
+  a.kind = static_cast<moe::RouteKind>(layer.routing);
+  a.logits_bf16 = t.logits_dtype == DType::bf16;
+  a.renormalize = layer.renormalize;
+  a.n_group = layer.n_group;
+  a.topk_group = layer.topk_group;
+  a.scaling = layer.routed_scaling_factor;
+  a.tokens = t.num_tokens;
+  a.experts = layer.num_experts;
+  a.top_k = layer.top_k;
+  a.local_experts = layer.num_local_experts;
+  a.has_map = layer.expert_map != nullptr;
+  if (a.has_map) std::copy(layer.expert_map, layer.expert_map + layer.num_experts, a.map);
+  const int per_warp = static_cast<int>(moe::route_warp_bytes(layer.num_experts, layer.n_group));
+  a.warps = std::clamp(moe::kMaxRouteShared / per_warp, 1, moe::kRouteWarps);
+  const std::size_t shared =
+      moe::route_shared_bytes(a.warps, layer.num_experts, layer.n_group, layer.num_local_experts);
+  METRALE_CUDA_CHECK(cudaMemsetAsync(s.routes.ticket, 0, sizeof(std::uint32_t), stream));
+  METRALE_CUDA_CHECK(moe::launch_route(a, static_cast<int>(shared), stream));
+}
+
+GroupedNvfp4 grouped_call(const MoeLayer& layer, int tokens, const Scratch& s, int n, int k) {
+  GroupedNvfp4 g{};
+  g.scale_layout = layer.scale_layout;
+  g.groups = device_groups(layer, tokens, s.routes.offsets);
+  g.n = n;
+  g.k = k;
+  return g;
+}
+
+void run_gate_up(const MoeForward& args, const Scratch& s, cudaStream_t stream) {
+  const MoeLayer& layer = args.layer;
+  GroupedNvfp4 g = grouped_call(layer, args.tokens.num_tokens, s, layer.intermediate_size,
+                                layer.hidden_size);
+  g.a = args.tokens.hidden;
+  g.a_rows = args.tokens.num_tokens;
+  g.token_ids = s.routes.row_token;
+  g.proj[0] = layer.gate;
+  g.proj[1] = layer.up;
+  g.out[0] = s.gate;
+  g.out[1] = s.up;
+  g.proj_count = 2;
+  nvfp4_grouped(g, s.gemm, stream);
+}
+
+void run_activation(const MoeForward& args, const Scratch& s, cudaStream_t stream) {
+  const MoeLayer& layer = args.layer;
+  thread_local moe::ActivationArgs a;
+  a.gate = s.gate;
+  a.up = s.up;
+  a.total_rows = s.routes.offsets + layer.num_local_experts;
+  a.row_expert = s.routes.row_expert;
+  a.inter = layer.intermediate_size;
+  a.clamped = layer.activation == MoeActivation::swiglu_clamped;
+  a.alpha = layer.swiglu_alpha;
+  a.limit = layer.swiglu_limit;
+  a.has_bias = layer.gate_bias_ptrs || layer.up_bias_ptrs;
+  for (int e = 0; a.has_bias && e < layer.num_local_experts; ++e) {
+    a.gate_bias[e] = layer.gate_bias_ptrs ? reinterpret_cast<const std::uint16_t*>(layer.gate_bias_ptrs[e]) : nullptr;
+    a.up_bias[e] = layer.up_bias_ptrs ? reinterpret_cast<const std::uint16_t*>(layer.up_bias_ptrs[e]) : nullptr;
+  }
+  const long long vectors = slot_count(layer, args.tokens.num_tokens) * (layer.intermediate_size / 8);
+  constexpr int kThreads = 256, kBlocksPerSm = 8;
+  const int grid = static_cast<int>(
+      std::clamp<long long>((vectors + kThreads - 1) / kThreads, 1, 1LL * kBlocksPerSm * device_sm_count()));
+  METRALE_CUDA_CHECK(moe::launch_activation(a, grid, stream));
+}
+
+void run_down(const MoeForward& args, const Scratch& s, cudaStream_t stream) {
+  const MoeLayer& layer = args.layer;
+  GroupedNvfp4 g = grouped_call(layer, args.tokens.num_tokens, s, layer.hidden_size,
+                                layer.intermediate_size);
+  g.a = s.gate;  // the activation rows, in expert order
+  g.a_rows = static_cast<std::int32_t>(slot_count(layer, args.tokens.num_tokens));
+  g.proj[0] = layer.down;
+  g.out[0] = s.down;
+  g.proj_count = 1;
+  nvfp4_grouped(g, s.gemm, stream);
+}
+
+void run_combine(const MoeForward& args, const Scratch& s, cudaStream_t stream) {
+  const MoeLayer& layer = args.layer;
+  const MoeTokens& t = args.tokens;
+  thread_local moe::CombineArgs a;
+  a.down = s.down;
+  a.slot_row = s.routes.slot_row;
+  a.weights = s.routes.weights;
+  a.token_bad = s.routes.token_bad;
+  a.row_expert = s.routes.row_expert;
+  a.residual = t.residual;
+  a.out = t.out;
+  a.tokens = t.num_tokens;
+  a.hidden = layer.hidden_size;
+  a.top_k = layer.top_k;
+  a.has_bias = layer.down_bias_ptrs != nullptr;
+  for (int e = 0; a.has_bias && e < layer.num_local_experts; ++e)
+    a.down_bias[e] = reinterpret_cast<const std::uint16_t*>(layer.down_bias_ptrs[e]);
+  METRALE_CUDA_CHECK(moe::launch_combine(a, stream));
+}
+
+}  // namespace
+
+std::size_t moe_workspace_size(const MoeLayer& layer, int num_tokens) {
+  if (num_tokens <= 0) return 0;
+  return carve(layer, num_tokens, nullptr).bytes;
+}
+
+void moe_forward(std::string_view who, const MoeForward& args, core::Buffer ws, void* stream) {
+  require_device(who);
+  const MoeLayer& layer = args.layer;
+  const MoeTokens& t = args.tokens;
+  refuse_beyond_limits(who, layer);
+  if (t.num_tokens == 0) return;
+  require_aligned_16(who, field(who, "tokens", "hidden"), t.hidden);
+  require_aligned_16(who, field(who, "tokens", "out"), t.out);
+  if (t.residual) require_aligned_16(who, field(who, "tokens", "residual"), t.residual);
+  const Scratch s = carve(layer, t.num_tokens, ws.ptr);
+  if (ws.size < s.bytes)
+    fail(Status::workspace_too_small, "{}: needs {} bytes of workspace, got {}", who, s.bytes,
+         ws.size);
+  const auto st = static_cast<cudaStream_t>(stream);
+  launch_route(args, s, st);
+  if (any_local_expert(layer)) {
+    run_gate_up(args, s, st);
+    run_activation(args, s, st);
+    run_down(args, s, st);
+  }
+  run_combine(args, s, st);
+}
+
+}  // namespace metrale::cuda

@@ -1,0 +1,302 @@
+// Routing and grouping of the MoE layer in one launch. Each warp routes one token (docs/api.md,
+// "Routing", operation for operation, with format::exp_f32: the CPU oracle's bits); the last
+// block to finish (a ticket, integer atomics only) then groups every (token, slot) by local
+// expert, in (token, slot) order within each expert, exactly as the oracle orders its rows.
+//
+// Grouping in one block, stable, without sorting: W warps each own a contiguous segment of the
+// slots; each counts its segment's slots per expert (shared-memory counters, order-free), one
+// scan turns the counts into each (warp, expert)'s first row, and each warp then places its
+// segment 32 slots at a time, a slot's rank among the lanes with the same expert from
+// __match_any_sync. Deterministic: nothing depends on which block finished last.
+#include "cuda/moe/moe_route.hpp"
+
+#include "cuda/family.hpp"
+#include "format/bf16.hpp"
+#include "format/moe_math.hpp"
+
+namespace metrale::cuda::moe {
+namespace {
+
+constexpr unsigned kFullWarp = 0xFFFFFFFFu;
+constexpr float kSigmoidEpsilon = 1e-20f;  // DeepSeek-V3's renormalisation guard
+
+__device__ bool is_finite(float v) {
+  return (format::float_to_bits(v) & 0x7F800000u) != 0x7F800000u;
+}
+
+// One warp's scratch for its token (shared memory; layout in route_shared_bytes).
+struct TokenScratch {
+  float* value;          // [E] what is ranked: the logits (softmax) or choice scores (sigmoid)
+  float* extra;          // [E] softmax: e^(l - max); sigmoid: the scores without the bias
+  float* group_score;    // [n_group]
+  std::uint8_t* state;   // [E] 0: may be chosen; 1: taken or in a group not kept
+  std::uint8_t* group_state;  // [n_group] 0: free; 1: kept
+};
+
+__device__ TokenScratch scratch_of(const RouteArgs& a, std::uint8_t* shared, int warp) {
+  std::uint8_t* base = shared + static_cast<std::size_t>(warp) * route_warp_bytes(a.experts, a.n_group);
+  TokenScratch s;
+  s.value = reinterpret_cast<float*>(base);
+  s.extra = s.value + a.experts;
+  s.group_score = s.extra + a.experts;
+  s.state = reinterpret_cast<std::uint8_t*>(s.group_score + a.n_group);
+  s.group_state = s.state + a.experts;
+  return s;
+}
+
+// The free entry of value[0, n) with the largest value, the lower index on ties (-1: none).
+// Every lane returns the same index.
+__device__ int warp_argmax(const float* value, const std::uint8_t* state, int n) {
+  const int lane = threadIdx.x & 31;
+  float best = 0.0f;
+  int id = -1;
+  for (int i = lane; i < n; i += 32) {  // ascending: strict > keeps the lower index
+    if (state[i] != 0) continue;
+    const float v = value[i];
+    if (id < 0 || v > best) best = v, id = i;
+  }
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    const float other = __shfl_xor_sync(kFullWarp, best, offset);
+    const int other_id = __shfl_xor_sync(kFullWarp, id, offset);
+    if (other_id >= 0 && (id < 0 || other > best || (other == best && other_id < id)))
+      best = other, id = other_id;
+  }
+  return id;
+}
+
+// The k free entries of s.value with the largest values into ids[0, k), best first.
+__device__ void choose_top_k(const TokenScratch& s, int experts, int k, std::int32_t* ids) {
+  for (int j = 0; j < k; ++j) {
+    const int id = warp_argmax(s.value, s.state, experts);
+    if ((threadIdx.x & 31) == 0) {
+      ids[j] = id;
+      s.state[id] = 1;
+    }
+    __syncwarp();
+  }
+}
+
+// DeepSeek-V3's group limit: each group scores the sum of its two best choice scores; the
+// topk_group best groups stay free, every expert of the others is excluded.
+__device__ void keep_best_groups(const RouteArgs& a, const TokenScratch& s) {
+  const int lane = threadIdx.x & 31;
+  const int size = a.experts / a.n_group;
+  for (int g = lane; g < a.n_group; g += 32) {
+    int first = -1, second = -1;
+    float v0 = 0.0f, v1 = 0.0f;
+    for (int e = g * size; e < (g + 1) * size; ++e) {
+      const float v = s.value[e];
+      if (first < 0 || v > v0) {
+        second = first, v1 = v0;
+        first = e, v0 = v;
+      } else if (second < 0 || v > v1) {
+        second = e, v1 = v;
+      }
+    }
+    s.group_score[g] = second < 0 ? v0 : format::add_rn(v0, v1);
+    s.group_state[g] = 0;
+  }
+  __syncwarp();
+  for (int i = 0; i < a.topk_group; ++i) {
+    const int g = warp_argmax(s.group_score, s.group_state, a.n_group);
+    if (lane == 0) s.group_state[g] = 1;
+    __syncwarp();
+  }
+  for (int e = lane; e < a.experts; e += 32) s.state[e] = s.group_state[e / size] ? 0 : 1;
+  __syncwarp();
+}
+
+__device__ float logit_at(const RouteArgs& a, std::size_t i) {
+  return a.logits_bf16 ? format::bf16_to_float(static_cast<const std::uint16_t*>(a.logits)[i])
+                       : static_cast<const float*>(a.logits)[i];
+}
+
+// Loads the token's row into s (and the free states); false when a logit or the correction bias
+// is not finite.
+__device__ bool load_scores(const RouteArgs& a, const TokenScratch& s, int token) {
+  const std::size_t row = static_cast<std::size_t>(token) * a.experts;
+  bool finite = true;
+  for (int e = threadIdx.x & 31; e < a.experts; e += 32) {
+    const float logit = logit_at(a, row + e);
+    finite = finite && is_finite(logit);
+    if (a.kind == RouteKind::sigmoid_grouped_topk) {
+      const float score = format::sigmoid_f32(logit);
+      const float bias = a.correction_bias ? a.correction_bias[e] : 0.0f;
+      finite = finite && is_finite(bias);
+      s.extra[e] = score;
+      s.value[e] = a.correction_bias ? format::add_rn(score, bias) : score;
+    } else {
+      s.value[e] = logit;
+    }
+    s.state[e] = 0;
+  }
+  __syncwarp();
+  return __all_sync(kFullWarp, finite);
+}
+
+// w[0, k) /= (their sum in slot order + epsilon). One lane.
+__device__ void renormalize(float* w, int k, float epsilon) {
+  float sum = 0.0f;
+  for (int j = 0; j < k; ++j) sum = format::add_rn(sum, w[j]);
+  sum = format::add_rn(sum, epsilon);
+  for (int j = 0; j < k; ++j) w[j] = format::div_rn(w[j], sum);
+}
+
+// Routing from logits: ids[0, k) and w[0, k) of one token (global memory, this call's scratch).
+__device__ void route_from_logits(const RouteArgs& a, const TokenScratch& s, std::int32_t* ids,
+                                  float* w) {
+  const int lane = threadIdx.x & 31, k = a.top_k;
+  const bool sigmoid = a.kind == RouteKind::sigmoid_grouped_topk;
+  if (sigmoid && a.topk_group < a.n_group) keep_best_groups(a, s);
+  choose_top_k(s, a.experts, k, ids);
+  if (!sigmoid) {  // e^(l - max), every expert, for the sum in ascending expert order
+    const float max = s.value[ids[0]];
+    for (int e = lane; e < a.experts; e += 32) s.extra[e] = format::exp_f32(s.value[e] - max);
+    __syncwarp();
+  }
+  if (lane != 0) return;
+  if (sigmoid) {
+    for (int j = 0; j < k; ++j) w[j] = s.extra[ids[j]];
+    if (a.renormalize) renormalize(w, k, kSigmoidEpsilon);
+  } else {
+    float sum = 0.0f;
+    for (int e = 0; e < a.experts; ++e) sum = format::add_rn(sum, s.extra[e]);
+    for (int j = 0; j < k; ++j) w[j] = format::div_rn(s.extra[ids[j]], sum);
+    if (a.renormalize) renormalize(w, k, 0.0f);
+  }
+  for (int j = 0; j < k; ++j) w[j] = format::mul_rn(w[j], a.scaling);
+}
+
+// One token: its slots' ids, weights, local experts, and whether it is bad (then its slots go
+// nowhere and the combine writes a NaN row: nothing is read out of bounds).
+__device__ void route_token(const RouteArgs& a, const TokenScratch& s, int token) {
+  const int lane = threadIdx.x & 31, k = a.top_k;
+  const std::size_t first = static_cast<std::size_t>(token) * k;
+  std::int32_t* ids = a.out.ids + first;
+  float* w = a.out.weights + first;
+  bool bad = false;
+  if (a.kind == RouteKind::precomputed) {
+    for (int j = lane; j < k; j += 32) {
+      const std::int32_t id = a.topk_ids[first + j];
+      const float weight = a.topk_weights[first + j];
+      bad = bad || id < 0 || id >= a.experts || !is_finite(weight);
+      ids[j] = id;
+      w[j] = weight;
+    }
+    bad = __any_sync(kFullWarp, bad);
+  } else {
+    bad = !load_scores(a, s, token);
+    if (!bad) route_from_logits(a, s, ids, w);
+  }
+  __syncwarp();
+  for (int j = lane; j < k; j += 32) {
+    const std::int32_t id = bad && a.kind != RouteKind::precomputed ? -1 : ids[j];
+    const float weight = bad && a.kind != RouteKind::precomputed ? __int_as_float(0x7FC00000) : w[j];
+    if (a.topk_ids_out) a.topk_ids_out[first + j] = id;
+    if (a.topk_weights_out) a.topk_weights_out[first + j] = weight;
+    a.out.slot_local[first + j] = bad ? -1 : (a.has_map ? a.map[id] : id);
+  }
+  if (lane == 0) a.out.token_bad[token] = bad ? 1 : 0;
+}
+
+// Exclusive prefix of each thread's value over the block (thread order). `scratch`: one int per
+// thread plus one.
+__device__ int block_exclusive_scan(int value, int* scratch) {
+  scratch[threadIdx.x] = value;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int running = 0;
+    for (int i = 0; i < static_cast<int>(blockDim.x); ++i) {
+      const int v = scratch[i];
+      scratch[i] = running;
+      running += v;
+    }
+    scratch[blockDim.x] = running;
+  }
+  __syncthreads();
+  return scratch[threadIdx.x];
+}
+
+// The last block: counts[w][l] of each warp's segment, offsets, then every slot's row.
+__device__ void group_rows(const RouteArgs& a, int* shared) {
+  const int warps = blockDim.x / 32, warp = threadIdx.x / 32, lane = threadIdx.x & 31;
+  const int L = a.local_experts, slots = a.tokens * a.top_k;
+  int* counts = shared;                  // [warps][L]
+  int* scan = shared + warps * L;        // [blockDim.x + 1]
+  for (int i = threadIdx.x; i < warps * L; i += blockDim.x) counts[i] = 0;
+  __syncthreads();
+  const int begin = static_cast<int>(static_cast<long long>(slots) * warp / warps);
+  const int end = static_cast<int>(static_cast<long long>(slots) * (warp + 1) / warps);
+  for (int s = begin + lane; s < end; s += 32) {
+    const int l = __ldcg(a.out.slot_local + s);  // written by other blocks: read through L2
+    if (l >= 0) atomicAdd(&counts[warp * L + l], 1);
+  }
+  __syncthreads();
+  // Each thread turns a contiguous run of experts into offsets and per-warp first rows.
+  const int per_thread = (L + blockDim.x - 1) / blockDim.x;
+  const int l0 = min(L, static_cast<int>(threadIdx.x) * per_thread), l1 = min(L, l0 + per_thread);
+  int rows = 0;
+  for (int l = l0; l < l1; ++l)
+    for (int w = 0; w < warps; ++w) rows += counts[w * L + l];
+  int next = block_exclusive_scan(rows, scan);
+  for (int l = l0; l < l1; ++l) {
+    a.out.offsets[l] = next;
+    for (int w = 0; w < warps; ++w) {
+      const int c = counts[w * L + l];
+      counts[w * L + l] = next;
+      next += c;
+    }
+  }
+  const int total = scan[blockDim.x];
+  if (threadIdx.x == 0) a.out.offsets[L] = total;
+  __syncthreads();
+  for (int base = begin; base < end; base += 32) {
+    const int s = base + lane;
+    const int l = s < end ? __ldcg(a.out.slot_local + s) : -1;
+    const unsigned peers = __match_any_sync(kFullWarp, l >= 0 ? l : -1 - lane);
+    if (l >= 0) {
+      const int row = counts[warp * L + l] + __popc(peers & ((1u << lane) - 1u));
+      a.out.row_token[row] = s / a.top_k;
+      a.out.row_expert[row] = l;
+      a.out.slot_row[s] = row;
+    } else if (s < end) {
+      a.out.slot_row[s] = -1;
+    }
+    __syncwarp();
+    if (l >= 0 && lane == __ffs(peers) - 1) counts[warp * L + l] += __popc(peers);
+    __syncwarp();
+  }
+  for (int row = total + threadIdx.x; row < slots; row += blockDim.x) {
+    a.out.row_token[row] = -1;  // the GEMMs' gathers read a row of zeros
+    a.out.row_expert[row] = 0;
+  }
+}
+
+__global__ void route_kernel(const __grid_constant__ RouteArgs a) {
+  extern __shared__ __align__(16) std::uint8_t shared[];
+  __shared__ bool last;
+  const int warp = threadIdx.x / 32;
+  const int token = blockIdx.x * a.warps + warp;
+  if (token < a.tokens) route_token(a, scratch_of(a, shared, warp), token);
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(a.out.ticket, 1u) == gridDim.x - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  group_rows(a, reinterpret_cast<int*>(shared));
+}
+
+}  // namespace
+
+cudaError_t launch_route(const RouteArgs& args, int shared_bytes, cudaStream_t stream) {
+  const int grid = (args.tokens + args.warps - 1) / args.warps;
+  if (const cudaError_t err =
+          configure_once_per_device(reinterpret_cast<const void*>(route_kernel), kMaxRouteShared);
+      err != cudaSuccess)
+    return err;
+  route_kernel<<<grid, 32 * args.warps, shared_bytes, stream>>>(args);
+  return cudaGetLastError();
+}
+
+}  // namespace metrale::cuda::moe

@@ -1,0 +1,42 @@
+// Launchers of the MoE layer's glue kernels (moe_route.cu, moe_glue.cu) and the shared memory
+// the routing kernel needs. Host code calls these; the kernels stay in their .cu files.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+
+#include "cuda/moe/moe_params.hpp"
+
+namespace metrale::cuda::moe {
+
+// The most dynamic shared memory a routing block takes (the host picks its warp count to fit).
+inline constexpr int kMaxRouteShared = 96 * 1024;
+
+// One routing warp's scratch: value and extra [E] fp32, the group scores [n_group] fp32, the
+// states [E] and [n_group] bytes; 16-byte multiples so that every warp's block stays aligned.
+#if defined(__CUDACC__)
+__host__ __device__
+#endif
+inline constexpr std::size_t route_warp_bytes(int experts, int n_group) {
+  const std::size_t bytes = 4 * (2 * static_cast<std::size_t>(experts) + n_group) +
+                            static_cast<std::size_t>(experts) + n_group;
+  return (bytes + 15) / 16 * 16;
+}
+
+// The routing block's dynamic shared memory: its warps' scratch, or the last block's grouping
+// counters ([warps][L] plus one int per thread and one), whichever is larger.
+inline std::size_t route_shared_bytes(int warps, int experts, int n_group, int local_experts) {
+  const std::size_t routing = warps * route_warp_bytes(experts, n_group);
+  const std::size_t grouping =
+      4 * (static_cast<std::size_t>(warps) * local_experts + 32 * warps + 1);
+  return routing > grouping ? routing : grouping;
+}
+
+// `args.out.ticket` must be zero when the kernel starts (the caller zeroes it on the stream).
+cudaError_t launch_route(const RouteArgs& args, int shared_bytes, cudaStream_t stream);
+// `grid` blocks stride over the bound of rows (the true count is read on the device).
+cudaError_t launch_activation(const ActivationArgs& args, int grid, cudaStream_t stream);
+cudaError_t launch_combine(const CombineArgs& args, cudaStream_t stream);
+
+}  // namespace metrale::cuda::moe

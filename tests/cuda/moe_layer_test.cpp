@@ -1,0 +1,443 @@
+// The MoE layer on the CUDA backend against the CPU oracle, both through moe_forward.
+//
+// Exact mode: the fixture's gate/up products are exact in fp32 (small-integer hidden states,
+// e2m1 codes, e4m3 scales: 17 bits at most), and down keeps one code per row, so each down
+// output is one exact product; everything else (routing with format::exp_f32, the activation,
+// the combine in slot order without FMA) is the same fp32 sequence on both sides. So the output,
+// the chosen ids and their weights must be equal bit for bit, whatever the kernels' summation
+// order. Realistic mode: full random down weights, where the fp32 summation order may move a
+// bf16 rounding: within 2^-6 of the row's largest output.
+//
+// Covered: each routing function with its preset's E, k and settings (Qwen3, DeepSeek-V3's
+// grouped sigmoid with correction bias and scaling, Mixtral, Qwen3-Next, gpt-oss's clamped
+// activation and biases) at T in {1, 3, 64, 4096}; precomputed ids naming an expert twice;
+// every token on one expert; experts with no tokens; an expert map with half the experts
+// remote; a residual, in place too; a second run bitwise identical; a captured graph replayed on
+// new logits; a NaN logit or an id out of range (only the device sees them: that token's row is
+// NaN, the others exact); output guard bands; refusals on the host.
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "api/api_test_util.hpp"
+#include "check/buffers.hpp"
+#include "cpu/moe_fixture.hpp"
+#include "cuda_test_support.hpp"
+
+namespace metrale::cuda_test {
+namespace {
+
+using check::DeviceBuffer;
+using test::MoeFixture;
+using test::MoeProjection;
+
+// Keeps one e2m1 code per output row (at a column that differs per row and expert), so that
+// every down output is a single product: exact whatever the summation order.
+void keep_one_code_per_row(MoeProjection& p) {
+  const int bytes_per_row = p.k / 2;
+  for (std::size_t e = 0; e < p.packed.size(); ++e)
+    for (int row = 0; row < p.n; ++row) {
+      std::uint8_t* r = p.packed[e].data() + static_cast<std::size_t>(row) * bytes_per_row;
+      const int keep = (row * 7 + static_cast<int>(e) * 3) % bytes_per_row;
+      const std::uint8_t code = static_cast<std::uint8_t>((r[keep] & 0x0F) | 0x02);  // nonzero
+      std::memset(r, 0, static_cast<std::size_t>(bytes_per_row));
+      r[keep] = code;
+    }
+}
+
+DeviceBuffer upload(const void* host, std::size_t bytes, const std::string& name) {
+  DeviceBuffer d(bytes, name);
+  d.upload(host, bytes);
+  return d;
+}
+
+template <class T>
+DeviceBuffer upload(const std::vector<T>& host, const std::string& name) {
+  return upload(host.data(), host.size() * sizeof(T), name);
+}
+
+// One projection on the device: per-expert buffers and the host tables of their addresses.
+struct DeviceProjection {
+  std::vector<DeviceBuffer> packed, scale;
+  std::vector<std::uint64_t> packed_ptrs, scale_ptrs;
+  const float* scale2;
+
+  DeviceProjection(const MoeProjection& p, ScaleLayout layout) : scale2(p.scale2.data()) {
+    for (std::size_t e = 0; e < p.packed.size(); ++e) {
+      packed.push_back(upload(p.packed[e], "packed"));
+      scale.push_back(upload(layout == ScaleLayout::sfb ? p.sfb[e] : p.scale[e], "scale"));
+      packed_ptrs.push_back(reinterpret_cast<std::uint64_t>(packed.back().data()));
+      scale_ptrs.push_back(reinterpret_cast<std::uint64_t>(scale.back().data()));
+    }
+  }
+  ExpertWeights weights() const { return {packed_ptrs.data(), scale_ptrs.data(), scale2}; }
+};
+
+// The fixture's layer with every pointer on the device.
+struct DeviceLayer {
+  DeviceProjection gate, up, down;
+  std::vector<DeviceBuffer> bias[3];
+  std::vector<std::uint64_t> bias_ptrs[3];
+  DeviceBuffer correction;
+  MoeLayer layer;
+
+  explicit DeviceLayer(const MoeFixture& f)
+      : gate(f.gate, f.layer.scale_layout),
+        up(f.up, f.layer.scale_layout),
+        down(f.down, f.layer.scale_layout),
+        layer(f.layer) {
+    layer.gate = gate.weights();
+    layer.up = up.weights();
+    layer.down = down.weights();
+    const std::uint64_t** tables[3] = {&layer.gate_bias_ptrs, &layer.up_bias_ptrs,
+                                       &layer.down_bias_ptrs};
+    for (int p = 0; p < 3; ++p) {
+      if (f.bias[p].empty()) continue;
+      for (const auto& b : f.bias[p]) {
+        bias[p].push_back(upload(b, "bias"));
+        bias_ptrs[p].push_back(reinterpret_cast<std::uint64_t>(bias[p].back().data()));
+      }
+      *tables[p] = bias_ptrs[p].data();
+    }
+    if (f.layer.correction_bias) {
+      correction = upload(f.layer.correction_bias,
+                          sizeof(float) * static_cast<std::size_t>(f.experts), "correction_bias");
+      layer.correction_bias = correction.as<float>();
+    }
+  }
+};
+
+struct Outcome {
+  std::vector<bf16_bits> out;
+  std::vector<std::int32_t> ids;
+  std::vector<float> weights;
+};
+
+std::size_t slots(const MoeFixture& f) {
+  return static_cast<std::size_t>(f.tokens) * static_cast<std::size_t>(f.top_k);
+}
+
+Outcome run_cpu(const MoeFixture& f, MoeTokens t) {
+  Outcome o{f.poisoned_out(), std::vector<std::int32_t>(slots(f)), std::vector<float>(slots(f))};
+  t.out = o.out.data();
+  t.topk_ids_out = o.ids.data();
+  t.topk_weights_out = o.weights.data();
+  const Result r = moe_forward(f.layer, t, Exec{Backend::cpu});
+  EXPECT_TRUE(r.ok()) << r.message;
+  return o;
+}
+
+// The tokens' buffers on the device, mirroring a host MoeTokens.
+struct DeviceTokens {
+  DeviceBuffer hidden, logits, ids, weights, residual, out, ids_out, weights_out;
+  MoeTokens tokens;
+
+  DeviceTokens(const MoeFixture& f, const MoeTokens& host) : tokens(host) {
+    const std::size_t T = static_cast<std::size_t>(f.tokens), E = static_cast<std::size_t>(f.experts);
+    const std::size_t H = MoeFixture::kHidden;
+    hidden = upload(host.hidden, T * H * 2, "hidden");
+    tokens.hidden = hidden.as<bf16_bits>();
+    if (host.router_logits) {
+      logits = upload(host.router_logits, T * E * (host.logits_dtype == DType::f32 ? 4 : 2), "logits");
+      tokens.router_logits = logits.data();
+    }
+    if (host.topk_ids) {
+      ids = upload(host.topk_ids, slots(f) * 4, "topk_ids");
+      weights = upload(host.topk_weights, slots(f) * 4, "topk_weights");
+      tokens.topk_ids = ids.as<std::int32_t>();
+      tokens.topk_weights = weights.as<float>();
+    }
+    out = DeviceBuffer(T * H * 2, "out");
+    out.poison_bf16(0x7FC1);
+    tokens.out = out.as<bf16_bits>();
+    if (host.residual) {
+      residual = upload(host.residual, T * H * 2, "residual");
+      tokens.residual = residual.as<bf16_bits>();
+    }
+    ids_out = DeviceBuffer(slots(f) * 4, "topk_ids_out");
+    weights_out = DeviceBuffer(slots(f) * 4, "topk_weights_out");
+    tokens.topk_ids_out = ids_out.as<std::int32_t>();
+    tokens.topk_weights_out = weights_out.as<float>();
+  }
+
+  Outcome download() const {
+    check::device_synchronize("moe_forward");
+    for (const DeviceBuffer* b : {&out, &ids_out, &weights_out})
+      EXPECT_EQ(b->check_guards(), "") << b->name();
+    return {out.download<bf16_bits>(), ids_out.download<std::int32_t>(),
+            weights_out.download<float>()};
+  }
+};
+
+Outcome run_gpu(const MoeFixture& f, const MoeTokens& host, const Exec& exec = kCuda) {
+  const DeviceLayer layer(f);
+  DeviceTokens d(f, host);
+  const Result r = moe_forward(layer.layer, d.tokens, exec);
+  EXPECT_TRUE(r.ok()) << r.message;
+  return d.download();
+}
+
+void expect_exact(const Outcome& gpu, const Outcome& cpu) {
+  EXPECT_EQ(gpu.ids, cpu.ids);
+  EXPECT_EQ(gpu.weights, cpu.weights);
+  std::size_t differ = 0;
+  for (std::size_t i = 0; i < cpu.out.size(); ++i) differ += gpu.out[i] != cpu.out[i];
+  EXPECT_EQ(differ, 0u) << "of " << cpu.out.size() << " outputs";
+}
+
+// Within 2^-6 of each token row's largest output (the oracle's), ids and weights exact.
+void expect_close(const Outcome& gpu, const Outcome& cpu, int hidden) {
+  EXPECT_EQ(gpu.ids, cpu.ids);
+  EXPECT_EQ(gpu.weights, cpu.weights);
+  std::size_t bad = 0;
+  for (std::size_t row = 0; row < cpu.out.size() / hidden; ++row) {
+    float largest = 0;
+    for (int c = 0; c < hidden; ++c)
+      largest = std::max(largest, std::fabs(format::bf16_to_float(cpu.out[row * hidden + c])));
+    for (int c = 0; c < hidden; ++c) {
+      const float want = format::bf16_to_float(cpu.out[row * hidden + c]);
+      const float got = format::bf16_to_float(gpu.out[row * hidden + c]);
+      if (!(std::fabs(got - want) <= largest / 64 + 1e-6f)) ++bad;
+    }
+  }
+  EXPECT_EQ(bad, 0u);
+}
+
+// A preset's routing function on the fixture's small experts.
+struct RoutingPreset {
+  const char* name;
+  int experts, top_k;
+  MoeRouting routing;
+  int n_group = 1, topk_group = 1;
+  float scaling = 1.0f;
+  bool clamped_with_bias = false;
+};
+
+const RoutingPreset kPresets[] = {
+    {"Qwen3-30B-A3B", 128, 8, MoeRouting::softmax_topk},
+    {"DeepSeek-V3", 256, 8, MoeRouting::sigmoid_grouped_topk, 8, 4, 2.5f},
+    {"gpt-oss-120b", 128, 4, MoeRouting::softmax_topk, 1, 1, 1.0f, true},
+    {"Mixtral-8x7B", 8, 2, MoeRouting::softmax_topk},
+    {"Qwen3-Next-80B-A3B", 512, 10, MoeRouting::softmax_topk},
+};
+
+struct PresetLayer {
+  MoeFixture f;
+  std::vector<float> correction;
+
+  PresetLayer(const RoutingPreset& p, int tokens, bool exact, ScaleLayout layout)
+      : f(p.experts, p.top_k, tokens, p.clamped_with_bias ? 1.0f / 8 : 1.0f / 64) {
+    if (exact) keep_one_code_per_row(f.down);
+    f.set_layout(layout);
+    f.layer.routing = p.routing;
+    f.layer.n_group = p.n_group;
+    f.layer.topk_group = p.topk_group;
+    f.layer.routed_scaling_factor = p.scaling;
+    if (p.routing == MoeRouting::sigmoid_grouped_topk) {
+      for (int e = 0; e < p.experts; ++e) correction.push_back(0.01f * static_cast<float>(e % 5));
+      f.layer.correction_bias = correction.data();
+    }
+    if (p.clamped_with_bias) {
+      f.layer.activation = MoeActivation::swiglu_clamped;
+      f.add_biases();
+    }
+  }
+};
+
+TEST(CudaMoe, EveryPresetRoutingIsExactAgainstTheOracle) {
+  METRALE_SKIP_WITHOUT_GPU();
+  for (const RoutingPreset& p : kPresets)
+    for (int tokens : {1, 3, 64, 4096}) {
+      if (tokens == 4096 && p.experts != 128 && p.experts != 256) continue;  // time: two presets
+      SCOPED_TRACE(testing::Message() << p.name << " T=" << tokens);
+      PresetLayer l(p, tokens, true, tokens % 2 ? ScaleLayout::k16_by_n : ScaleLayout::sfb);
+      expect_exact(run_gpu(l.f, l.f.with_logits()), run_cpu(l.f, l.f.with_logits()));
+    }
+}
+
+TEST(CudaMoe, RealisticWeightsStayCloseToTheOracle) {
+  METRALE_SKIP_WITHOUT_GPU();
+  for (const RoutingPreset& p : kPresets) {
+    SCOPED_TRACE(p.name);
+    PresetLayer l(p, 64, false, ScaleLayout::sfb);
+    expect_close(run_gpu(l.f, l.f.with_logits()), run_cpu(l.f, l.f.with_logits()),
+                 MoeFixture::kHidden);
+  }
+}
+
+TEST(CudaMoe, Bf16LogitsAreExact) {
+  METRALE_SKIP_WITHOUT_GPU();
+  PresetLayer l(kPresets[1], 64, true, ScaleLayout::sfb);
+  std::vector<bf16_bits> logits16;
+  for (float v : l.f.logits) logits16.push_back(format::float_to_bf16(v));
+  MoeTokens t = l.f.with_logits();
+  t.router_logits = logits16.data();
+  t.logits_dtype = DType::bf16;
+  expect_exact(run_gpu(l.f, t), run_cpu(l.f, t));
+}
+
+// Precomputed routing: power-of-two weights, ids repeated within a token, experts with no rows,
+// and every token on one expert (rows past the decode family's limit: the tiled family too).
+TEST(CudaMoe, PrecomputedRoutingIsExact) {
+  METRALE_SKIP_WITHOUT_GPU();
+  for (bool one_expert : {false, true}) {
+    MoeFixture f(16, 3, 64);
+    keep_one_code_per_row(f.down);
+    f.set_layout(ScaleLayout::sfb);
+    f.layer.routing = MoeRouting::precomputed;
+    std::vector<std::int32_t> ids;
+    std::vector<float> weights;
+    for (int t = 0; t < f.tokens; ++t)
+      for (int j = 0; j < 3; ++j) {
+        ids.push_back(one_expert ? 5 : (t * 3 + j * (t % 2 + 1)) % 7);  // experts 7..15: no rows
+        weights.push_back(std::ldexp(1.0f, -(t + j) % 4) * (j == 1 ? -1.0f : 1.0f));
+      }
+    MoeTokens t = f.with_logits();
+    t.router_logits = nullptr;
+    t.topk_ids = ids.data();
+    t.topk_weights = weights.data();
+    SCOPED_TRACE(one_expert ? "every token on one expert" : "repeats and empty experts");
+    expect_exact(run_gpu(f, t), run_cpu(f, t));
+  }
+}
+
+TEST(CudaMoe, ExpertMapWithHalfTheExpertsRemote) {
+  METRALE_SKIP_WITHOUT_GPU();
+  MoeFixture f(16, 4, 64, 1.0f / 64, 8);
+  keep_one_code_per_row(f.down);
+  f.set_layout(ScaleLayout::sfb);
+  std::vector<std::int32_t> map;
+  for (int e = 0; e < 16; ++e) map.push_back(e % 2 ? -1 : (e / 2 + 3) % 8);
+  f.set_map(map);
+  expect_exact(run_gpu(f, f.with_logits()), run_cpu(f, f.with_logits()));
+}
+
+TEST(CudaMoe, ResidualAddedAndInPlace) {
+  METRALE_SKIP_WITHOUT_GPU();
+  PresetLayer l(kPresets[0], 3, true, ScaleLayout::sfb);
+  const std::vector<bf16_bits> residual =
+      test::random_bf16(static_cast<std::size_t>(3) * MoeFixture::kHidden, 77, -8, 8);
+  MoeTokens t = l.f.with_logits();
+  t.residual = residual.data();
+  const Outcome cpu = run_cpu(l.f, t);
+  expect_exact(run_gpu(l.f, t), cpu);
+  // In place: out is the residual buffer.
+  const DeviceLayer layer(l.f);
+  DeviceTokens d(l.f, t);
+  d.tokens.out = const_cast<bf16_bits*>(d.tokens.residual);
+  ASSERT_TRUE(moe_forward(layer.layer, d.tokens, kCuda).ok());
+  check::device_synchronize("moe_forward in place");
+  EXPECT_EQ(d.residual.download<bf16_bits>(), cpu.out);
+}
+
+TEST(CudaMoe, SecondRunIsBitwiseIdentical) {
+  METRALE_SKIP_WITHOUT_GPU();
+  for (int tokens : {3, 4096}) {
+    PresetLayer l(kPresets[4], tokens, false, ScaleLayout::sfb);
+    const DeviceLayer layer(l.f);
+    DeviceTokens d(l.f, l.f.with_logits());
+    ASSERT_TRUE(moe_forward(layer.layer, d.tokens, kCuda).ok());
+    const Outcome first = d.download();
+    d.out.poison_bf16(0x7FC1);
+    ASSERT_TRUE(moe_forward(layer.layer, d.tokens, kCuda).ok());
+    const Outcome second = d.download();
+    EXPECT_EQ(first.out, second.out) << "T=" << tokens;
+    EXPECT_EQ(first.ids, second.ids);
+  }
+}
+
+// Captured once, replayed after new logits were written into the same buffer: the replay routes
+// the new logits (nothing was baked in on the host).
+TEST(CudaMoe, GraphReplayRoutesNewLogits) {
+  METRALE_SKIP_WITHOUT_GPU();
+  PresetLayer a(kPresets[1], 64, true, ScaleLayout::sfb);
+  MoeFixture& f = a.f;
+  const DeviceLayer layer(f);
+  DeviceTokens d(f, f.with_logits());
+  std::size_t bytes = 0;
+  ASSERT_TRUE(moe_workspace_size(Backend::cuda, layer.layer, f.tokens, &bytes).ok());
+  DeviceBuffer ws(bytes, "workspace");
+  cudaStream_t stream = nullptr;
+  check::cuda_require(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+  const Exec exec{Backend::cuda, ws.data(), bytes, stream};
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t instance = nullptr;
+  check::cuda_require(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capture");
+  const Result r = moe_forward(layer.layer, d.tokens, exec);
+  check::cuda_require(cudaStreamEndCapture(stream, &graph), "end capture");
+  ASSERT_TRUE(r.ok()) << r.message;
+  check::cuda_require(cudaGraphInstantiate(&instance, graph, 0), "instantiate");
+  for (std::uint32_t round = 0; round < 2; ++round) {
+    std::vector<float> logits = f.logits;
+    for (float& v : logits) v = -v * (1.0f + static_cast<float>(round));  // a different routing
+    f.logits = logits;
+    d.logits.upload(logits);
+    d.out.poison_bf16(0x7FC1);
+    check::cuda_require(cudaGraphLaunch(instance, stream), "replay");
+    check::cuda_require(cudaStreamSynchronize(stream), "replay sync");
+    expect_exact(d.download(), run_cpu(f, f.with_logits()));
+  }
+  cudaGraphExecDestroy(instance);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
+// The device sees these, not the host: the token's row is NaN, every other token is exact.
+TEST(CudaMoe, BadTokenDataPoisonsOnlyItsRow) {
+  METRALE_SKIP_WITHOUT_GPU();
+  constexpr int kBad = 1, H = MoeFixture::kHidden;
+  for (bool precomputed : {false, true}) {
+    MoeFixture f(16, 2, 3);
+    keep_one_code_per_row(f.down);
+    f.set_layout(ScaleLayout::sfb);
+    MoeTokens t = f.with_logits();
+    std::vector<std::int32_t> ids{1, 2, 3, 4, 5, 6};
+    std::vector<float> weights{0.5f, 0.25f, 1.0f, 2.0f, 0.5f, 0.5f};
+    if (precomputed) {
+      f.layer.routing = MoeRouting::precomputed;
+      t.router_logits = nullptr;
+      t.topk_ids = ids.data();
+      t.topk_weights = weights.data();
+    }
+    const Outcome cpu = run_cpu(f, t);  // on the good data
+    std::vector<float> bad_logits = f.logits;
+    bad_logits[kBad * 16 + 7] = NAN;
+    ids[kBad * 2 + 1] = 16;  // outside [0, E)
+    if (precomputed) t.topk_ids = ids.data(); else t.router_logits = bad_logits.data();
+    const Outcome gpu = run_gpu(f, t);
+    for (int token = 0; token < 3; ++token)
+      for (int c = 0; c < H; ++c) {
+        const bf16_bits got = gpu.out[static_cast<std::size_t>(token) * H + c];
+        if (token == kBad) {
+          EXPECT_TRUE(std::isnan(format::bf16_to_float(got))) << "column " << c;
+        } else {
+          EXPECT_EQ(got, cpu.out[static_cast<std::size_t>(token) * H + c]) << token << ", " << c;
+        }
+      }
+  }
+}
+
+TEST(CudaMoe, HostSideRefusalsNameTheValue) {
+  METRALE_SKIP_WITHOUT_GPU();
+  MoeFixture f(8, 2, 3);
+  const DeviceLayer layer(f);
+  DeviceTokens d(f, f.with_logits());
+  MoeTokens t = d.tokens;
+  t.hidden = reinterpret_cast<const bf16_bits*>(reinterpret_cast<const char*>(t.hidden) + 2);
+  EXPECT_TRUE(test::fails_with(moe_forward(layer.layer, t, kCuda), Status::unsupported,
+                               "tokens.hidden"));
+  std::size_t bytes = 0;
+  ASSERT_TRUE(moe_workspace_size(Backend::cuda, layer.layer, 3, &bytes).ok());
+  DeviceBuffer small(bytes / 2, "workspace");
+  const Exec tight{Backend::cuda, small.data(), bytes / 2};
+  EXPECT_TRUE(test::fails_with(moe_forward(layer.layer, d.tokens, tight),
+                               Status::workspace_too_small, "bytes of workspace"));
+  check::device_synchronize("refusals");
+  EXPECT_EQ(d.out.download<bf16_bits>(), f.poisoned_out());
+}
+
+}  // namespace
+}  // namespace metrale::cuda_test
