@@ -347,8 +347,9 @@ METRALE_API metrale_status metrale_gemm_workspace_size(metrale_backend backend, 
  *   out[t] = bf16(Σ_j w · d  (fp32, slots in order j = 0..k-1)  (+ residual[t]))
  * docs/api.md ("The MoE layer") gives the routing functions' formulas and every rounding point;
  * the layer equals metrale's own grouped calls composed with that glue, bit for bit.
- * CPU BACKEND ONLY FOR NOW: the CUDA kernels of issue 9 do not exist yet, and every CUDA-side
- * backend answers METRALE_STATUS_UNSUPPORTED ("the CUDA MoE layer is not implemented yet"). */
+ * Backends: CPU and CUDA (the reference GEMM backends refuse it). On CUDA nothing waits for the
+ * host (graph-capturable); a token with non-finite logits or weights, or an id outside [0, E),
+ * which only the device sees, gets a NaN output row (docs/api.md). */
 
 typedef int32_t metrale_moe_routing;
 enum {
@@ -421,12 +422,13 @@ typedef struct metrale_moe_tokens {
 #define METRALE_MOE_TOKENS_INIT \
   {sizeof(metrale_moe_tokens), 0, NULL, NULL, METRALE_DTYPE_F32, NULL, NULL, NULL, NULL, NULL, NULL}
 
-/* exec NULL: METRALE_EXEC_INIT (the automatic backend, which is CUDA: unsupported for now;
- * pass METRALE_BACKEND_CPU). Every argument is validated before any buffer is read. */
+/* exec NULL: METRALE_EXEC_INIT (the automatic backend: CUDA, device buffers). Every argument is
+ * validated before any buffer is read. */
 METRALE_API metrale_status metrale_moe_forward(const metrale_moe_layer* layer,
                                                const metrale_moe_tokens* tokens,
                                                const metrale_exec* exec);
-/* Bytes of workspace metrale_moe_forward needs for num_tokens tokens (0 on the CPU backend). */
+/* Bytes of workspace metrale_moe_forward needs for num_tokens tokens (0 on the CPU backend;
+ * on CUDA about num_tokens·top_k·(2·I + H)·2 plus the grouped GEMMs' own). */
 METRALE_API metrale_status metrale_moe_workspace_size(metrale_backend backend,
                                                       const metrale_moe_layer* layer,
                                                       int32_t num_tokens, size_t* bytes);

@@ -1,7 +1,7 @@
 // The CUDA backend's dispatcher: turns each API call into a Problem, gives its experts to kernel
 // families by row count (the decode family streams experts with up to kDecodeMaxRows rows, the
-// tiled family takes the rest and every bf16 GEMM; with device offsets both launch and each skips
-// the other's experts), sizes the workspace as the largest of the
+// tiled family takes the rest and every bf16 GEMM; with device offsets one family takes every
+// expert, chosen by the mean row count), sizes the workspace as the largest of the
 // launches it will make (they run one after another on the caller's stream, so they share it)
 // and launches. METRALE_CUDA_KERNEL overrides the choice for tuning and tests.
 #include <fmt/format.h>
@@ -47,10 +47,9 @@ struct Launch {
   Plan plan;
 };
 
-// Whether any expert's row count falls in `window` (for device offsets: may fall).
+// Whether any expert's row count falls in `window` (host offsets).
 bool has_rows_in(const GroupedNvfp4& a, RowWindow window) {
   const ExpertGroups& g = a.groups;
-  if (g.offsets_on_device) return g.m_total > 0 && window.min_rows <= g.max_rows_per_expert;
   for (int e = 0; e < g.num_experts; ++e)
     if (window.contains(g.offsets[e + 1] - g.offsets[e])) return true;
   return false;
@@ -83,8 +82,31 @@ bool decode_takes(const Problem& problem) {
   return sm90::decode::decode_family().why_not(problem).empty();
 }
 
+// Device offsets: the row counts are unknown here, only their total (m_total, a bound) and the
+// largest expert's bound. Splitting by the bound would launch both families whenever it passes
+// 32 rows (the MoE layer's bound is T), each family mostly idle, and size the decode tiles for
+// the bound. The mean decides instead: up to kDecodeMaxRows rows an expert on average, the
+// decode family takes every expert, its token tile sized for twice the mean (a busier expert
+// takes several tiles); past it, the tiled family takes them all.
+std::vector<Launch> choose_for_device_offsets(const Problem& problem) {
+  const ExpertGroups& g = problem.args.groups;
+  const int mean = (g.m_total + g.num_experts - 1) / g.num_experts;
+  if (mean <= kDecodeMaxRows && decode_takes(problem)) {
+    const Family& decode = sm90::decode::decode_family();
+    Plan plan = decode.plan(problem, RowWindow{});
+    const int wanted = std::min(g.max_rows_per_expert, 2 * mean);
+    while (plan.config > 0 && sm90::decode::kTokenWidths[plan.config - 1] >= wanted) --plan.config;
+    return {{&decode, plan}};
+  }
+  const Family& tiled = sm90::tiled_family();
+  if (const std::string why = tiled.why_not(problem); !why.empty())
+    fail(Status::unsupported, "{}: {}", problem.op, why);
+  return {{&tiled, tiled.plan(problem, RowWindow{})}};
+}
+
 std::vector<Launch> choose(const Problem& problem) {
   if (const auto forced = core::forced_cuda_kernel()) return {forced_launch(problem, *forced)};
+  if (problem.args.groups.offsets_on_device) return choose_for_device_offsets(problem);
   const Family& decode = sm90::decode::decode_family();
   const Family& tiled = sm90::tiled_family();
   std::vector<Launch> launches;

@@ -434,7 +434,7 @@ TEST(CudaMoe, HostSideRefusalsNameTheValue) {
   DeviceBuffer small(bytes / 2, "workspace");
   const Exec tight{Backend::cuda, small.data(), bytes / 2};
   EXPECT_TRUE(test::fails_with(moe_forward(layer.layer, d.tokens, tight),
-                               Status::workspace_too_small, "bytes of workspace"));
+                               Status::workspace_too_small, "bytes needed"));
   check::device_synchronize("refusals");
   EXPECT_EQ(d.out.download<bf16_bits>(), f.poisoned_out());
 }
