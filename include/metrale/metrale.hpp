@@ -135,8 +135,7 @@ struct GroupedNvfp4 {
 };
 
 // ---- the MoE layer (docs/api.md, "The MoE layer"; metrale.h has the formula) -----------------
-// CPU backend only for now: the CUDA kernels of issue 9 do not exist yet, and every CUDA-side
-// backend refuses moe_forward with Status::unsupported.
+// The CPU and CUDA backends run it; the reference GEMM backends refuse it.
 
 enum class MoeRouting : std::int32_t {
   softmax_topk = 0,          // Qwen3, Mixtral, gpt-oss
