@@ -30,6 +30,7 @@ void run(std::string_view who, const MoeForward& args, const Exec& exec) {
   }
   if (backend != Backend::cuda) refuse_reference_moe(who, backend);
 #ifdef METRALE_HAS_CUDA
+  cuda::refuse_moe_beyond_limits(who, args);
   if (args.tokens.num_tokens == 0) return;
   require_device(who, backend);
   const core::Buffer ws = select_workspace(

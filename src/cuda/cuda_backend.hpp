@@ -34,6 +34,10 @@ void nvfp4_grouped(const GroupedNvfp4& args, core::Buffer ws, void* stream);
 // no host synchronisation. Non-finite logits or weights and ids outside [0, E), which only the
 // device sees, make that token's output row NaN (docs/api.md). `who` names the entry point.
 void moe_forward(std::string_view who, const MoeForward& args, core::Buffer ws, void* stream);
+// What the CUDA layer cannot run, refused before anything is enqueued (and before asking for a
+// device): E, L (with biases too) past the launch parameters' room, H or I not multiples of 32,
+// unaligned token buffers or expert weights. moe_forward checks it again.
+void refuse_moe_beyond_limits(std::string_view who, const MoeForward& args);
 std::size_t moe_workspace_size(const MoeLayer& layer, int num_tokens);
 
 // The kernel families and configurations nvfp4_grouped would launch for `args` (for the bench's

@@ -240,6 +240,41 @@ TEST_F(MoeValidate, ReferenceBackendsRefuseTheLayer) {
   EXPECT_EQ(out, f.poisoned_out());
 }
 
+// The CUDA layer's own limits, refused before any device is asked for (so on any machine, and on
+// these host buffers nothing is ever launched): each case breaks exactly one.
+TEST_F(MoeValidate, CudaLimitsAreRefusedBeforeAnythingRuns) {
+  if (!backend_built(Backend::cuda)) GTEST_SKIP() << "no CUDA backend in this build";
+  const Exec cuda{Backend::cuda};
+  MoeLayer layer = f.layer;
+  layer.hidden_size = 48;  // a multiple of 16 (valid), not of 32
+  EXPECT_TRUE(fails_with(moe_forward(layer, tokens, cuda), Status::unsupported,
+                         "moe_forward: layer.hidden_size = 48 is not a multiple of 32"));
+  layer = f.layer;
+  layer.intermediate_size = 16;
+  EXPECT_TRUE(fails_with(moe_forward(layer, tokens, cuda), Status::unsupported,
+                         "moe_forward: layer.intermediate_size = 16 is not a multiple of 32"));
+  // 2049 experts, every table entry set: valid, but past the routing launch's room.
+  const std::vector<std::uint64_t> table(2049, 4096);
+  const std::vector<float> scale2(2049, 1.0f);
+  layer = f.layer;
+  layer.num_experts = layer.num_local_experts = 2049;
+  layer.gate = layer.up = layer.down = ExpertWeights{table.data(), table.data(), scale2.data()};
+  EXPECT_TRUE(fails_with(moe_forward(layer, tokens, cuda), Status::unsupported,
+                         "moe_forward: layer.num_experts = 2049 exceeds the CUDA MoE layer's "
+                         "limit of 2048"));
+  MoeTokens shifted = tokens;
+  shifted.hidden = f.hidden.data() + 1;  // 2-byte aligned (valid), not 16
+  EXPECT_TRUE(fails_with(moe_forward(f.layer, shifted, cuda), Status::unsupported,
+                         "moe_forward: tokens.hidden = "));
+  std::vector<std::uint64_t> packed(f.gate.packed_ptrs);
+  packed[3] += 8;
+  layer = f.layer;
+  layer.gate.packed_ptrs = packed.data();
+  EXPECT_TRUE(fails_with(moe_forward(layer, tokens, cuda), Status::unsupported,
+                         "moe_forward: layer.gate.packed_ptrs[3] = "));
+  EXPECT_EQ(out, f.poisoned_out());
+}
+
 // Without a device the CUDA backend says so (host buffers are never handed to a kernel); a
 // build without it says not built. With a device, tests/cuda/moe_layer_test.cpp runs the layer.
 TEST_F(MoeValidate, CudaWithoutDeviceRefuses) {

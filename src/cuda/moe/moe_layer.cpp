@@ -28,6 +28,7 @@ namespace {
 
 using moe::kMaxBiasExperts;
 using moe::kMaxRoutedExperts;
+constexpr int kNvfp4KMultiple = 32;  // both sm90 families' rule for K (their why_not)
 
 std::int64_t slot_count(const MoeLayer& layer, int tokens) {
   return std::int64_t{tokens} * layer.top_k;
@@ -95,20 +96,22 @@ std::string field(std::string_view who, std::string_view prefix, std::string_vie
   return fmt::format("{}{}{}", prefix, who.starts_with("metrale_") ? "->" : ".", name);
 }
 
-void refuse_beyond_limits(std::string_view who, const MoeLayer& layer) {
-  if (layer.num_experts > kMaxRoutedExperts)
-    fail(Status::unsupported,
-         "{}: {} = {} exceeds the CUDA MoE layer's limit of {} (its routing scratch and the "
-         "expert map travel with the routing launch)",
-         who, field(who, "layer", "num_experts"), layer.num_experts, kMaxRoutedExperts);
-  if (layer.num_local_experts > kMaxExperts)
-    fail(Status::unsupported, "{}: {} = {} exceeds the CUDA backend's limit of {}", who,
-         field(who, "layer", "num_local_experts"), layer.num_local_experts, kMaxExperts);
-  if (has_bias(layer) && layer.num_local_experts > kMaxBiasExperts)
-    fail(Status::unsupported,
-         "{}: {} = {} with biases exceeds the CUDA MoE layer's limit of {} (the bias pointers "
-         "travel with the activation and combine launches)",
-         who, field(who, "layer", "num_local_experts"), layer.num_local_experts, kMaxBiasExperts);
+// Each local expert's packed weight (and SFB block scales) must be 16-byte aligned: the grouped
+// GEMMs read them 16 bytes at a time. Null entries (local experts the map never reaches) pass.
+void require_aligned_experts(std::string_view who, const MoeLayer& layer) {
+  const bool sfb = layer.scale_layout == ScaleLayout::sfb;
+  for (auto [name, w] : {std::pair{"gate", &layer.gate}, std::pair{"up", &layer.up},
+                         std::pair{"down", &layer.down}}) {
+    if (w->packed_ptrs == nullptr) continue;  // no expert is reachable (validated)
+    for (int e = 0; e < layer.num_local_experts; ++e) {
+      if (w->packed_ptrs[e] % kPointerAlignment != 0)
+        require_aligned_16(who, field(who, "layer", fmt::format("{}.packed_ptrs[{}]", name, e)),
+                           reinterpret_cast<const void*>(w->packed_ptrs[e]));
+      if (sfb && w->scale_ptrs[e] % kPointerAlignment != 0)
+        require_aligned_16(who, field(who, "layer", fmt::format("{}.scale_ptrs[{}]", name, e)),
+                           reinterpret_cast<const void*>(w->scale_ptrs[e]));
+    }
+  }
 }
 
 // Whether any global expert maps to a local one: with none, the GEMMs have no rows (and the
@@ -232,20 +235,48 @@ void run_combine(const MoeForward& args, const Scratch& s, cudaStream_t stream) 
 
 }  // namespace
 
+void refuse_moe_beyond_limits(std::string_view who, const MoeForward& args) {
+  const MoeLayer& layer = args.layer;
+  if (layer.num_experts > kMaxRoutedExperts)
+    fail(Status::unsupported,
+         "{}: {} = {} exceeds the CUDA MoE layer's limit of {} (its routing scratch and the "
+         "expert map travel with the routing launch)",
+         who, field(who, "layer", "num_experts"), layer.num_experts, kMaxRoutedExperts);
+  if (layer.num_local_experts > kMaxExperts)
+    fail(Status::unsupported, "{}: {} = {} exceeds the CUDA backend's limit of {}", who,
+         field(who, "layer", "num_local_experts"), layer.num_local_experts, kMaxExperts);
+  if (has_bias(layer) && layer.num_local_experts > kMaxBiasExperts)
+    fail(Status::unsupported,
+         "{}: {} = {} with biases exceeds the CUDA MoE layer's limit of {} (the bias pointers "
+         "travel with the activation and combine launches)",
+         who, field(who, "layer", "num_local_experts"), layer.num_local_experts, kMaxBiasExperts);
+  for (auto [name, size] : {std::pair{"hidden_size", layer.hidden_size},
+                            std::pair{"intermediate_size", layer.intermediate_size}}) {
+    if (size % kNvfp4KMultiple != 0)
+      fail(Status::unsupported,
+           "{}: {} = {} is not a multiple of {} (it is K of a grouped NVFP4 GEMM, whose packed "
+           "rows the CUDA kernels load 16 bytes at a time)",
+           who, field(who, "layer", name), size, kNvfp4KMultiple);
+  }
+  if (args.tokens.num_tokens == 0) return;
+  require_aligned_16(who, field(who, "tokens", "hidden"), args.tokens.hidden);
+  require_aligned_16(who, field(who, "tokens", "out"), args.tokens.out);
+  if (args.tokens.residual)
+    require_aligned_16(who, field(who, "tokens", "residual"), args.tokens.residual);
+  require_aligned_experts(who, layer);
+}
+
 std::size_t moe_workspace_size(const MoeLayer& layer, int num_tokens) {
   if (num_tokens <= 0) return 0;
   return carve(layer, num_tokens, nullptr).bytes;
 }
 
 void moe_forward(std::string_view who, const MoeForward& args, core::Buffer ws, void* stream) {
+  refuse_moe_beyond_limits(who, args);
   require_device(who);
   const MoeLayer& layer = args.layer;
   const MoeTokens& t = args.tokens;
-  refuse_beyond_limits(who, layer);
   if (t.num_tokens == 0) return;
-  require_aligned_16(who, field(who, "tokens", "hidden"), t.hidden);
-  require_aligned_16(who, field(who, "tokens", "out"), t.out);
-  if (t.residual) require_aligned_16(who, field(who, "tokens", "residual"), t.residual);
   const Scratch s = carve(layer, t.num_tokens, ws.ptr);
   if (ws.size < s.bytes)
     fail(Status::workspace_too_small, "{}: needs {} bytes of workspace, got {}", who, s.bytes,
