@@ -22,6 +22,31 @@ struct Check {
   double rel_diff() const { return max_abs_ref > 0 ? max_abs_diff / max_abs_ref : max_abs_diff; }
 };
 
+// One of our grouped calls timed alone on a moe row's routing (op gate_up or op down, impl
+// metrale): what the layer is compared with.
+struct GroupedPart {
+  std::string impl;  // who produced the number
+  bool ok = false;
+  std::string error, kernel, note;
+  Stats stats;
+  Work work;
+  Floor floor;
+  int weight_copies = 0;
+  double pct_floor() const;
+};
+
+// What a moe row adds: the routing the layer chose, the grouped calls on it, and the target of
+// issue 9: layer / (gate_up + down) <= 1.15 at every T, <= 1.10 at T >= 64.
+struct MoeParts {
+  std::string recipe;              // the model's routing and activation, in words
+  std::string routing_source;      // whose routing the grouped calls ran on
+  long long slots_differing = -1;  // the layer's topk_ids_out against the CPU oracle's (-1: n/a)
+  long long nan_outputs = -1;      // NaN in the layer's output after its first call (-1: n/a)
+  GroupedPart gate_up, down;
+  double grouped_us() const;  // gate_up + down medians; 0 unless both ran
+};
+double moe_target(int tokens);
+
 struct Row {
   std::string model;
   Op op = Op::gate_up;
@@ -39,10 +64,13 @@ struct Row {
   std::string kernel;  // metrale and bf16-grouped rows: the kernels and configurations that ran
   Check check;
   std::vector<std::pair<std::string, double>> time_ratio;  // impl -> this time / its time
+  MoeParts moe;                                            // op moe only
 
   double tflops() const;
   double gbps() const;       // minimal bytes over measured time
   double pct_floor() const;  // 100 · floor / time; 0 when no floor
+  // op moe: the layer's time over gate_up + down on the same routing; 0 unless all three ran.
+  double layer_over_grouped() const;
 };
 
 struct RunInfo {

@@ -107,6 +107,10 @@ void sweep(CudaContext& ctx, Report& report, Progress& progress) {
         bench_pack(ctx, m, scratch, report);
         continue;
       }
+      if (op == Op::moe) {
+        bench_moe(ctx, m, static_cast<int>(mi), report, progress);
+        continue;
+      }
       if (op == Op::dense) {
         for (int tokens : cfg.tokens) {
           progress.step(fmt::format("{} dense T={}", m.name, tokens));

@@ -58,6 +58,9 @@ void bench_grouped(CudaContext& ctx, const ModelShape& model, Op op, const Routi
 void bench_dense(CudaContext& ctx, const ModelShape& model, int tokens, DeviceArena& scratch,
                  Report& report);
 void bench_pack(CudaContext& ctx, const ModelShape& model, DeviceArena& scratch, Report& report);
+// Op moe for one model: every token count, the layer's weights made once (moe_bench.cpp).
+void bench_moe(CudaContext& ctx, const ModelShape& model, int model_index, Report& report,
+               Progress& progress);
 
 // For a failed implementation: fills the row's error and makes sure the device is still usable
 // (a sticky CUDA error ends the run: every later number would be wrong).

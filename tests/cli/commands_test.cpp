@@ -96,6 +96,22 @@ TEST(BenchCli, Bf16GroupedNeedsCutlassAndAGpu) {
       << run.output;
 }
 
+// Op moe on the CPU: the layer's row and, under it, the grouped calls and the ratio.
+TEST(BenchCli, MoeRowsShowTheRatioToTheGroupedCalls) {
+  const CliRun run = run_cli(
+      "bench --cpu --ops moe --tokens 2 --budget-ms 1 --name tiny --hidden 64 --inter 32 "
+      "--experts 8 --top-k 2");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(contains(run.output, "tiny           moe")) << run.output;
+  EXPECT_TRUE(contains(run.output, "on the layer's routing (topk_ids_out): gate_up metrale-cpu"))
+      << run.output;
+  EXPECT_TRUE(contains(run.output, ">>> layer / (gate_up + down) = ")) << run.output;
+  const CliRun bad = run_cli("bench --cpu --ops gate_up,moes");
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  EXPECT_TRUE(contains(bad.output, "--ops moes is not one of gate_up, down, dense, pack, moe"))
+      << bad.output;
+}
+
 TEST(InfoCli, FlagsBadEnvironmentValues) {
   const CliRun good = run_cli("info");
   EXPECT_EQ(good.exit_code, 0) << good.output;
