@@ -10,14 +10,7 @@
 namespace metrale::bench {
 
 MoeLayer layer_of(const ModelShape& m) {
-  MoeLayer layer;
-  layer.num_experts = layer.num_local_experts = m.experts;
-  layer.hidden_size = m.hidden;
-  layer.intermediate_size = m.inter;
-  layer.top_k = m.top_k;
-  layer.scale_layout = ScaleLayout::sfb;
-  check::apply_recipe(m.moe, layer);
-  return layer;
+  return check::layer_skeleton(m.experts, m.hidden, m.inter, m.top_k, m.moe);
 }
 
 std::vector<float> correction_bias_of(const ModelShape& m, std::uint64_t seed) {
@@ -83,17 +76,7 @@ Row moe_row(const ModelShape& m, const Routing& r, const std::string& impl) {
 }
 
 GroupedPart as_part(const Row& grouped) {
-  GroupedPart part;
-  part.impl = grouped.impl;
-  part.ok = grouped.ok;
-  part.error = grouped.error;
-  part.kernel = grouped.kernel;
-  part.note = grouped.note;
-  part.stats = grouped.stats;
-  part.work = grouped.work;
-  part.floor = grouped.floor;
-  part.weight_copies = grouped.weight_copies;
-  return part;
+  return static_cast<const Measurement&>(grouped);
 }
 
 long long count_nan_bf16(const std::vector<bf16_bits>& values) {

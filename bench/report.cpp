@@ -60,16 +60,25 @@ ordered_json floor_json(const Floor& f) {
                       {"floor_us", or_null(has_floor, f.floor_us())}};
 }
 
+// What a row and a part have in common, after their status: why it did not run, the work, the
+// floor, the statistics and % of floor (`rates`, e.g. a row's TFLOP/s and GB/s, before the last).
+ordered_json measurement_json(const Measurement& m, const ordered_json& rates) {
+  ordered_json j;
+  if (!m.ok) j["error"] = m.error;
+  j["flops"] = m.work.flops;
+  j["bytes"] = m.work.bytes;
+  j.update(floor_json(m.floor));
+  if (m.ok) {
+    j.update(stats_json(m.stats));
+    j.update(rates);
+    j["pct_floor"] = or_null(m.floor.floor_us() > 0, m.pct_floor());
+  }
+  return j;
+}
+
 ordered_json part_json(const GroupedPart& p) {
   ordered_json j{{"impl", p.impl}, {"status", p.ok ? "ok" : "error"}};
-  if (!p.ok) j["error"] = p.error;
-  j["flops"] = p.work.flops;
-  j["bytes"] = p.work.bytes;
-  j.update(floor_json(p.floor));
-  if (p.ok) {
-    j.update(stats_json(p.stats));
-    j["pct_floor"] = or_null(p.floor.floor_us() > 0, p.pct_floor());
-  }
+  j.update(measurement_json(p, ordered_json::object()));
   j["weight_copies"] = p.weight_copies;
   if (!p.kernel.empty()) j["kernel"] = p.kernel;
   if (!p.note.empty()) j["note"] = p.note;
@@ -108,16 +117,7 @@ ordered_json row_json(const Row& r) {
                  {"impl", r.impl},
                  {"status", r.ok ? "ok" : "error"}};
   if (!r.expert_rows.empty()) j["expert_rows"] = r.expert_rows;
-  if (!r.ok) j["error"] = r.error;
-  j["flops"] = r.work.flops;
-  j["bytes"] = r.work.bytes;
-  j.update(floor_json(r.floor));
-  if (r.ok) {
-    j.update(stats_json(r.stats));
-    j["tflops"] = r.tflops();
-    j["gbps"] = r.gbps();
-    j["pct_floor"] = or_null(r.floor.floor_us() > 0, r.pct_floor());
-  }
+  j.update(measurement_json(r, ordered_json{{"tflops", r.tflops()}, {"gbps", r.gbps()}}));
   j["weight_copies"] = r.weight_copies;
   ordered_json ratios = ordered_json::object();
   for (const auto& [impl, ratio] : r.time_ratio) ratios[impl] = ratio;
@@ -169,15 +169,12 @@ double Row::tflops() const {
 double Row::gbps() const {
   return ok && stats.median_us > 0 ? work.bytes / stats.median_us / 1e3 : 0;
 }
-double Row::pct_floor() const {
+double Measurement::pct_floor() const {
   return ok && stats.median_us > 0 ? 100.0 * floor.floor_us() / stats.median_us : 0;
 }
 double Row::layer_over_grouped() const {
   const double grouped = moe.grouped_us();
   return op == Op::moe && ok && grouped > 0 ? stats.median_us / grouped : 0;
-}
-double GroupedPart::pct_floor() const {
-  return ok && stats.median_us > 0 ? 100.0 * floor.floor_us() / stats.median_us : 0;
 }
 double MoeParts::grouped_us() const {
   return gate_up.ok && down.ok ? gate_up.stats.median_us + down.stats.median_us : 0;

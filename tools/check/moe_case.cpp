@@ -157,12 +157,7 @@ MoeTables host_tables(const MoeHost& h) {
 }
 
 MoeLayer moe_layer(const MoeHost& h, const MoeTables& tables, const float* correction_bias) {
-  MoeLayer layer;
-  layer.num_experts = layer.num_local_experts = h.experts;
-  layer.hidden_size = h.hidden;
-  layer.intermediate_size = h.inter;
-  layer.top_k = h.top_k;
-  layer.scale_layout = ScaleLayout::sfb;
+  MoeLayer layer = layer_skeleton(h.experts, h.hidden, h.inter, h.top_k, h.recipe);
   ExpertWeights* projections[3] = {&layer.gate, &layer.up, &layer.down};
   for (int p = 0; p < 3; ++p)
     *projections[p] = {tables.packed[p].data(), tables.scale[p].data(), h.scale2[p].data()};
@@ -171,9 +166,15 @@ MoeLayer moe_layer(const MoeHost& h, const MoeTables& tables, const float* corre
     layer.up_bias_ptrs = tables.bias[kUp].data();
     layer.down_bias_ptrs = tables.bias[kDown].data();
   }
-  apply_recipe(h.recipe, layer);
   if (!h.correction_bias.empty()) layer.correction_bias = correction_bias;
   return layer;
+}
+
+void set_routing_inputs(const MoeHost& h, MoeTokenData& d, const float* logits,
+                        const std::int32_t* ids, const float* weights) {
+  d.logits = h.from_logits() ? logits : nullptr;
+  d.ids = h.from_logits() ? nullptr : ids;
+  d.weights = h.from_logits() ? nullptr : weights;
 }
 
 MoeTokens moe_tokens(const MoeTokenData& d) {
@@ -202,20 +203,12 @@ MoeOutputs moe_oracle(const MoeHost& h, const std::vector<std::int64_t>& rows) {
   o.out.resize(rows.size() * static_cast<std::size_t>(h.hidden));
   o.ids.resize(rows.size() * static_cast<std::size_t>(h.top_k));
   o.weights.resize(o.ids.size());
-  MoeTokenData d{static_cast<std::int32_t>(rows.size()),
-                 x.data(),
-                 nullptr,
-                 nullptr,
-                 nullptr,
-                 o.out.data(),
-                 o.ids.data(),
-                 o.weights.data()};
-  if (h.from_logits()) {
-    d.logits = logits.data();
-  } else {
-    d.ids = ids.data();
-    d.weights = weights.data();
-  }
+  MoeTokenData d{.count = static_cast<std::int32_t>(rows.size()),
+                 .x = x.data(),
+                 .out = o.out.data(),
+                 .ids_out = o.ids.data(),
+                 .weights_out = o.weights.data()};
+  set_routing_inputs(h, d, logits.data(), ids.data(), weights.data());
   const MoeTables tables = host_tables(h);
   require_ok(moe_forward(moe_layer(h, tables, h.correction_bias.data()), moe_tokens(d), kCpuOracle),
              "CPU oracle moe_forward");

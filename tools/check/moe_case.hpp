@@ -72,6 +72,10 @@ struct MoeTokenData {
   float* weights_out = nullptr;
 };
 MoeTokens moe_tokens(const MoeTokenData& data);
+// Sets the routing inputs h's router reads (the logits, or the precomputed ids and weights) and
+// nulls the others.
+void set_routing_inputs(const MoeHost& h, MoeTokenData& data, const float* logits,
+                        const std::int32_t* ids, const float* weights);
 
 // The outputs of one run of the layer: out [tokens, H], ids and weights [tokens, k].
 struct MoeOutputs {

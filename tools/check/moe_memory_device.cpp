@@ -35,20 +35,13 @@ class DeviceMoeMemory final : public MoeMemory {
   }
 
   Result run(const Exec& exec) override {
-    MoeTokenData d{h_.tokens,
-                   x_.as<bf16_bits>(),
-                   nullptr,
-                   nullptr,
-                   nullptr,
-                   out_.as<bf16_bits>(),
-                   ids_.as<std::int32_t>(),
-                   weights_.as<float>()};
-    if (h_.from_logits()) {
-      d.logits = logits_.as<float>();
-    } else {
-      d.ids = ids_in_.as<std::int32_t>();
-      d.weights = weights_in_.as<float>();
-    }
+    MoeTokenData d{.count = h_.tokens,
+                   .x = x_.as<bf16_bits>(),
+                   .out = out_.as<bf16_bits>(),
+                   .ids_out = ids_.as<std::int32_t>(),
+                   .weights_out = weights_.as<float>()};
+    set_routing_inputs(h_, d, logits_.as<float>(), ids_in_.as<std::int32_t>(),
+                       weights_in_.as<float>());
     return moe_forward(layer_, moe_tokens(d), exec);
   }
 

@@ -21,20 +21,12 @@ class HostMoeMemory final : public MoeMemory {
   }
 
   Result run(const Exec& exec) override {
-    MoeTokenData d{h_.tokens,
-                   x_.data(),
-                   nullptr,
-                   nullptr,
-                   nullptr,
-                   out_.as<bf16_bits>(),
-                   ids_.as<std::int32_t>(),
-                   weights_.as<float>()};
-    if (h_.from_logits()) {
-      d.logits = logits_.data();
-    } else {
-      d.ids = h_.ids.data();
-      d.weights = h_.weights.data();
-    }
+    MoeTokenData d{.count = h_.tokens,
+                   .x = x_.data(),
+                   .out = out_.as<bf16_bits>(),
+                   .ids_out = ids_.as<std::int32_t>(),
+                   .weights_out = weights_.as<float>()};
+    set_routing_inputs(h_, d, logits_.data(), h_.ids.data(), h_.weights.data());
     return moe_forward(layer_, moe_tokens(d), exec);
   }
 

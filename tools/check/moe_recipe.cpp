@@ -29,6 +29,18 @@ void apply_recipe(const MoeRecipe& recipe, MoeLayer& layer) {
   layer.swiglu_limit = recipe.swiglu_limit;
 }
 
+MoeLayer layer_skeleton(std::int32_t experts, std::int32_t hidden, std::int32_t inter,
+                        std::int32_t top_k, const MoeRecipe& recipe) {
+  MoeLayer layer;
+  layer.num_experts = layer.num_local_experts = experts;
+  layer.hidden_size = hidden;
+  layer.intermediate_size = inter;
+  layer.top_k = top_k;
+  layer.scale_layout = ScaleLayout::sfb;
+  apply_recipe(recipe, layer);
+  return layer;
+}
+
 std::string recipe_text(const MoeRecipe& recipe) {
   std::string routing(router_name(recipe.routing));
   if (recipe.routing != MoeRouting::precomputed) {

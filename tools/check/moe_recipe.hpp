@@ -43,6 +43,10 @@ MoeRecipe with_router(const MoeRecipe& base, MoeRouting routing);
 // bias tables stay the caller's to set.
 void apply_recipe(const MoeRecipe& recipe, MoeLayer& layer);
 
+// A layer of E experts (no expert map), SFB scales, the recipe applied; no weights yet.
+MoeLayer layer_skeleton(std::int32_t experts, std::int32_t hidden, std::int32_t inter,
+                        std::int32_t top_k, const MoeRecipe& recipe);
+
 // "sigmoid_grouped_topk (8 groups, 4 kept, renormalized, x2.5, correction bias); silu"
 std::string recipe_text(const MoeRecipe& recipe);
 
