@@ -47,7 +47,7 @@ const std::vector<ModelShape>& model_presets() {
   static const std::vector<ModelShape> presets = [] {
     std::vector<ModelShape> shapes;
     for (const check::ModelPreset& p : check::model_presets())
-      shapes.push_back({p.display, p.hidden, p.inter, p.experts, p.top_k});
+      shapes.push_back({p.display, p.hidden, p.inter, p.experts, p.top_k, p.moe});
     return shapes;
   }();
   return presets;
@@ -74,16 +74,22 @@ const char* op_name(Op op) {
     case Op::down: return "down";
     case Op::dense: return "dense";
     case Op::pack: return "pack";
+    case Op::moe: return "moe";
   }
   return "?";
 }
 
 Op parse_op(const std::string& name) {
   const std::string key = lower(name);
-  for (Op op : {Op::gate_up, Op::down, Op::dense, Op::pack}) {
+  for (Op op : {Op::gate_up, Op::down, Op::dense, Op::pack, Op::moe}) {
     if (key == op_name(op)) return op;
   }
-  fail(Status::invalid_argument, "bench: --ops {} is not one of gate_up, down, dense, pack", name);
+  fail(Status::invalid_argument, "bench: --ops {} is not one of gate_up, down, dense, pack, moe",
+       name);
+}
+
+std::vector<Op> default_ops() {
+  return {Op::gate_up, Op::down, Op::moe};
 }
 
 const char* impl_label(Impl impl) {

@@ -7,12 +7,17 @@
 //   down     [rows, inter] × [E, hidden, inter]ᵀ — rows already in expert order
 //   dense    [T, hidden] × [2·inter, hidden]ᵀ in bf16 — one dense FFN-sized GEMM
 //   pack     pack_bf16_weight_to_nvfp4_t on stacked expert weights (≥ 256 MiB of bf16)
+//   moe      the whole MoE layer (moe_forward: routing, gate/up, activation, down, combine) with
+//            the model's own routing and activation, and on the routing it chose our gate_up and
+//            down grouped calls alone: layer / (gate_up + down) is issue 9's target
 // with rows = T · top_k.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "check/moe_recipe.hpp"
 
 namespace metrale::bench {
 
@@ -22,12 +27,14 @@ struct ModelShape {
   int inter = 0;   // one expert's intermediate width: N of gate and of up, K of down
   int experts = 0;
   int top_k = 0;
+  check::MoeRecipe moe;  // op moe: the model's routing and activation (custom shapes: softmax
+                         // top-k, renormalised, silu)
 };
 
 // The model presets of PERF.md (and Qwen3-Next, 512 experts).
 const std::vector<ModelShape>& model_presets();
 
-enum class Op { gate_up, down, dense, pack };
+enum class Op { gate_up, down, dense, pack, moe };
 // Who produced a number. metrale_cpu is our CPU backend (machines without a GPU). bf16_grouped is
 // CUTLASS's sm90 grouped GEMM on bf16 weights (the kernel torch._grouped_mm runs): it exists only
 // in a CUTLASS build (kBf16GroupedBuilt); elsewhere --impls refuses its name, saying why.
@@ -73,6 +80,9 @@ struct BenchConfig {
 // Models from a JSON shape file: [{"name", "hidden", "inter", "experts", "top_k"}, ...] or
 // {"models": [...], "tokens": [...]}; tokens, when present, are appended to `tokens`.
 std::vector<ModelShape> load_shape_file(const std::string& path, std::vector<int>* tokens);
+
+// The ops a run measures when --ops is not given.
+std::vector<Op> default_ops();
 
 // Throws Status::invalid_argument naming the field when a shape cannot be benchmarked.
 void validate_model(const ModelShape& model);

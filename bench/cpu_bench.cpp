@@ -2,7 +2,10 @@
 // API (Backend::cpu, host memory), timed on the host clock and labelled metrale-cpu. No ceilings
 // are measured on the CPU, so rows carry no floor. Weights are quantized with our packer (the CPU
 // pack, then the SFB swizzle) for the experts the routing activates; the others stay null, which
-// the API accepts for experts without rows.
+// the API accepts for experts without rows (the MoE layer's row, cpu_moe_bench.cpp, points them at
+// a quantized one: the layer takes every expert's weights).
+#include "bench/cpu_bench.hpp"
+
 #include <chrono>
 #include <functional>
 #include <map>
@@ -19,9 +22,6 @@
 #include "metrale/metrale.hpp"
 
 namespace metrale::bench {
-namespace {
-
-const Exec kCpu{Backend::cpu};
 
 std::vector<bf16_bits> normal_bf16(std::size_t count, std::uint64_t seed, float stddev) {
   std::vector<bf16_bits> out(count);
@@ -30,26 +30,6 @@ std::vector<bf16_bits> normal_bf16(std::size_t count, std::uint64_t seed, float 
   return out;
 }
 
-// One projection of one expert, quantized with our packer, scales in the SFB layout.
-struct HostExpert {
-  std::vector<std::uint8_t> packed, sfb;
-  float scale_2 = 1.0f;
-};
-
-HostExpert quantize_expert(int n, int k, std::uint64_t seed) {
-  const std::vector<bf16_bits> weight =
-      normal_bf16(static_cast<std::size_t>(n) * k, seed, kWeightStddev);
-  HostExpert h;
-  h.packed.resize(static_cast<std::size_t>(n) * (k / 2));
-  std::vector<std::uint8_t> scale(static_cast<std::size_t>(n) * (k / 16));
-  check(pack_bf16_weight_to_nvfp4_t(
-      PackNvfp4{weight.data(), h.packed.data(), scale.data(), &h.scale_2, n, k}, kCpu));
-  h.sfb.resize(format::sfb_bytes(n, k));
-  check(pack_weight_sfb(SwizzleScales{scale.data(), h.sfb.data(), n, k, true}, kCpu));
-  return h;
-}
-
-// Host-clock timing: one warm-up call, then calls until the budget is spent (at least 3).
 Stats time_host(const std::function<void()>& call, double budget_ms) {
   using clock = std::chrono::steady_clock;
   call();
@@ -63,6 +43,26 @@ Stats time_host(const std::function<void()>& call, double budget_ms) {
     samples.push_back(std::chrono::duration<double, std::micro>(clock::now() - t0).count());
   }
   return summarize(std::move(samples), 1, "host");
+}
+
+ExpertWeights HostTables::view(int projection) const {
+  return ExpertWeights{packed[projection].data(), sfb[projection].data(),
+                       scale2[projection].data()};
+}
+
+namespace {
+
+HostExpert quantize_expert(int n, int k, std::uint64_t seed) {
+  const std::vector<bf16_bits> weight =
+      normal_bf16(static_cast<std::size_t>(n) * k, seed, kWeightStddev);
+  HostExpert h;
+  h.packed.resize(static_cast<std::size_t>(n) * (k / 2));
+  std::vector<std::uint8_t> scale(static_cast<std::size_t>(n) * (k / 16));
+  check(pack_bf16_weight_to_nvfp4_t(
+      PackNvfp4{weight.data(), h.packed.data(), scale.data(), &h.scale_2, n, k}, kCpu));
+  h.sfb.resize(format::sfb_bytes(n, k));
+  check(pack_weight_sfb(SwizzleScales{scale.data(), h.sfb.data(), n, k, true}, kCpu));
+  return h;
 }
 
 Row base_row(const ModelShape& m, Op op, int tokens, const Routing* routing) {
@@ -81,8 +81,37 @@ Row base_row(const ModelShape& m, Op op, int tokens, const Routing* routing) {
   return row;
 }
 
-// Lazily quantized experts of one (model, op): [projection][expert].
-using ExpertCache = std::map<std::pair<int, int>, HostExpert>;
+}  // namespace
+
+HostTables host_tables(const ModelShape& m, Op op, const std::vector<std::int32_t>& experts,
+                       ExpertCache& cache, std::uint64_t seed) {
+  const bool gate_up = op == Op::gate_up;
+  const int n = gate_up ? m.inter : m.hidden, k = gate_up ? m.hidden : m.inter;
+  HostTables t;
+  for (int p = 0; p < (gate_up ? 2 : 1); ++p) {
+    t.packed[p].assign(m.experts, 0);
+    t.sfb[p].assign(m.experts, 0);
+    t.scale2[p].assign(m.experts, 1.0f);
+    for (int e : experts) {
+      auto it = cache.find({p, e});
+      if (it == cache.end()) {
+        it = cache
+                 .emplace(std::pair{p, e},
+                          quantize_expert(n, k, derive_seed(seed, static_cast<int>(op), p, e)))
+                 .first;
+      }
+      t.packed[p][e] = reinterpret_cast<std::uintptr_t>(it->second.packed.data());
+      t.sfb[p][e] = reinterpret_cast<std::uintptr_t>(it->second.sfb.data());
+      t.scale2[p][e] = it->second.scale_2;
+    }
+  }
+  return t;
+}
+
+std::vector<bf16_bits> grouped_activations(Op op, int a_rows, int k, std::uint64_t seed) {
+  return normal_bf16(static_cast<std::size_t>(a_rows) * k,
+                     derive_seed(seed, 0x616374, static_cast<int>(op)), 1.0f);
+}
 
 void run_grouped(const ModelShape& m, Op op, const Routing& r, ExpertCache& cache,
                  std::uint64_t seed, const BenchConfig& cfg, Row& row) {
@@ -92,29 +121,9 @@ void run_grouped(const ModelShape& m, Op op, const Routing& r, ExpertCache& cach
   row.n = n;
   row.k = k;
   row.projections = projections;
-  std::vector<std::uint64_t> packed[2], sfb[2];
-  std::vector<float> scale2[2];
-  for (int p = 0; p < projections; ++p) {
-    packed[p].assign(m.experts, 0);
-    sfb[p].assign(m.experts, 0);
-    scale2[p].assign(m.experts, 1.0f);
-    for (int e : r.active_experts) {
-      auto it = cache.find({p, e});
-      if (it == cache.end()) {
-        it = cache
-                 .emplace(std::pair{p, e},
-                          quantize_expert(n, k, derive_seed(seed, static_cast<int>(op), p, e)))
-                 .first;
-      }
-      packed[p][e] = reinterpret_cast<std::uintptr_t>(it->second.packed.data());
-      sfb[p][e] = reinterpret_cast<std::uintptr_t>(it->second.sfb.data());
-      scale2[p][e] = it->second.scale_2;
-    }
-  }
+  const HostTables tables = host_tables(m, op, r.active_experts, cache, seed);
   const int a_rows = gate_up ? r.tokens : r.rows();
-  const std::vector<bf16_bits> a =
-      normal_bf16(static_cast<std::size_t>(a_rows) * k,
-                  derive_seed(seed, 0x616374, static_cast<int>(op)), 1.0f);
+  const std::vector<bf16_bits> a = grouped_activations(op, a_rows, k, seed);
   std::vector<bf16_bits> out[2];
   GroupedNvfp4 args{};
   args.a = a.data();
@@ -122,12 +131,12 @@ void run_grouped(const ModelShape& m, Op op, const Routing& r, ExpertCache& cach
   args.token_ids = gate_up ? r.sorted_token_ids.data() : nullptr;
   for (int p = 0; p < projections; ++p) {
     out[p].resize(static_cast<std::size_t>(r.rows()) * n);
-    args.proj[p] = ExpertWeights{packed[p].data(), sfb[p].data(), scale2[p].data()};
+    args.proj[p] = tables.view(p);
     args.out[p] = out[p].data();
   }
   args.proj_count = projections;
   args.scale_layout = ScaleLayout::sfb;
-  args.groups = ExpertGroups{r.offsets.data(), false, m.experts, r.rows(), r.max_rows};
+  args.groups = expert_groups(r);
   args.n = n;
   args.k = k;
   row.stats = time_host([&] { check(nvfp4_grouped(args, kCpu)); }, cfg.budget_ms);
@@ -135,6 +144,8 @@ void run_grouped(const ModelShape& m, Op op, const Routing& r, ExpertCache& cach
       grouped_work(static_cast<int>(r.active_experts.size()), projections, n, k, a_rows, r.rows());
   row.ok = true;
 }
+
+namespace {
 
 void run_dense(const ModelShape& m, int tokens, const BenchConfig& cfg, Row& row) {
   const int n = 2 * m.inter, k = m.hidden;
@@ -191,6 +202,12 @@ void run_cpu_bench(const BenchConfig& cfg, Report& report) {
         if (op == Op::pack && tokens != cfg.tokens.front()) continue;
         progress.step(fmt::format("{} {} T={} metrale-cpu", m.name, op_name(op), tokens));
         const std::size_t first = report.rows.size();
+        if (op == Op::moe) {
+          run_cpu_moe(m, tokens, caches, derive_seed(cfg.seed, 0x77), cfg, report);
+          progress.clear();
+          report.finish_group(first);
+          continue;
+        }
         Row row = base_row(m, op, tokens, op == Op::gate_up || op == Op::down ? &routing : nullptr);
         try {
           if (op == Op::gate_up || op == Op::down) {

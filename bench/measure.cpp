@@ -42,6 +42,14 @@ Work grouped_work(int active, int projections, int n, int k, int a_rows, int row
   return w;
 }
 
+Work operator+(const Work& a, const Work& b) {
+  return Work{a.flops + b.flops, a.bytes + b.bytes};
+}
+
+Floor chain_of(const Floor& a, const Floor& b) {
+  return Floor{a.bytes_us + b.bytes_us, a.compute_us + b.compute_us, a.floor_us() + b.floor_us()};
+}
+
 Floor floor_of(const Work& work, double bandwidth_gbps, double tflops) {
   Floor f;
   // GB/s = 1e3 bytes per µs; TFLOP/s = 1e6 flop per µs.

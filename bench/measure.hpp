@@ -27,6 +27,9 @@ struct Work {
                      // activations read + outputs written
 };
 
+// Operations run one after the other (the MoE layer: gate_up, then down): their work adds up.
+Work operator+(const Work& a, const Work& b);
+
 // A grouped NVFP4 GEMM: `active` experts with weights, `projections` of [n, k] each, `a_rows` rows
 // of activations read once (tokens for gate_up, rows for down), `rows` output rows per projection.
 Work grouped_work(int active, int projections, int n, int k, int a_rows, int rows);
@@ -41,10 +44,18 @@ struct Ceilings {
 
 struct Floor {
   double bytes_us = 0, compute_us = 0;
-  double floor_us() const { return bytes_us > compute_us ? bytes_us : compute_us; }
+  // A chain of operations (chain_of): the sum of the steps' floors, each the larger of its own
+  // two, which is more than the larger of the summed bytes and compute floors. 0: one operation.
+  double chain_us = 0;
+  double floor_us() const {
+    if (chain_us > 0) return chain_us;
+    return bytes_us > compute_us ? bytes_us : compute_us;
+  }
 };
 
 // `bandwidth_gbps` is the read ceiling for GEMMs and the copy ceiling for pack.
 Floor floor_of(const Work& work, double bandwidth_gbps, double tflops);
+// The floor of `a` then `b`: bytes and compute floors summed, and the floor the sum of theirs.
+Floor chain_of(const Floor& a, const Floor& b);
 
 }  // namespace metrale::bench

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Plot a `metrale bench --json` file: % of floor against tokens, per model, one line per
-implementation, gate_up and down side by side.
+implementation, gate_up, down and (when the run has it) moe side by side.
 
     python3 bench/plot.py results.json out.png
 
@@ -9,12 +9,14 @@ implementation, gate_up and down side by side.
 floor (2·rows·N·K over the bf16 ceiling), both ceilings measured in the same run. 100 % is the
 floor itself; the dotted lines are PERF.md's targets for our kernels (80 % decode, 85 % prefill).
 metrale's points say which kernel family ran them (the rows' `kernel` field): filled circles the
-decode family, squares the tiled family, diamonds both in one call.
+decode family, squares the tiled family, diamonds both in one call. The moe panel plots the whole
+layer against its floor (gate_up's plus down's on the layer's routing) and, on its right axis,
+layer / (gate_up + down) with issue 9's targets (1.15 below T = 64, 1.10 from T = 64).
 """
 import json
 import sys
 
-OPS = ("gate_up", "down")
+OPS = ("gate_up", "down", "moe")
 # One colour and marker per producer, stable across plots.
 STYLE = {
     "metrale": ("tab:red", "o"),
@@ -57,6 +59,24 @@ def mark_families(ax, selected):
                        label=f"metrale: {name}")
 
 
+def plot_ratio(ax, selected):
+    """moe: layer / (gate_up + down) on a right-hand axis, with the targets."""
+    points = sorted(
+        (r["tokens"], r["moe"]["layer_over_grouped"])
+        for r in selected
+        if r.get("moe", {}).get("layer_over_grouped") is not None
+    )
+    if not points:
+        return
+    right = ax.twinx()
+    right.plot([t for t, _ in points], [q for _, q in points], color="tab:purple", marker="x",
+               linestyle="--", label="layer / (gate_up + down)")
+    right.axhline(1.15, color="tab:purple", linewidth=0.6, linestyle=":")
+    right.axhline(1.10, color="tab:purple", linewidth=0.6, linestyle="-.")
+    right.set_ylabel("layer / (gate_up + down)", fontsize=8, color="tab:purple")
+    right.legend(fontsize=7, loc="lower right")
+
+
 def title(meta):
     gpu = meta.get("gpu", {}).get("name", "no GPU")
     return (
@@ -72,7 +92,7 @@ def main(argv):
     meta, rows = load(argv[1])
     if not rows:
         print(
-            f"plot.py: {argv[1]} has no gate_up/down rows with a floor "
+            f"plot.py: {argv[1]} has no gate_up/down/moe rows with a floor "
             "(a CPU run measures no ceilings, so it has nothing to plot)",
             file=sys.stderr,
         )
@@ -83,11 +103,13 @@ def main(argv):
     import matplotlib.pyplot as plt
 
     models = list(dict.fromkeys(r["model"] for r in rows))
+    ops = [op for op in OPS if any(r["op"] == op for r in rows)]
     fig, axes = plt.subplots(
-        len(models), len(OPS), figsize=(12, 3.2 * len(models)), squeeze=False, sharex=True
+        len(models), len(ops), figsize=(6 * len(ops), 3.2 * len(models)), squeeze=False,
+        sharex=True
     )
     for i, model in enumerate(models):
-        for j, op in enumerate(OPS):
+        for j, op in enumerate(ops):
             ax = axes[i][j]
             selected = [r for r in rows if r["model"] == model and r["op"] == op]
             for impl in dict.fromkeys(r["impl"] for r in selected):
@@ -102,6 +124,8 @@ def main(argv):
                     linewidth=2.2 if impl == "metrale" else 1.2,
                 )
             mark_families(ax, selected)
+            if op == "moe":
+                plot_ratio(ax, selected)
             ax.axhline(100, color="black", linewidth=0.8)
             ax.axhline(80, color="tab:red", linewidth=0.6, linestyle=":")
             ax.axhline(85, color="tab:red", linewidth=0.6, linestyle="--")

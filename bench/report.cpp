@@ -48,6 +48,61 @@ ordered_json stats_json(const Stats& s) {
                       {"timing", s.timing}};
 }
 
+ordered_json or_null(bool present, double value) {
+  return present ? ordered_json(value) : ordered_json();
+}
+
+// No floor (a CPU run measures no ceilings): null, not a 0 that would plot as a number.
+ordered_json floor_json(const Floor& f) {
+  const bool has_floor = f.floor_us() > 0;
+  return ordered_json{{"bytes_floor_us", or_null(has_floor, f.bytes_us)},
+                      {"compute_floor_us", or_null(has_floor, f.compute_us)},
+                      {"floor_us", or_null(has_floor, f.floor_us())}};
+}
+
+// What a row and a part have in common, after their status: why it did not run, the work, the
+// floor, the statistics and % of floor (`rates`, e.g. a row's TFLOP/s and GB/s, before the last).
+ordered_json measurement_json(const Measurement& m, const ordered_json& rates) {
+  ordered_json j;
+  if (!m.ok) j["error"] = m.error;
+  j["flops"] = m.work.flops;
+  j["bytes"] = m.work.bytes;
+  j.update(floor_json(m.floor));
+  if (m.ok) {
+    j.update(stats_json(m.stats));
+    j.update(rates);
+    j["pct_floor"] = or_null(m.floor.floor_us() > 0, m.pct_floor());
+  }
+  return j;
+}
+
+ordered_json part_json(const GroupedPart& p) {
+  ordered_json j{{"impl", p.impl}, {"status", p.ok ? "ok" : "error"}};
+  j.update(measurement_json(p, ordered_json::object()));
+  j["weight_copies"] = p.weight_copies;
+  if (!p.kernel.empty()) j["kernel"] = p.kernel;
+  if (!p.note.empty()) j["note"] = p.note;
+  return j;
+}
+
+// A moe row's own fields: the routing, the grouped calls on it, the ratio and its target.
+ordered_json moe_json(const Row& r) {
+  const MoeParts& m = r.moe;
+  const double ratio = r.layer_over_grouped();
+  return ordered_json{
+      {"recipe", m.recipe},
+      {"routing_source", m.routing_source},
+      {"routing_slots_differing_from_cpu_oracle",
+       m.slots_differing >= 0 ? ordered_json(m.slots_differing) : ordered_json()},
+      {"out_nan_count", m.nan_outputs >= 0 ? ordered_json(m.nan_outputs) : ordered_json()},
+      {"gate_up", part_json(m.gate_up)},
+      {"down", part_json(m.down)},
+      {"grouped_sum_us", or_null(m.grouped_us() > 0, m.grouped_us())},
+      {"layer_over_grouped", or_null(ratio > 0, ratio)},
+      {"target", moe_target(r.tokens)},
+      {"meets_target", ratio > 0 ? ordered_json(ratio <= moe_target(r.tokens)) : ordered_json()}};
+}
+
 ordered_json row_json(const Row& r) {
   ordered_json j{{"model", r.model},
                  {"op", op_name(r.op)},
@@ -62,20 +117,7 @@ ordered_json row_json(const Row& r) {
                  {"impl", r.impl},
                  {"status", r.ok ? "ok" : "error"}};
   if (!r.expert_rows.empty()) j["expert_rows"] = r.expert_rows;
-  if (!r.ok) j["error"] = r.error;
-  j["flops"] = r.work.flops;
-  j["bytes"] = r.work.bytes;
-  // No floor (a CPU run measures no ceilings): null, not a 0 that would plot as a number.
-  const bool has_floor = r.floor.floor_us() > 0;
-  j["bytes_floor_us"] = has_floor ? ordered_json(r.floor.bytes_us) : ordered_json();
-  j["compute_floor_us"] = has_floor ? ordered_json(r.floor.compute_us) : ordered_json();
-  j["floor_us"] = has_floor ? ordered_json(r.floor.floor_us()) : ordered_json();
-  if (r.ok) {
-    j.update(stats_json(r.stats));
-    j["tflops"] = r.tflops();
-    j["gbps"] = r.gbps();
-    j["pct_floor"] = has_floor ? ordered_json(r.pct_floor()) : ordered_json();
-  }
+  j.update(measurement_json(r, ordered_json{{"tflops", r.tflops()}, {"gbps", r.gbps()}}));
   j["weight_copies"] = r.weight_copies;
   ordered_json ratios = ordered_json::object();
   for (const auto& [impl, ratio] : r.time_ratio) ratios[impl] = ratio;
@@ -89,7 +131,34 @@ ordered_json row_json(const Row& r) {
   }
   if (!r.note.empty()) j["note"] = r.note;
   if (!r.kernel.empty()) j["kernel"] = r.kernel;
+  if (r.op == Op::moe) j["moe"] = moe_json(r);
   return j;
+}
+
+std::string part_text(const char* op, const GroupedPart& p) {
+  if (!p.ok) return fmt::format("{} {} not run: {}", op, p.impl, p.error);
+  const bool has_floor = p.floor.floor_us() > 0;
+  return fmt::format(
+      "{} {} {} us{}", op, p.impl, time_us(p.stats.median_us),
+      has_floor ? fmt::format(" (floor {} us, {:.1f}%)", time_us(p.floor.floor_us()), p.pct_floor())
+                : std::string());
+}
+
+// The two lines under a moe row: the grouped calls on its routing, then the ratio and target.
+void print_moe_parts(const Row& r) {
+  const MoeParts& m = r.moe;
+  std::string line = fmt::format("    on {}: {}  +  {}", m.routing_source,
+                                 part_text("gate_up", m.gate_up), part_text("down", m.down));
+  if (m.grouped_us() > 0) line += fmt::format("  =  {} us", time_us(m.grouped_us()));
+  fmt::print("{}\n", line);
+  const double target = moe_target(r.tokens), ratio = r.layer_over_grouped();
+  if (ratio <= 0) {
+    fmt::print("    >>> layer / (gate_up + down): - ({} did not run)\n",
+               r.ok ? "a grouped call" : "the layer");
+    return;
+  }
+  fmt::print("    >>> layer / (gate_up + down) = {:.3f}   target <= {:.2f} at T {} 64: {}\n", ratio,
+             target, r.tokens >= 64 ? ">=" : "<", ratio <= target ? "meets it" : "MISSES it");
 }
 
 }  // namespace
@@ -100,8 +169,18 @@ double Row::tflops() const {
 double Row::gbps() const {
   return ok && stats.median_us > 0 ? work.bytes / stats.median_us / 1e3 : 0;
 }
-double Row::pct_floor() const {
+double Measurement::pct_floor() const {
   return ok && stats.median_us > 0 ? 100.0 * floor.floor_us() / stats.median_us : 0;
+}
+double Row::layer_over_grouped() const {
+  const double grouped = moe.grouped_us();
+  return op == Op::moe && ok && grouped > 0 ? stats.median_us / grouped : 0;
+}
+double MoeParts::grouped_us() const {
+  return gate_up.ok && down.ok ? gate_up.stats.median_us + down.stats.median_us : 0;
+}
+double moe_target(int tokens) {
+  return tokens >= 64 ? 1.10 : 1.15;  // issue 9
 }
 
 std::string utc_now_iso8601() {
@@ -156,13 +235,14 @@ void Report::finish_group(std::size_t first) {
   }
   for (std::size_t i = first; i < rows.size(); ++i) {
     const Row& r = rows[i];
-    const bool grouped = r.op == Op::gate_up || r.op == Op::down;
+    const bool grouped = r.op == Op::gate_up || r.op == Op::down || r.op == Op::moe;
     const std::string head =
         fmt::format("{:<14} {:<7} {:>6} {:>7} {:>4}  {:<22}", r.model, op_name(r.op),
                     r.op == Op::pack ? std::string("-") : std::to_string(r.tokens), r.rows,
                     grouped ? std::to_string(r.experts_active) : std::string("-"), r.impl);
     if (!r.ok) {
       fmt::print("{} not run: {}\n", head, r.error);
+      if (r.op == Op::moe) print_moe_parts(r);
       continue;
     }
     const bool has_floor = r.floor.floor_us() > 0;
@@ -175,6 +255,7 @@ void Report::finish_group(std::size_t first) {
                has_floor ? time_us(r.floor.floor_us()) : "-",
                has_floor ? fixed(r.pct_floor(), 1) : "-", speedup, check_text(r),
                (r.kernel.empty() ? "" : "  " + r.kernel) + (r.note.empty() ? "" : "  " + r.note));
+    if (r.op == Op::moe) print_moe_parts(r);
   }
   std::fflush(stdout);
 }

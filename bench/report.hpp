@@ -22,13 +22,9 @@ struct Check {
   double rel_diff() const { return max_abs_ref > 0 ? max_abs_diff / max_abs_ref : max_abs_diff; }
 };
 
-struct Row {
-  std::string model;
-  Op op = Op::gate_up;
-  int tokens = 0, rows = 0, n = 0, k = 0;  // n, k of one projection
-  int experts = 0, top_k = 0, experts_active = 0, projections = 1;
-  std::vector<int> expert_rows;  // grouped ops: rows of each expert, in expert order
-  std::string impl;              // the label: who produced the number
+// One implementation's measurement: a row's, or a part's of a moe row.
+struct Measurement {
+  std::string impl;  // the label: who produced the number
   bool ok = false;
   std::string error;  // why the implementation did not run
   Stats stats;
@@ -37,12 +33,40 @@ struct Row {
   int weight_copies = 0;  // rotated weight sets (cold L2)
   std::string note;
   std::string kernel;  // metrale and bf16-grouped rows: the kernels and configurations that ran
+  double pct_floor() const;  // 100 · floor / time; 0 when no floor
+};
+
+// One of our grouped calls timed alone on a moe row's routing (op gate_up or op down, impl
+// metrale): what the layer is compared with.
+using GroupedPart = Measurement;
+
+// What a moe row adds: the routing the layer chose, the grouped calls on it, and the target of
+// issue 9: layer / (gate_up + down) <= 1.15 at every T, <= 1.10 at T >= 64.
+struct MoeParts {
+  std::string recipe;              // the model's routing and activation, in words
+  std::string routing_source;      // whose routing the grouped calls ran on
+  long long slots_differing = -1;  // the layer's topk_ids_out against the CPU oracle's (-1: n/a)
+  long long nan_outputs = -1;      // NaN in the layer's output after its first call (-1: n/a)
+  GroupedPart gate_up, down;
+  double grouped_us() const;  // gate_up + down medians; 0 unless both ran
+};
+double moe_target(int tokens);
+
+// One (model, op, T, implementation): where it ran, and its measurement.
+struct Row : Measurement {
+  std::string model;
+  Op op = Op::gate_up;
+  int tokens = 0, rows = 0, n = 0, k = 0;  // n, k of one projection
+  int experts = 0, top_k = 0, experts_active = 0, projections = 1;
+  std::vector<int> expert_rows;  // grouped ops and moe: rows of each expert, in expert order
   Check check;
   std::vector<std::pair<std::string, double>> time_ratio;  // impl -> this time / its time
+  MoeParts moe;                                            // op moe only
 
   double tflops() const;
-  double gbps() const;       // minimal bytes over measured time
-  double pct_floor() const;  // 100 · floor / time; 0 when no floor
+  double gbps() const;  // minimal bytes over measured time
+  // op moe: the layer's time over gate_up + down on the same routing; 0 unless all three ran.
+  double layer_over_grouped() const;
 };
 
 struct RunInfo {

@@ -107,6 +107,10 @@ void sweep(CudaContext& ctx, Report& report, Progress& progress) {
         bench_pack(ctx, m, scratch, report);
         continue;
       }
+      if (op == Op::moe) {
+        bench_moe(ctx, m, static_cast<int>(mi), report, progress);
+        continue;
+      }
       if (op == Op::dense) {
         for (int tokens : cfg.tokens) {
           progress.step(fmt::format("{} dense T={}", m.name, tokens));
@@ -139,10 +143,14 @@ void sweep(CudaContext& ctx, Report& report, Progress& progress) {
 void record_failure(Row& row, const std::exception& e) {
   row.ok = false;
   row.error = e.what();
+  require_usable_device(row.impl, row.error);
+}
+
+void require_usable_device(const std::string& who, const std::string& error) {
   const cudaError_t err = cudaDeviceSynchronize();
   if (err != cudaSuccess) {
-    fail(Status::cuda_error, "the device is unusable after {} failed ({}: {}); {}", row.impl,
-         cudaGetErrorName(err), cudaGetErrorString(err), row.error);
+    fail(Status::cuda_error, "the device is unusable after {} failed ({}: {}); {}", who,
+         cudaGetErrorName(err), cudaGetErrorString(err), error);
   }
   cudaGetLastError();
 }

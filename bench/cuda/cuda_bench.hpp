@@ -48,6 +48,8 @@ struct CudaContext {
 // Pass-through of the bench's cold-L2 rule: each pass streams at least this many L2 sizes.
 inline constexpr double kColdL2Multiple = 4.0;
 inline constexpr int kMaxCopies = 64;
+// Device memory left free when planning weight copies (cuBLAS, the workspace, the outputs).
+inline constexpr std::size_t kMemoryMarginBytes = std::size_t{2} << 30;
 
 Ceilings measure_ceilings(CudaContext& ctx, DeviceArena& arena);
 
@@ -56,10 +58,15 @@ void bench_grouped(CudaContext& ctx, const ModelShape& model, Op op, const Routi
 void bench_dense(CudaContext& ctx, const ModelShape& model, int tokens, DeviceArena& scratch,
                  Report& report);
 void bench_pack(CudaContext& ctx, const ModelShape& model, DeviceArena& scratch, Report& report);
+// Op moe for one model: every token count, the layer's weights made once (moe_bench.cpp).
+void bench_moe(CudaContext& ctx, const ModelShape& model, int model_index, Report& report,
+               Progress& progress);
 
 // For a failed implementation: fills the row's error and makes sure the device is still usable
 // (a sticky CUDA error ends the run: every later number would be wrong).
 void record_failure(Row& row, const std::exception& e);
+// The second half of that: throws Status::cuda_error when `who`'s failure left the device unusable.
+void require_usable_device(const std::string& who, const std::string& error);
 
 // Measures one implementation's row: `measure()` fills in its numbers and the row is ok; if it
 // throws, the row records the failure instead (record_failure). Then the row moves to the report.

@@ -165,6 +165,26 @@ ExpertWeights ExpertPool::api_weights(int copy, int proj) const {
                        scale2_[proj].data()};
 }
 
+GroupedNvfp4 ExpertPool::grouped_call(int copy, const bf16_bits* a, int a_rows,
+                                      const std::int32_t* token_ids,
+                                      const std::array<bf16_bits*, 2>& out,
+                                      const ExpertGroups& groups) const {
+  GroupedNvfp4 args{};
+  args.a = a;
+  args.a_rows = a_rows;
+  args.token_ids = token_ids;
+  for (int p = 0; p < projections_; ++p) {
+    args.proj[p] = api_weights(copy, p);
+    args.out[p] = out[p];
+  }
+  args.proj_count = projections_;
+  args.scale_layout = ScaleLayout::sfb;
+  args.groups = groups;
+  args.n = n_;
+  args.k = k_;
+  return args;
+}
+
 const bf16_bits* ExpertPool::bf16(int copy, int proj, int expert) const {
   return bf16_.at({copy, expert})[proj];
 }

@@ -43,6 +43,10 @@ class ExpertPool {
   // API view of copy `copy`: num_experts entries, null for experts never made (the API accepts
   // null weights for experts without rows). Valid until the next ensure_* call.
   ExpertWeights api_weights(int copy, int proj) const;
+  // The grouped call over copy `copy` (SFB scales): every projection, rows grouped by `groups`,
+  // gathered through `token_ids` when it is not null. Valid as long as api_weights is.
+  GroupedNvfp4 grouped_call(int copy, const bf16_bits* a, int a_rows, const std::int32_t* token_ids,
+                            const std::array<bf16_bits*, 2>& out, const ExpertGroups& groups) const;
   const bf16_bits* bf16(int copy, int proj, int expert) const;
   float scale_2(int proj, int expert) const { return scale2_[proj][expert]; }
 

@@ -36,8 +36,6 @@
 namespace metrale::bench {
 namespace {
 
-constexpr std::size_t kMemoryMargin = std::size_t{2} << 30;
-
 struct Setup {
   int n = 0, k = 0, projections = 1, a_rows = 0;
   bool gate_up = false;
@@ -56,14 +54,10 @@ struct Setup {
   const bf16_bits* opponent_rows() const { return gate_up ? gathered : act; }
 };
 
-ExpertGroups groups_of(const Routing& r) {
-  return ExpertGroups{r.offsets.data(), false, r.experts, r.rows(), r.max_rows};
-}
-
 std::size_t workspace_for(Backend backend, const Routing& r, const Setup& s) {
   std::size_t bytes = 0;
   const Result res =
-      nvfp4_grouped_workspace_size(backend, groups_of(r), s.n, s.k, s.projections, &bytes);
+      nvfp4_grouped_workspace_size(backend, expert_groups(r), s.n, s.k, s.projections, &bytes);
   return res.ok() ? bytes : 0;  // a backend that cannot say will fail, with its reason, when run
 }
 
@@ -100,7 +94,7 @@ void plan_copies(CudaContext& ctx, const Routing& r, ExpertPool& pool, bool need
   int nv = ctx.copies_for(active * pool.nvfp4_slot_bytes());
   int bf = need_bf16 ? ctx.copies_for(active * pool.bf16_slot_bytes()) : 0;
   const std::size_t free = free_device_bytes();
-  const std::size_t avail = free > kMemoryMargin ? free - kMemoryMargin : 0;
+  const std::size_t avail = free > kMemoryMarginBytes ? free - kMemoryMarginBytes : 0;
   const auto need = [&] {
     return pool.missing_nvfp4(r.active_experts, nv) * pool.nvfp4_slot_bytes() +
            pool.missing_bf16(r.active_experts, bf) * pool.bf16_slot_bytes();
@@ -155,37 +149,16 @@ void verify(Setup& s, Row& row, cudaStream_t stream) {
 // Through the public API on `backend`: the same call our users make.
 Enqueue api_call(CudaContext& ctx, const Setup& s, const ExpertPool& pool, Backend backend) {
   return [&ctx, &s, &pool, backend](int i) {
-    const Routing& r = *s.routing;
-    GroupedNvfp4 args{};
-    args.a = s.act;
-    args.a_rows = s.a_rows;
-    args.token_ids = s.ids;
-    for (int p = 0; p < s.projections; ++p) {
-      args.proj[p] = pool.api_weights(i % s.nv_copies, p);
-      args.out[p] = s.out[p];
-    }
-    args.proj_count = s.projections;
-    args.scale_layout = ScaleLayout::sfb;
-    args.groups = groups_of(r);
-    args.n = s.n;
-    args.k = s.k;
+    const GroupedNvfp4 args = pool.grouped_call(i % s.nv_copies, s.act, s.a_rows, s.ids,
+                                                {s.out[0], s.out[1]}, expert_groups(*s.routing));
     check(nvfp4_grouped(args, Exec{backend, s.ws, s.ws_size, ctx.stream}));
   };
 }
 
 // Which of our kernel families ran the metrale row (the label the report and the plot carry).
 std::string metrale_plan(const Setup& s, const ExpertPool& pool) {
-  GroupedNvfp4 args{};
-  args.a = s.act;
-  args.a_rows = s.a_rows;
-  args.token_ids = s.ids;
-  for (int p = 0; p < s.projections; ++p) args.proj[p] = pool.api_weights(0, p);
-  args.proj_count = s.projections;
-  args.scale_layout = ScaleLayout::sfb;
-  args.groups = groups_of(*s.routing);
-  args.n = s.n;
-  args.k = s.k;
-  return cuda::nvfp4_grouped_plan(args);
+  return cuda::nvfp4_grouped_plan(pool.grouped_call(0, s.act, s.a_rows, s.ids, {s.out[0], s.out[1]},
+                                                    expert_groups(*s.routing)));
 }
 
 Enqueue cublaslt_call(CudaContext& ctx, const Setup& s, const ExpertPool& pool) {

@@ -13,6 +13,7 @@
 #include "bench/bench_config.hpp"
 #include "bench/bench_runners.hpp"
 #include "bench/measure.hpp"
+#include "bench/moe_layer.hpp"
 #include "bench/random.hpp"
 #include "bench/routing.hpp"
 #include "core/error.hpp"
@@ -173,7 +174,7 @@ TEST(BenchShapes, RejectsWhatCannotRun) {
 // promises, and CPU rows carry no floor.
 TEST(BenchCpuRunner, RunsEveryOpAndWritesJson) {
   BenchConfig cfg;
-  cfg.models = {ModelShape{"tiny", 64, 32, 6, 2}};
+  cfg.models = {ModelShape{"tiny", 64, 32, 6, 2, {}}};
   cfg.tokens = {1, 5};
   cfg.ops = {Op::gate_up, Op::down, Op::dense, Op::pack};
   cfg.impls = {Impl::metrale_cpu};
@@ -220,6 +221,112 @@ TEST(BenchCpuRunner, RunsEveryOpAndWritesJson) {
     const bool grouped = r["op"] == "gate_up" || r["op"] == "down";
     EXPECT_EQ(r.contains("expert_rows"), grouped) << r["op"];
   }
+}
+
+// The MoE layer's row on the CPU, for each kind of recipe: the layer runs, its routing is the
+// oracle's, the grouped calls run on it, and the JSON says all of it.
+TEST(BenchCpuRunner, MoeRowTimesTheLayerAndItsGroupedCallsOnItsRouting) {
+  BenchConfig cfg;
+  ModelShape plain{"tiny", 64, 32, 6, 2, {}};
+  ModelShape grouped{"tiny-deepseek", 64, 32, 16, 4, check::kDeepSeekV3Recipe};
+  ModelShape clamped{"tiny-gpt-oss", 64, 48, 8, 2, check::kGptOssRecipe};
+  cfg.models = {plain, grouped, clamped};
+  cfg.tokens = {1, 5};
+  cfg.ops = {Op::moe};
+  cfg.impls = {Impl::metrale_cpu};
+  cfg.budget_ms = 1;
+  Report report;
+  run_cpu_bench(cfg, report);
+  ASSERT_EQ(report.rows.size(), 6u);
+  for (const Row& row : report.rows) {
+    SCOPED_TRACE(row.model + " T=" + std::to_string(row.tokens));
+    EXPECT_EQ(row.op, Op::moe);
+    EXPECT_TRUE(row.ok) << row.error;
+    EXPECT_EQ(row.impl, "metrale-cpu");
+    EXPECT_EQ(row.moe.routing_source, kLayerRouting);
+    EXPECT_EQ(row.moe.slots_differing, 0);  // the layer's routing is the oracle's
+    EXPECT_EQ(row.moe.nan_outputs, 0);
+    EXPECT_TRUE(row.moe.gate_up.ok) << row.moe.gate_up.error;
+    EXPECT_TRUE(row.moe.down.ok) << row.moe.down.error;
+    EXPECT_GT(row.layer_over_grouped(), 0);
+    EXPECT_EQ(row.rows, row.tokens * row.top_k);
+    EXPECT_EQ(std::accumulate(row.expert_rows.begin(), row.expert_rows.end(), 0), row.rows);
+    EXPECT_DOUBLE_EQ(row.work.flops, row.moe.gate_up.work.flops + row.moe.down.work.flops);
+  }
+  EXPECT_NE(report.rows[2].moe.recipe.find("sigmoid_grouped_topk (8 groups, 4 kept"),
+            std::string::npos)
+      << report.rows[2].moe.recipe;
+  EXPECT_NE(report.rows[4].moe.recipe.find("swiglu_clamped"), std::string::npos);
+
+  const std::string path = ::testing::TempDir() + "bench_moe.json";
+  report.info.mode = "cpu";
+  report.write_json(path, cfg);
+  std::ifstream file(path);
+  const nlohmann::json doc = nlohmann::json::parse(file);
+  const nlohmann::json& row = doc["rows"][1];
+  EXPECT_EQ(row["op"], "moe");
+  EXPECT_EQ(row["projections"], 3);
+  ASSERT_TRUE(row.contains("expert_rows"));
+  ASSERT_TRUE(row.contains("moe"));
+  const nlohmann::json& moe = row["moe"];
+  for (const char* key :
+       {"recipe", "routing_source", "routing_slots_differing_from_cpu_oracle", "out_nan_count",
+        "gate_up", "down", "grouped_sum_us", "layer_over_grouped", "target", "meets_target"}) {
+    EXPECT_TRUE(moe.contains(key)) << key;
+  }
+  EXPECT_DOUBLE_EQ(moe["target"].get<double>(), 1.15);  // T = 5
+  EXPECT_NEAR(moe["layer_over_grouped"].get<double>(),
+              row["median_us"].get<double>() / moe["grouped_sum_us"].get<double>(), 1e-9);
+  for (const char* part : {"gate_up", "down"}) {
+    EXPECT_EQ(moe[part]["impl"], "metrale-cpu") << part;
+    EXPECT_EQ(moe[part]["status"], "ok") << part;
+    EXPECT_TRUE(moe[part].contains("median_us")) << part;
+    EXPECT_TRUE(moe[part]["floor_us"].is_null()) << part;  // no ceilings on the CPU
+  }
+  EXPECT_TRUE(row["floor_us"].is_null());
+}
+
+// Op moe routes the logits the grouped ops route: with softmax top-k the layer picks the same
+// experts for each token as route() does, so op moe's grouped calls time the same grouping.
+TEST(BenchRouting, TheLayersSoftmaxTopKPicksWhatRoutePicks) {
+  for (double skew : {0.0, 1.5}) {
+    const ModelShape m{"routed", 32, 32, 24, 4, {}};
+    const std::vector<float> logits = router_logits(33, m.experts, skew, 7);
+    const std::vector<std::int32_t> ids = oracle_routing(m, logits, {}, 33);
+    const Routing from_layer = routing_from_ids(33, m.experts, m.top_k, ids);
+    const Routing routed = route(33, m.experts, m.top_k, skew, 7);
+    EXPECT_EQ(from_layer.offsets, routed.offsets) << skew;
+    EXPECT_EQ(from_layer.sorted_token_ids, routed.sorted_token_ids) << skew;
+  }
+}
+
+TEST(BenchFloor, AChainAddsItsStepsFloors) {
+  const Floor memory_bound{10, 2}, compute_bound{1, 7};
+  const Floor chain = chain_of(memory_bound, compute_bound);
+  EXPECT_DOUBLE_EQ(chain.bytes_us, 11);
+  EXPECT_DOUBLE_EQ(chain.compute_us, 9);
+  EXPECT_DOUBLE_EQ(chain.floor_us(), 17);  // 10 + 7, not max(11, 9)
+  const Work sum = Work{1, 2} + Work{3, 4};
+  EXPECT_DOUBLE_EQ(sum.flops, 4);
+  EXPECT_DOUBLE_EQ(sum.bytes, 6);
+}
+
+TEST(BenchOps, MoeIsAnOpAndInTheDefaults) {
+  EXPECT_EQ(parse_op("moe"), Op::moe);
+  EXPECT_EQ(parse_op("MoE"), Op::moe);
+  EXPECT_STREQ(op_name(Op::moe), "moe");
+  const std::vector<Op> defaults = default_ops();
+  EXPECT_NE(std::find(defaults.begin(), defaults.end(), Op::moe), defaults.end());
+  try {
+    parse_op("moes");
+    FAIL() << "an unknown op was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("gate_up, down, dense, pack, moe"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_DOUBLE_EQ(moe_target(63), 1.15);
+  EXPECT_DOUBLE_EQ(moe_target(64), 1.10);
 }
 
 TEST(BenchRouting, RowsPerExpertAreTheGroupSizes) {

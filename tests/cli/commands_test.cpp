@@ -26,6 +26,17 @@ TEST(CheckCli, NothingComparedWithoutAGpuFailsUnlessAllowed) {
   EXPECT_EQ(allowed.exit_code, 0) << allowed.output;
 }
 
+// The MoE layer without a device: its oracle runs, nothing is compared, and that is a failure.
+TEST(CheckCli, MoeWithoutAGpuRunsTheOracleAndComparesNothing) {
+  if (core::cuda_device_present(nullptr)) GTEST_SKIP() << "a CUDA device is present";
+  const CliRun run =
+      run_cli("check --op moe --shape 64x32 --experts 8 --topk 2 --tokens 3 --backend cuda");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_TRUE(contains(run.output, "SKIP moe cuda exact 64x32 T=3")) << run.output;
+  EXPECT_TRUE(contains(run.output, "CPU oracle ran")) << run.output;
+  EXPECT_TRUE(contains(run.output, "nothing was compared")) << run.output;
+}
+
 TEST(CheckCli, MisuseIsAUsageError) {
   const struct {
     const char* args;
@@ -35,8 +46,19 @@ TEST(CheckCli, MisuseIsAUsageError) {
       {"--op grouped_down --shape 8x40 --experts 2 --topk 1", "K = 40 is not a multiple of 16"},
       {"--op nvfp4_gemm --shape 4x8x32 --sample-rows -2", "--sample-rows -2"},
       {"--op nvfp4_gemm --shape 4x8x32 --routing skew", "--routing applies to grouped ops"},
-      {"--op nvfp4_gemm --shape 4x8x32 --device-offsets", "--device-offsets applies to grouped ops"},
+      {"--op nvfp4_gemm --shape 4x8x32 --device-offsets",
+       "--device-offsets applies to grouped ops"},
       {"--op grouped_down --model deepseek-v3 --shape 8x32", "--shape 8x32 with --model"},
+      {"--op moe --shape 64x40 --experts 8 --topk 2", "H = 64 and I = 40 must be positive"},
+      {"--op moe --shape 64x32 --experts 8 --topk 2 --routing one_expert",
+       "add --router precomputed"},
+      {"--op moe --model qwen3-30b-a3b --n-group 2", "apply to --router sigmoid_grouped_topk"},
+      {"--op moe --model deepseek-v3 --n-group 3", "--n-group 3 --topk-group 4"},
+      {"--op moe --model deepseek-v3 --router topk", "--router topk: expected"},
+      {"--op moe --model gpt-oss-120b --biases --no-biases", "give one"},
+      {"--op moe --model deepseek-v3 --device-offsets", "not moe"},
+      {"--op nvfp4_gemm --shape 4x8x32 --router softmax_topk", "apply to --op moe"},
+      {"--op moes --model deepseek-v3", "grouped_down moe"},
   };
   for (const auto& c : cases) {
     const CliRun run = run_cli(std::string("check ") + c.args);
@@ -72,6 +94,22 @@ TEST(BenchCli, Bf16GroupedNeedsCutlassAndAGpu) {
   EXPECT_TRUE(contains(
       run.output, bench::kBf16GroupedBuilt ? "needs a CUDA device" : "only in a CUTLASS build"))
       << run.output;
+}
+
+// Op moe on the CPU: the layer's row and, under it, the grouped calls and the ratio.
+TEST(BenchCli, MoeRowsShowTheRatioToTheGroupedCalls) {
+  const CliRun run = run_cli(
+      "bench --cpu --ops moe --tokens 2 --budget-ms 1 --name tiny --hidden 64 --inter 32 "
+      "--experts 8 --top-k 2");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(contains(run.output, "tiny           moe")) << run.output;
+  EXPECT_TRUE(contains(run.output, "on the layer's routing (topk_ids_out): gate_up metrale-cpu"))
+      << run.output;
+  EXPECT_TRUE(contains(run.output, ">>> layer / (gate_up + down) = ")) << run.output;
+  const CliRun bad = run_cli("bench --cpu --ops gate_up,moes");
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  EXPECT_TRUE(contains(bad.output, "--ops moes is not one of gate_up, down, dense, pack, moe"))
+      << bad.output;
 }
 
 TEST(InfoCli, FlagsBadEnvironmentValues) {

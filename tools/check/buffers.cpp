@@ -12,11 +12,6 @@
 namespace metrale::check {
 namespace {
 
-// Position-dependent guard bytes: a kernel writing any constant (0, NaN, poison) is seen.
-std::uint8_t guard_byte(std::size_t i) {
-  return static_cast<std::uint8_t>(0xA5u ^ (i * 29u));
-}
-
 std::vector<std::uint8_t> guard_pattern() {
   std::vector<std::uint8_t> bytes(DeviceBuffer::kGuardBytes);
   for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = guard_byte(i);
@@ -102,19 +97,7 @@ std::string DeviceBuffer::check_guards() const {
   cuda_require(
       cudaMemcpy(after.data(), base_ + kGuardBytes + size_, kGuardBytes, cudaMemcpyDeviceToHost),
       "guard band download for " + name_);
-  for (std::size_t i = 0; i < kGuardBytes; ++i) {
-    if (before[i] != guard_byte(i)) {
-      return fmt::format("{}: guard band before the data overwritten at byte -{} (0x{:02x})", name_,
-                         kGuardBytes - i, before[i]);
-    }
-    if (after[i] != guard_byte(i)) {
-      return fmt::format(
-          "{}: guard band after the data overwritten at byte {} past the end "
-          "(0x{:02x})",
-          name_, i, after[i]);
-    }
-  }
-  return {};
+  return guard_problem(name_, before, after);
 }
 
 std::string check_all_guards(const std::vector<const DeviceBuffer*>& buffers) {

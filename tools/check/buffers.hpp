@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "check/guard.hpp"
 #include "metrale/metrale.hpp"
 
 namespace metrale::check {
@@ -24,7 +25,7 @@ void device_synchronize(const std::string& what);
 
 class DeviceBuffer {
  public:
-  static constexpr std::size_t kGuardBytes = 256;  // keeps the data 256-byte aligned
+  static constexpr std::size_t kGuardBytes = check::kGuardBytes;
 
   DeviceBuffer() = default;
   DeviceBuffer(std::size_t bytes, std::string name);

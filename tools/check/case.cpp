@@ -14,22 +14,24 @@
 namespace metrale::check {
 namespace {
 
-constexpr std::array<Op, 8> kOps = {Op::bf16_gemm,
+constexpr std::array<Op, 9> kOps = {Op::bf16_gemm,
                                     Op::nvfp4_gemm,
                                     Op::pack,
                                     Op::sfb,
                                     Op::transpose,
                                     Op::grouped_gate_up,
                                     Op::grouped_gate_up_fused,
-                                    Op::grouped_down};
+                                    Op::grouped_down,
+                                    Op::moe};
 
-// PERF.md's shapes (the model presets of the performance targets).
+// PERF.md's shapes (the model presets of the performance targets), with each model's routing and
+// activation (moe_recipe.hpp).
 constexpr std::array<ModelPreset, 5> kModels = {{
-    {"qwen3-30b-a3b", "Qwen3-30B-A3B", 2048, 768, 128, 8},
-    {"deepseek-v3", "DeepSeek-V3", 7168, 2048, 256, 8},
-    {"gpt-oss-120b", "gpt-oss-120b", 2880, 2880, 128, 4},
-    {"mixtral-8x7b", "Mixtral-8x7B", 4096, 14336, 8, 2},
-    {"qwen3-next-80b-a3b", "Qwen3-Next-80B-A3B", 2048, 512, 512, 10},
+    {"qwen3-30b-a3b", "Qwen3-30B-A3B", 2048, 768, 128, 8, {}},
+    {"deepseek-v3", "DeepSeek-V3", 7168, 2048, 256, 8, kDeepSeekV3Recipe},
+    {"gpt-oss-120b", "gpt-oss-120b", 2880, 2880, 128, 4, kGptOssRecipe},
+    {"mixtral-8x7b", "Mixtral-8x7B", 4096, 14336, 8, 2, {}},
+    {"qwen3-next-80b-a3b", "Qwen3-Next-80B-A3B", 2048, 512, 512, 10, {}},
 }};
 
 bool iequals(std::string_view a, std::string_view b) {
@@ -43,6 +45,7 @@ std::string shape_text(const Case& c) {
   switch (c.op) {
     case Op::bf16_gemm:
     case Op::nvfp4_gemm: return fmt::format("{}x{}x{}", c.m, c.n, c.k);
+    case Op::moe: return fmt::format("{}x{}", c.moe.hidden, c.moe.inter);
     default: return fmt::format("{}x{}", c.n, c.k);
   }
 }
@@ -54,9 +57,32 @@ std::string variant_text(const Case& c) {
     case Op::transpose: return c.transpose_dir == TransposeDir::k_to_n ? " (k_to_n)" : " (n_to_k)";
     default: break;
   }
-  if (!is_grouped(c.op)) return "";
-  return fmt::format(" T={} E={} top_k={} routing {}", c.routing.tokens, c.routing.experts,
-                     c.routing.top_k, routing_name(c.routing.kind));
+  if (!is_routed(c.op)) return "";
+  std::string text = fmt::format(" T={} E={} top_k={} routing {}", c.routing.tokens,
+                                 c.routing.experts, c.routing.top_k, routing_name(c.routing.kind));
+  if (c.op == Op::moe) text += "; " + recipe_text(c.moe.recipe);
+  return text;
+}
+
+// The recipe a moe case starts from: its preset's, or the plain one for a custom shape.
+MoeRecipe base_recipe(const Case& c) {
+  const ModelPreset* preset = c.model.empty() ? nullptr : find_model(c.model);
+  return preset ? preset->moe : MoeRecipe{};
+}
+
+// The flags that turn the base recipe into the case's (only the fields the CLI sets).
+std::string recipe_flags(const Case& c) {
+  const MoeRecipe base = base_recipe(c), &r = c.moe.recipe;
+  const MoeRecipe routed = with_router(base, r.routing);
+  std::string flags;
+  if (r.routing != base.routing) flags += fmt::format(" --router {}", router_name(r.routing));
+  if (r.routing == MoeRouting::sigmoid_grouped_topk &&
+      (r.n_group != routed.n_group || r.topk_group != routed.topk_group))
+    flags += fmt::format(" --n-group {} --topk-group {}", r.n_group, r.topk_group);
+  if (r.activation != base.activation)
+    flags += fmt::format(" --activation {}", activation_name(r.activation));
+  if (r.biases != base.biases) flags += r.biases ? " --biases" : " --no-biases";
+  return flags;
 }
 
 }  // namespace
@@ -71,6 +97,7 @@ std::string_view op_name(Op op) {
     case Op::grouped_gate_up: return "grouped_gate_up";
     case Op::grouped_gate_up_fused: return "grouped_gate_up_fused";
     case Op::grouped_down: return "grouped_down";
+    case Op::moe: return "moe";
   }
   return "unknown";
 }
@@ -87,6 +114,10 @@ std::span<const Op> all_ops() {
 
 bool is_grouped(Op op) {
   return op == Op::grouped_gate_up || op == Op::grouped_gate_up_fused || op == Op::grouped_down;
+}
+
+bool is_routed(Op op) {
+  return is_grouped(op) || op == Op::moe;
 }
 
 std::string_view mode_name(Mode mode) {
@@ -135,6 +166,7 @@ const ModelPreset* find_model(std::string_view name) {
 void apply_model(Case& c, const ModelPreset& model, std::int32_t tokens) {
   const bool down = c.op == Op::grouped_down;
   c.model = model.name;
+  c.moe = MoeCase{model.hidden, model.inter, model.moe};
   c.n = down ? model.hidden : model.inter;
   c.k = down ? model.inter : model.hidden;
   c.routing.tokens = tokens;
@@ -146,7 +178,7 @@ std::string reproduce_command(const Case& c) {
   std::string cmd = c.cuda_kernel.empty() ? "" : fmt::format("METRALE_CUDA_KERNEL={} ", c.cuda_kernel);
   cmd += fmt::format("metrale check --op {} --backend {} --mode {} --seed {}", op_name(c.op),
                      backend_name(c.backend), mode_name(c.mode), c.seed);
-  if (is_grouped(c.op)) {
+  if (is_routed(c.op)) {
     if (!c.model.empty()) {
       cmd += fmt::format(" --model {}", c.model);
       // --experts / --topk may have overridden the preset's routing: repeat them when they did.
@@ -155,9 +187,10 @@ std::string reproduce_command(const Case& c) {
         cmd += fmt::format(" --experts {}", c.routing.experts);
       if (preset && preset->top_k != c.routing.top_k) cmd += fmt::format(" --topk {}", c.routing.top_k);
     } else {
-      cmd += fmt::format(" --shape {}x{} --experts {} --topk {}", c.n, c.k, c.routing.experts,
+      cmd += fmt::format(" --shape {} --experts {} --topk {}", shape_text(c), c.routing.experts,
                          c.routing.top_k);
     }
+    if (c.op == Op::moe) cmd += recipe_flags(c);
     cmd += fmt::format(" --tokens {}", c.routing.tokens);
     if (c.routing.kind != RoutingKind::uniform)
       cmd += fmt::format(" --routing {}", routing_name(c.routing.kind));

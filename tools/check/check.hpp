@@ -8,7 +8,8 @@
 //   realistic mode  random normal inputs: per element
 //                   |got - ref| <= 2·u_bf16·|ref| + (K + 8)·u_fp32·S + u_bf16·S·[dequantizing arm]
 //                   with S = Σ|a|·|w|·scale_2 (docs/testing.md derives it).
-// Packing operations (pack, sfb, transpose) are compared bit for bit in both modes.
+// Packing operations (pack, sfb, transpose) are compared bit for bit in both modes. The MoE layer
+// (moe) has its own exact inputs and its own realistic rule (run_moe.cpp, docs/testing.md).
 #pragma once
 
 #include <cstdint>
@@ -17,6 +18,7 @@
 #include <string>
 #include <string_view>
 
+#include "check/moe_recipe.hpp"
 #include "core/device.hpp"
 #include "metrale/metrale.hpp"
 
@@ -31,6 +33,7 @@ enum class Op {
   grouped_gate_up,        // per expert, [K/16, N] scales, rows already in group order
   grouped_gate_up_fused,  // SFB scales, rows gathered through sorted_token_ids
   grouped_down,           // one projection, SFB scales, rows in group order
+  moe,                    // the whole MoE layer (moe_forward): routing, gate/up, act, down, combine
 };
 
 enum class Mode { exact, realistic };
@@ -55,20 +58,31 @@ struct ModelPreset {
   const char* name;     // the flag's spelling: "deepseek-v3"
   const char* display;  // the model's own spelling, as the bench prints it: "DeepSeek-V3"
   std::int32_t hidden, inter, experts, top_k;
+  MoeRecipe moe;  // how the model routes and activates (the MoE layer's settings)
+};
+
+// The MoE layer's own shape and settings (Op::moe). Tokens, experts and top_k are Case::routing's;
+// Case::routing.kind shapes the router logits (uniform, skew, empty_expert) or, with the
+// precomputed router, draws the ids as the grouped cases do (one_expert: a token names one expert
+// k times).
+struct MoeCase {
+  std::int32_t hidden = 0, inter = 0;  // H (K of gate/up), I (N of gate/up, K of down)
+  MoeRecipe recipe;
 };
 
 struct Case {
   Op op = Op::nvfp4_gemm;
   Mode mode = Mode::exact;
   std::int32_t m = 0, n = 0, k = 0;  // GEMMs M x N x K; pack/sfb/transpose N x K; grouped N x K
-  Routing routing;                   // grouped operations only
+  Routing routing;                   // grouped operations and moe
+  MoeCase moe;                       // moe only
   std::string model;                 // preset name, when the shape came from one (for messages)
   std::uint64_t seed = 1;
   Backend backend = Backend::cuda;
   bool check_determinism = true;  // run twice, require identical bits
-  // Rows the CPU oracle computes: -1 picks all of them unless that would cost more than
-  // kOracleMacBudget multiply-adds, then a seeded random sample (plus the first and last row);
-  // 0 means all rows; > 0 that many.
+  // Rows (moe: tokens) the CPU oracle computes: -1 picks all of them unless that would cost more
+  // than kOracleMacBudget multiply-adds, then a seeded random sample (plus the first and last
+  // row); 0 means all rows; > 0 that many.
   std::int64_t sample_rows = -1;
   bool pack_scale_2 = true;     // pack: ModelOpt recipe (scale_2_out) or the seeds' scale_2 = 1
   bool sfb_src_n_major = true;  // sfb: source [K/16, N] (true) or [N, K/16]
@@ -111,6 +125,8 @@ std::string_view op_name(Op op);
 std::optional<Op> parse_op(std::string_view name);
 std::span<const Op> all_ops();
 bool is_grouped(Op op);
+// Ops whose case has a routing (tokens, experts, top_k): the grouped ones and moe.
+bool is_routed(Op op);
 std::string_view mode_name(Mode mode);
 std::optional<Mode> parse_mode(std::string_view name);
 std::string_view routing_name(RoutingKind kind);
@@ -119,7 +135,8 @@ std::optional<Backend> parse_backend(std::string_view name);
 
 std::span<const ModelPreset> model_presets();
 const ModelPreset* find_model(std::string_view name);  // case-insensitive; null when unknown
-// The projection shape of a preset for a grouped op: gate_up (N = inter, K = hidden) or down.
+// The projection shape of a preset for a grouped op: gate_up (N = inter, K = hidden) or down;
+// for moe the layer's shapes and the model's recipe.
 void apply_model(Case& c, const ModelPreset& model, std::int32_t tokens);
 
 // True when this build has the CUDA backend and the current device runs its kernels; otherwise

@@ -2,7 +2,10 @@
 #include "check/compare.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstring>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -38,6 +41,24 @@ void record(Comparison& cmp, bool bad, double abs_err, double ref, std::int64_t 
     cmp.output = std::string(name);
     cmp.first_detail = describe();
   }
+}
+
+// Bitwise comparison of any plain values, described by `show` (value -> text).
+template <class T, class Show>
+Comparison compare_exact(std::span<const T> got, std::span<const T> want, std::int64_t cols,
+                         std::span<const std::int64_t> rows, std::string_view name, Show show) {
+  Comparison cmp;
+  const std::size_t count = std::min(got.size(), want.size());
+  for (std::size_t i = 0; i < count; ++i) {
+    const bool same = std::memcmp(&got[i], &want[i], sizeof(T)) == 0;
+    const double g = static_cast<double>(got[i]), w = static_cast<double>(want[i]);
+    record(cmp, !same, same ? 0.0 : std::fabs(g - w), w, static_cast<std::int64_t>(i), name, [&] {
+      return fmt::format("{}: got {}, want {}, bit for bit",
+                         where(name, static_cast<std::int64_t>(i), cols, rows), show(got[i]),
+                         show(want[i]));
+    });
+  }
+  return cmp;
 }
 
 }  // namespace
@@ -110,6 +131,51 @@ Comparison compare_bytes(std::span<const std::uint8_t> got, std::span<const std:
            static_cast<std::int64_t>(i), name, [&] {
              return fmt::format("{}[{}]: got 0x{:02x}, want 0x{:02x}", name, i, got[i], want[i]);
            });
+  }
+  return cmp;
+}
+
+Comparison compare_i32(std::span<const std::int32_t> got, std::span<const std::int32_t> want,
+                       std::int64_t cols, std::span<const std::int64_t> rows,
+                       std::string_view name) {
+  return compare_exact(got, want, cols, rows, name,
+                       [](std::int32_t v) { return std::to_string(v); });
+}
+
+Comparison compare_f32_bits(std::span<const float> got, std::span<const float> want,
+                            std::int64_t cols, std::span<const std::int64_t> rows,
+                            std::string_view name) {
+  return compare_exact(got, want, cols, rows, name, [](float v) {
+    return fmt::format("{} (0x{:08x})", v, std::bit_cast<std::uint32_t>(v));
+  });
+}
+
+IdealRule ideal_rule(std::span<const bf16_bits> same, std::span<const double> ideal) {
+  IdealRule rule;
+  const std::size_t count = std::min(same.size(), ideal.size());
+  for (std::size_t i = 0; i < count; ++i) {
+    rule.same_error = std::max(rule.same_error, std::fabs(value(same[i]) - ideal[i]));
+    rule.ideal_max = std::max(rule.ideal_max, std::fabs(ideal[i]));
+  }
+  rule.limit = 2.0 * rule.same_error + std::ldexp(rule.ideal_max, -8);
+  return rule;
+}
+
+Comparison compare_to_ideal(std::span<const bf16_bits> got, std::span<const double> ideal,
+                            const IdealRule& rule, std::int64_t cols,
+                            std::span<const std::int64_t> rows, std::string_view name) {
+  Comparison cmp;
+  const std::size_t count = std::min(got.size(), ideal.size());
+  for (std::size_t i = 0; i < count; ++i) {
+    const double g = value(got[i]), err = std::fabs(g - ideal[i]);
+    // NaN errors compare false: a NaN is a mismatch.
+    record(cmp, !(err <= rule.limit), err, ideal[i], static_cast<std::int64_t>(i), name, [&] {
+      return fmt::format(
+          "{}: got {} (0x{:04x}), fp64 layer {:.6g}, |diff| {:.4g} > limit {:.4g} (2 x the CPU "
+          "backend's {:.4g} + 2^-8 x {:.4g})",
+          where(name, static_cast<std::int64_t>(i), cols, rows), g, got[i], ideal[i], err,
+          rule.limit, rule.same_error, rule.ideal_max);
+    });
   }
   return cmp;
 }

@@ -45,6 +45,29 @@ Comparison compare_bf16_tolerance(std::span<const bf16_bits> got, std::span<cons
 Comparison compare_bytes(std::span<const std::uint8_t> got, std::span<const std::uint8_t> want,
                          std::string_view name);
 
+// int32 values, and fp32 values bit for bit (a NaN equals only the same NaN bits): the routing a
+// MoE layer reports (topk_ids_out, topk_weights_out).
+Comparison compare_i32(std::span<const std::int32_t> got, std::span<const std::int32_t> want,
+                       std::int64_t cols, std::span<const std::int64_t> rows,
+                       std::string_view name);
+Comparison compare_f32_bits(std::span<const float> got, std::span<const float> want,
+                            std::int64_t cols, std::span<const std::int64_t> rows,
+                            std::string_view name);
+
+// The realistic rule of the MoE layer. No per-element bound survives its bf16 intermediates (one
+// ulp of a gate value moves every down output it feeds; docs/testing.md), so the backend is held
+// to the error of a same-precision implementation, flash-attention's rule:
+//   max |got − ideal| <= limit = 2·max |same − ideal| + 2^-8·max |ideal|
+// with `ideal` the layer in fp64 without intermediate roundings (moe_reference.hpp) and `same`
+// the CPU backend's output; every element past the limit is a mismatch.
+struct IdealRule {
+  double limit = 0, same_error = 0, ideal_max = 0;
+};
+IdealRule ideal_rule(std::span<const bf16_bits> same, std::span<const double> ideal);
+Comparison compare_to_ideal(std::span<const bf16_bits> got, std::span<const double> ideal,
+                            const IdealRule& rule, std::int64_t cols,
+                            std::span<const std::int64_t> rows, std::string_view name);
+
 // Number of bf16 values still holding the poison pattern (outputs never written).
 std::int64_t count_poison(std::span<const bf16_bits> values);
 

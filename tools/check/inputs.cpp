@@ -42,7 +42,7 @@ void fill_chunked(std::size_t count, std::uint64_t seed, std::uint64_t tag, Fn&&
   });
 }
 
-enum Tag : std::uint64_t { kNormal = 1, kSmallInt, kGrid, kStress, kScales, kBytes };
+enum Tag : std::uint64_t { kNormal = 1, kSmallInt, kGrid, kStress, kScales, kBytes, kSelection };
 
 }  // namespace
 
@@ -122,6 +122,20 @@ std::vector<bf16_bits> grid_weight_bf16(std::int32_t n, std::int32_t k, std::uin
       }
     }
   });
+  return out;
+}
+
+std::vector<bf16_bits> selection_weight_bf16(std::int32_t n, std::int32_t k, std::uint64_t seed) {
+  std::vector<bf16_bits> out(static_cast<std::size_t>(n) * static_cast<std::size_t>(k),
+                             to_bf16(0.0f));
+  for (std::int32_t row = 0; row < n; ++row) {
+    Rng rng(derive_seed(seed, kSelection, static_cast<std::uint64_t>(row)));
+    const std::int32_t column = rng.below(k);
+    const float s = std::ldexp(1.0f, rng.below(5) - 2);  // 1/4 .. 4
+    const float sign = rng.below(2) ? -1.0f : 1.0f;
+    out[static_cast<std::size_t>(row) * static_cast<std::size_t>(k) + column] =
+        to_bf16(sign * 6.0f * s);
+  }
   return out;
 }
 

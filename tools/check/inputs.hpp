@@ -41,6 +41,12 @@ std::vector<bf16_bits> small_int_bf16(std::size_t count, std::uint64_t seed, int
 // with scale_2 = 1 gives back exactly s and the codes. |values| <= 24.
 std::vector<bf16_bits> grid_weight_bf16(std::int32_t n, std::int32_t k, std::uint64_t seed);
 
+// Weight [N, K] with one nonzero per row, ±6·s at a seeded column, s in {1/4, ..., 4}: packed
+// with scale_2 = 1 it comes back exactly (all-zero blocks get scale 0). A product of this weight
+// with any bf16 vector is a single exact product per output, summed with zeros: exact in every
+// summation order (the MoE layer's down projection in exact mode).
+std::vector<bf16_bits> selection_weight_bf16(std::int32_t n, std::int32_t k, std::uint64_t seed);
+
 // Quantizer stress [N, K]: normal blocks at per-row magnitudes 2^-8 .. 2^8, all-zero blocks,
 // large and small blocks (x 2^±12, or x 1e±30 with extreme_magnitudes — which then sets the
 // tensor's amax), bf16-subnormal blocks, blocks of exact e2m1 ties (0.25, 0.75, ..., 5 against a

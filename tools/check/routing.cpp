@@ -48,7 +48,7 @@ std::vector<std::int32_t> choose_experts(const Routing& r, Rng& rng) {
 
 }  // namespace
 
-RoutingPlan make_routing(const Routing& r, std::uint64_t seed) {
+std::vector<std::int32_t> route_choices(const Routing& r, std::uint64_t seed) {
   if (r.tokens < 0 || r.experts < 1 || r.top_k < 1 || r.top_k > r.experts) {
     throw HarnessError(fmt::format(
         "routing: tokens = {}, experts = {}, top_k = {}: expected tokens >= 0, experts >= 1 and "
@@ -63,8 +63,11 @@ RoutingPlan make_routing(const Routing& r, std::uint64_t seed) {
                     r.experts, r.top_k));
   }
   Rng rng(derive_seed(seed, kRoutingTag));
-  const std::vector<std::int32_t> choice = choose_experts(r, rng);
+  return choose_experts(r, rng);
+}
 
+RoutingPlan make_routing(const Routing& r, std::uint64_t seed) {
+  const std::vector<std::int32_t> choice = route_choices(r, seed);
   RoutingPlan plan;
   plan.tokens = r.tokens;
   plan.experts = r.experts;

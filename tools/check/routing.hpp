@@ -23,4 +23,7 @@ struct RoutingPlan {
 // Throws HarnessError for an impossible request (top_k > experts, negative sizes, ...).
 RoutingPlan make_routing(const Routing& routing, std::uint64_t seed);
 
+// The experts make_routing groups, per token: choice[t·top_k + j] (the same checks and draws).
+std::vector<std::int32_t> route_choices(const Routing& routing, std::uint64_t seed);
+
 }  // namespace metrale::check

@@ -137,6 +137,8 @@ Report run_case(const Case& c) {
       report = detail::run_gemm_case(c);
     } else if (is_grouped(c.op)) {
       report = detail::run_grouped_case(c);
+    } else if (c.op == Op::moe) {
+      report = detail::run_moe_case(c);
     } else {
       report = detail::run_pack_case(c);
     }

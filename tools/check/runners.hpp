@@ -1,6 +1,6 @@
 // Internals shared by the per-operation runners of run_case (run_gemm.cpp, run_pack.cpp,
-// run_grouped.cpp): the row sample of the oracle, timing, the verdict on an API refusal, and the
-// final report. Not part of the harness's interface (check.hpp).
+// run_grouped.cpp, run_moe.cpp): the row sample of the oracle, timing, the verdict on an API
+// refusal, and the final report. Not part of the harness's interface (check.hpp).
 #pragma once
 
 #include <algorithm>
@@ -17,6 +17,7 @@ namespace metrale::check::detail {
 Report run_gemm_case(const Case& c);
 Report run_pack_case(const Case& c);
 Report run_grouped_case(const Case& c);
+Report run_moe_case(const Case& c);
 
 class Stopwatch {
  public:

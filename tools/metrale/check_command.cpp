@@ -1,4 +1,5 @@
-// `metrale check`: one operation, one shape (or model preset and routing), one seed, one mode, on
+// `metrale check`: one operation, one shape (or model preset and routing; for moe a whole MoE
+// layer, the preset's routing and activation unless flags change them), one seed, one mode, on
 // one or every CUDA-side backend against the CPU oracle, through the harness the GPU tests use
 // (tools/check). One line per backend with the error and PASS/FAIL/SKIP; exit 1 when any case
 // fails or nothing was compared (unless --allow-skip), 2 for bad options. Without a usable device
@@ -24,6 +25,13 @@ struct CheckOptions {
   std::uint64_t seed = 1;
   bool no_determinism = false, scale2_one = false, src_n_by_k16 = false, n_to_k = false,
        allow_skip = false, device_offsets = false;
+  // moe: changes to the recipe (empty or 0: the preset's, or the plain one for a custom shape)
+  std::string router, activation;
+  std::int32_t n_group = 0, topk_group = 0;
+  bool biases = false, no_biases = false;
+  bool changes_recipe() const {
+    return !router.empty() || !activation.empty() || n_group || topk_group || biases || no_biases;
+  }
 };
 
 // A bad option: one line, exit code 2.
@@ -57,15 +65,15 @@ std::vector<std::int32_t> parse_dims(const std::string& text) {
 
 void apply_shape(check::Case& c, const CheckOptions& o) {
   const bool gemm = c.op == check::Op::bf16_gemm || c.op == check::Op::nvfp4_gemm;
-  if (o.shape.empty())
-    throw BadOption{fmt::format("--op {} needs --shape {}", o.op, gemm ? "MxNxK" : "NxK")};
+  const char* form = gemm ? "MxNxK" : (c.op == check::Op::moe ? "HxI" : "NxK");
+  if (o.shape.empty()) throw BadOption{fmt::format("--op {} needs --shape {}", o.op, form)};
   const std::vector<std::int32_t> dims = parse_dims(o.shape);
   if (gemm && dims.size() == 3) {
     c.m = dims[0], c.n = dims[1], c.k = dims[2];
   } else if (!gemm && dims.size() == 2) {
     c.n = dims[0], c.k = dims[1];
   } else {
-    throw BadOption{fmt::format("--shape {}: {} takes {}", o.shape, o.op, gemm ? "MxNxK" : "NxK")};
+    throw BadOption{fmt::format("--shape {}: {} takes {}", o.shape, o.op, form)};
   }
 }
 
@@ -84,6 +92,7 @@ void apply_grouped(check::Case& c, const CheckOptions& o) {
     check::apply_model(c, *model, c.routing.tokens);
   } else {
     apply_shape(c, o);
+    c.moe = check::MoeCase{c.n, c.k, {}};  // a custom moe shape is HxI, with the plain recipe
     if (o.experts < 1 || o.topk < 1 || o.topk > o.experts)
       throw BadOption{
           fmt::format("--op {} without --model needs --experts E >= 1 and --topk k "
@@ -103,9 +112,53 @@ void apply_grouped(check::Case& c, const CheckOptions& o) {
   c.routing.kind = *kind;
 }
 
+// moe: the recipe's flags applied to the preset's (or the plain) recipe, then checked as the
+// library would check the layer.
+void apply_recipe_options(check::Case& c, const CheckOptions& o) {
+  check::MoeRecipe& r = c.moe.recipe;
+  if (!o.router.empty()) {
+    const auto router = check::parse_router(o.router);
+    if (!router)
+      throw BadOption{fmt::format(
+          "--router {}: expected softmax_topk, sigmoid_grouped_topk or precomputed", o.router)};
+    r = check::with_router(r, *router);
+  }
+  if (!o.activation.empty()) {
+    const auto activation = check::parse_activation(o.activation);
+    if (!activation)
+      throw BadOption{
+          fmt::format("--activation {}: expected silu or swiglu_clamped", o.activation)};
+    r.activation = *activation;
+  }
+  if (o.biases && o.no_biases) throw BadOption{"--biases and --no-biases: give one"};
+  if (o.biases || o.no_biases) r.biases = o.biases;
+  const bool grouped = r.routing == MoeRouting::sigmoid_grouped_topk;
+  if ((o.n_group || o.topk_group) && !grouped)
+    throw BadOption{"--n-group and --topk-group apply to --router sigmoid_grouped_topk"};
+  if (o.n_group) r.n_group = o.n_group;
+  if (o.topk_group) r.topk_group = o.topk_group;
+  const std::int32_t experts = c.routing.experts, k = c.routing.top_k;
+  if (grouped && (r.n_group < 1 || experts % r.n_group != 0 || r.topk_group < 1 ||
+                  r.topk_group > r.n_group || r.topk_group * (experts / r.n_group) < k))
+    throw BadOption{fmt::format(
+        "--n-group {} --topk-group {}: expected n_group dividing E = {} and topk_group in [1, "
+        "n_group] keeping at least top_k = {} experts",
+        r.n_group, r.topk_group, experts, k)};
+  if (c.routing.kind == check::RoutingKind::one_expert && r.routing != MoeRouting::precomputed)
+    throw BadOption{
+        "--routing one_expert: a router picks k distinct experts; add --router "
+        "precomputed"};
+}
+
 // What the library would refuse for every backend is a usage error here (exit 2), not a FAIL:
 // N, K > 0, and K a multiple of 16 for everything NVFP4 (one e4m3 scale per 16 weights).
 void require_valid_shape(const check::Case& c, const CheckOptions& o) {
+  if (c.op == check::Op::moe) {
+    if (c.moe.hidden <= 0 || c.moe.hidden % 16 != 0 || c.moe.inter <= 0 || c.moe.inter % 16 != 0)
+      throw BadOption{fmt::format("--op moe: H = {} and I = {} must be positive multiples of 16",
+                                  c.moe.hidden, c.moe.inter)};
+    return;
+  }
   if (c.n <= 0 || c.k <= 0)
     throw BadOption{fmt::format("--op {}: N = {} and K = {} must be positive", o.op, c.n, c.k)};
   if (c.op != check::Op::bf16_gemm && c.k % 16 != 0)
@@ -130,13 +183,20 @@ check::Case make_case(const CheckOptions& o) {
   if (o.sample_rows < -1)
     throw BadOption{fmt::format("--sample-rows {}: expected -1 (auto), 0 (all) or a row count",
                                 o.sample_rows)};
-  if (check::is_grouped(c.op)) {
+  if (c.op != check::Op::moe && o.changes_recipe())
+    throw BadOption{fmt::format(
+        "--router, --activation, --biases, --n-group, --topk-group apply to --op moe, not {}",
+        o.op)};
+  if (c.op == check::Op::moe && o.device_offsets)
+    throw BadOption{"--device-offsets applies to grouped ops, not moe (the layer groups itself)"};
+  if (check::is_routed(c.op)) {
     apply_grouped(c, o);
+    if (c.op == check::Op::moe) apply_recipe_options(c, o);
   } else {
     if (!o.model.empty())
-      throw BadOption{fmt::format("--model applies to grouped ops, not {}", o.op)};
+      throw BadOption{fmt::format("--model applies to grouped ops and moe, not {}", o.op)};
     if (!o.routing.empty())
-      throw BadOption{fmt::format("--routing applies to grouped ops, not {}", o.op)};
+      throw BadOption{fmt::format("--routing applies to grouped ops and moe, not {}", o.op)};
     if (o.device_offsets)
       throw BadOption{fmt::format("--device-offsets applies to grouped ops, not {}", o.op)};
     apply_shape(c, o);
@@ -212,18 +272,28 @@ void add_check_command(CLI::App& app, int& exit_code) {
       "check", "Run one operation on the CUDA-side backends and on the CPU oracle and compare");
   cmd->add_option("--op", options->op,
                   "bf16_gemm, nvfp4_gemm, pack, sfb, transpose, grouped_gate_up, "
-                  "grouped_gate_up_fused, grouped_down")
+                  "grouped_gate_up_fused, grouped_down, moe (the whole MoE layer)")
       ->required();
-  cmd->add_option("--shape", options->shape, "MxNxK (GEMMs) or NxK (packing, grouped)");
+  cmd->add_option("--shape", options->shape, "MxNxK (GEMMs), NxK (packing, grouped) or HxI (moe)");
   cmd->add_option("--model", options->model,
-                  "grouped: a model preset (qwen3-30b-a3b, deepseek-v3, gpt-oss-120b, "
-                  "mixtral-8x7b, qwen3-next-80b-a3b; docs/perf.md lists their shapes)");
-  cmd->add_option("--tokens", options->tokens, "grouped: tokens T (rows = T x top-k)")
+                  "grouped, moe: a model preset (qwen3-30b-a3b, deepseek-v3, gpt-oss-120b, "
+                  "mixtral-8x7b, qwen3-next-80b-a3b; docs/perf.md lists their shapes; moe also "
+                  "takes the model's routing and activation)");
+  cmd->add_option("--tokens", options->tokens, "grouped, moe: tokens T (rows = T x top-k)")
       ->capture_default_str();
-  cmd->add_option("--experts", options->experts, "grouped: experts E (without --model)");
-  cmd->add_option("--topk", options->topk, "grouped: experts per token (without --model)");
+  cmd->add_option("--experts", options->experts, "grouped, moe: experts E (without --model)");
+  cmd->add_option("--topk", options->topk, "grouped, moe: experts per token (without --model)");
   cmd->add_option("--routing", options->routing,
-                  "grouped: uniform (the default), skew, one_expert, empty_expert");
+                  "grouped, moe: uniform (the default), skew, one_expert (moe: with --router "
+                  "precomputed), empty_expert");
+  cmd->add_option("--router", options->router,
+                  "moe: softmax_topk, sigmoid_grouped_topk or precomputed (default: the model's; "
+                  "softmax_topk for a custom shape)");
+  cmd->add_option("--activation", options->activation, "moe: silu or swiglu_clamped");
+  cmd->add_flag("--biases", options->biases, "moe: bf16 gate, up and down biases per expert");
+  cmd->add_flag("--no-biases", options->no_biases, "moe: none (gpt-oss-120b has them)");
+  cmd->add_option("--n-group", options->n_group, "moe, sigmoid_grouped_topk: expert groups");
+  cmd->add_option("--topk-group", options->topk_group, "moe, sigmoid_grouped_topk: groups kept");
   cmd->add_option("--seed", options->seed, "seed of every input")->capture_default_str();
   cmd->add_option("--mode", options->mode, "exact (bit for bit) or realistic (tolerance)")
       ->capture_default_str();

@@ -1,0 +1,91 @@
+// The MoE layer (moe_forward) on the CUDA backend against the CPU oracle, through the harness
+// (`metrale check --op moe`): small layers at the edges (no tokens, one token, one expert, an
+// empty expert, a token naming one expert twice, 256 experts; every router, both activations,
+// biases) in exact and realistic mode, then the five model presets with their own routing and
+// activation at T = 1, 64 and 512 (realistic; a token sample for the big ones). A refusal is a
+// failure: the CUDA backend runs the layer. tests/cuda/moe_layer_test.cpp has the directed cases
+// (graph replay, bad token data, determinism, the expert map).
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "cuda_test_support.hpp"
+
+namespace metrale::cuda_test {
+namespace {
+
+// Runs the case and requires a pass (a skip or a refusal fails), counting failures.
+void run_moe(const check::Case& c, int& failures) {
+  if (!expect_pass(c)) ++failures;
+}
+
+check::Case moe_case(check::Mode mode, int hidden, int inter, check::Routing routing,
+                     check::MoeRecipe recipe, std::uint64_t seed) {
+  check::Case c;
+  c.op = Op::moe;
+  c.mode = mode;
+  c.backend = Backend::cuda;
+  c.moe = check::MoeCase{hidden, inter, recipe};
+  c.routing = routing;
+  c.seed = seed;
+  return c;
+}
+
+struct LayerShape {
+  int hidden, inter;
+  check::Routing routing;
+  check::MoeRecipe recipe;
+};
+
+std::vector<LayerShape> layer_shapes() {
+  using check::with_router;
+  check::MoeRecipe grouped = with_router({}, MoeRouting::sigmoid_grouped_topk);
+  grouped.n_group = 8;
+  grouped.topk_group = 2;
+  const check::MoeRecipe precomputed = with_router({}, MoeRouting::precomputed);
+  return {
+      {64, 32, {0, 4, 2, RoutingKind::uniform}, {}},
+      {64, 32, {1, 1, 1, RoutingKind::uniform}, {}},
+      {96, 64, {3, 8, 2, RoutingKind::uniform}, check::kGptOssRecipe},
+      {64, 96, {17, 16, 4, RoutingKind::skew}, check::kDeepSeekV3Recipe},
+      {128, 64, {33, 16, 4, RoutingKind::empty_expert}, grouped},
+      {64, 64, {20, 8, 2, RoutingKind::one_expert}, precomputed},
+      {32, 64, {64, 256, 8, RoutingKind::skew}, {}},
+      {2048, 64, {65, 32, 4, RoutingKind::uniform}, check::kGptOssRecipe},
+  };
+}
+
+void sweep(check::Mode mode) {
+  int failures = 0;
+  std::uint64_t seed = mode == check::Mode::exact ? 900 : 950;
+  for (const LayerShape& s : layer_shapes()) {
+    const check::Case c = moe_case(mode, s.hidden, s.inter, s.routing, s.recipe, ++seed);
+    run_moe(c, failures);
+    if (failures >= kMaxReportedFailures) return;
+  }
+}
+
+TEST(MoeLayer, ExactSweep) {
+  METRALE_SKIP_WITHOUT_GPU();
+  sweep(check::Mode::exact);
+}
+
+TEST(MoeLayer, RealisticSweep) {
+  METRALE_SKIP_WITHOUT_GPU();
+  sweep(check::Mode::realistic);
+}
+
+TEST(MoeLayer, Presets) {
+  METRALE_SKIP_WITHOUT_GPU();
+  int failures = 0;
+  for (const check::ModelPreset& model : check::model_presets()) {
+    for (int tokens : {1, 64, 512}) {
+      check::Case c = moe_case(check::Mode::realistic, 0, 0, {}, {}, 5000 + tokens);
+      check::apply_model(c, model, tokens);
+      run_moe(c, failures);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace metrale::cuda_test
