@@ -33,8 +33,8 @@ void run(std::string_view who, const MoeForward& args, const Exec& exec) {
   cuda::refuse_moe_beyond_limits(who, args);
   if (args.tokens.num_tokens == 0) return;
   require_device(who, backend);
-  const core::Buffer ws = select_workspace(
-      who, exec, cuda::moe_workspace_size(args.layer, args.tokens.num_tokens));
+  const core::Buffer ws =
+      select_workspace(who, exec, cuda::moe_workspace_size(args.layer, args.tokens.num_tokens));
   cuda::moe_forward(who, args, ws, exec.stream);
 #else
   no_dispatch(who, backend);

@@ -16,33 +16,28 @@
 
 namespace metrale::format {
 
-METRALE_HD inline double mul_rn(double a, double b) {
+// One IEEE multiply, add or divide, rounded to nearest, never fused with a neighbour: the device's
+// _rn intrinsics (which the compiler does not contract into an FMA), plain operators on the host
+// (compiled with -ffp-contract=off). T is float or double.
+template <class T>
+METRALE_HD inline T mul_rn(T a, T b) {
 #if defined(__CUDA_ARCH__)
-  return __dmul_rn(a, b);
+  if constexpr (sizeof(T) == sizeof(double))
+    return __dmul_rn(a, b);
+  else
+    return __fmul_rn(a, b);
 #else
   return a * b;
 #endif
 }
 
-METRALE_HD inline double add_rn(double a, double b) {
+template <class T>
+METRALE_HD inline T add_rn(T a, T b) {
 #if defined(__CUDA_ARCH__)
-  return __dadd_rn(a, b);
-#else
-  return a + b;
-#endif
-}
-
-METRALE_HD inline float mul_rn(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fmul_rn(a, b);
-#else
-  return a * b;
-#endif
-}
-
-METRALE_HD inline float add_rn(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fadd_rn(a, b);
+  if constexpr (sizeof(T) == sizeof(double))
+    return __dadd_rn(a, b);
+  else
+    return __fadd_rn(a, b);
 #else
   return a + b;
 #endif
@@ -67,15 +62,14 @@ METRALE_HD inline float exp_f32(float x) {
   constexpr double kLn2Lo = 1.90821492927058770002e-10;
   const double xd = x;
   // n = round(x / ln 2), |n| <= 151; r = x - n ln 2 in [-0.35, 0.35].
-  const double n = static_cast<double>(static_cast<std::int32_t>(
-      mul_rn(xd, kLog2e) + (xd < 0 ? -0.5 : 0.5)));
+  const double n =
+      static_cast<double>(static_cast<std::int32_t>(mul_rn(xd, kLog2e) + (xd < 0 ? -0.5 : 0.5)));
   const double r = add_rn(add_rn(xd, -mul_rn(n, kLn2Hi)), -mul_rn(n, kLn2Lo));
   // e^r = Σ r^i / i!, i = 0..12 (the first term left out is 0.35^13 / 13! < 2e-16).
   double p = 1.0 / 479001600.0;  // 1/12!
-  constexpr double kInvFactorial[12] = {1.0 / 39916800.0, 1.0 / 3628800.0, 1.0 / 362880.0,
-                                        1.0 / 40320.0,    1.0 / 5040.0,    1.0 / 720.0,
-                                        1.0 / 120.0,      1.0 / 24.0,      1.0 / 6.0,
-                                        0.5,              1.0,             1.0};
+  constexpr double kInvFactorial[12] = {
+      1.0 / 39916800.0, 1.0 / 3628800.0, 1.0 / 362880.0, 1.0 / 40320.0, 1.0 / 5040.0, 1.0 / 720.0,
+      1.0 / 120.0,      1.0 / 24.0,      1.0 / 6.0,      0.5,           1.0,          1.0};
 #if defined(__CUDA_ARCH__)
 #pragma unroll
 #endif

@@ -136,12 +136,14 @@ struct DeviceTokens {
   MoeTokens tokens;
 
   DeviceTokens(const MoeFixture& f, const MoeTokens& host) : tokens(host) {
-    const std::size_t T = static_cast<std::size_t>(f.tokens), E = static_cast<std::size_t>(f.experts);
+    const std::size_t T = static_cast<std::size_t>(f.tokens),
+                      E = static_cast<std::size_t>(f.experts);
     const std::size_t H = MoeFixture::kHidden;
     hidden = upload(host.hidden, T * H * 2, "hidden");
     tokens.hidden = hidden.as<bf16_bits>();
     if (host.router_logits) {
-      logits = upload(host.router_logits, T * E * (host.logits_dtype == DType::f32 ? 4 : 2), "logits");
+      logits =
+          upload(host.router_logits, T * E * (host.logits_dtype == DType::f32 ? 4 : 2), "logits");
       tokens.router_logits = logits.data();
     }
     if (host.topk_ids) {
@@ -406,7 +408,10 @@ TEST(CudaMoe, BadTokenDataPoisonsOnlyItsRow) {
     std::vector<float> bad_logits = f.logits;
     bad_logits[kBad * 16 + 7] = NAN;
     ids[kBad * 2 + 1] = 16;  // outside [0, E)
-    if (precomputed) t.topk_ids = ids.data(); else t.router_logits = bad_logits.data();
+    if (precomputed)
+      t.topk_ids = ids.data();
+    else
+      t.router_logits = bad_logits.data();
     const Outcome gpu = run_gpu(f, t);
     for (int token = 0; token < 3; ++token)
       for (int c = 0; c < H; ++c) {
@@ -427,8 +432,8 @@ TEST(CudaMoe, HostSideRefusalsNameTheValue) {
   DeviceTokens d(f, f.with_logits());
   MoeTokens t = d.tokens;
   t.hidden = reinterpret_cast<const bf16_bits*>(reinterpret_cast<const char*>(t.hidden) + 2);
-  EXPECT_TRUE(test::fails_with(moe_forward(layer.layer, t, kCuda), Status::unsupported,
-                               "tokens.hidden"));
+  EXPECT_TRUE(
+      test::fails_with(moe_forward(layer.layer, t, kCuda), Status::unsupported, "tokens.hidden"));
   std::size_t bytes = 0;
   ASSERT_TRUE(moe_workspace_size(Backend::cuda, layer.layer, 3, &bytes).ok());
   DeviceBuffer small(bytes / 2, "workspace");

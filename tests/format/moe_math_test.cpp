@@ -3,19 +3,22 @@
 // within 1e-15 of a float midpoint, and then by one ulp); and its edges (NaN, overflow,
 // underflow, exact points). The activation helpers against their formulas. On the device, the
 // routing and activation of tests/cuda/moe_layer_test.cpp must match the oracle bit for bit.
-#include <gtest/gtest.h>
+#include "format/moe_math.hpp"
 
 #include <cmath>
 #include <cstdint>
 #include <limits>
 
-#include "format/moe_math.hpp"
+#include <gtest/gtest.h>
+
 #include "float_sweep.hpp"
 
 namespace metrale::test {
 namespace {
 
-float rounded_exp(float x) { return static_cast<float>(std::exp(static_cast<double>(x))); }
+float rounded_exp(float x) {
+  return static_cast<float>(std::exp(static_cast<double>(x)));
+}
 
 TEST(MoeMath, ExpIsCorrectlyRoundedButForMidpoints) {
   std::uint64_t checked = 0, differ = 0;

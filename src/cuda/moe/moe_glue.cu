@@ -3,7 +3,6 @@
 // functions, so every bit matches the CPU oracle. Both read 16 bytes (8 bf16) at a time: the
 // rows are I or H wide, multiples of 16, and the buffers 16-byte aligned.
 #include "cuda/moe/moe_route.hpp"
-
 #include "format/bf16.hpp"
 #include "format/moe_math.hpp"
 
@@ -20,10 +19,12 @@ union Bf16x8 {
 
 // bf16(x + bias[c]): the oracle's bias add (fp32 add, one rounding).
 __device__ float plus_bias(float x, const std::uint16_t* bias, int c) {
-  return format::bf16_to_float(format::float_to_bf16(format::add_rn(x, format::bf16_to_float(bias[c]))));
+  return format::bf16_to_float(
+      format::float_to_bf16(format::add_rn(x, format::bf16_to_float(bias[c]))));
 }
 
-__global__ void __launch_bounds__(kGlueThreads) activation_kernel(const __grid_constant__ ActivationArgs a) {
+__global__ void __launch_bounds__(kGlueThreads)
+    activation_kernel(const __grid_constant__ ActivationArgs a) {
   const int per_row = a.inter / 8;
   const long long vectors = static_cast<long long>(__ldg(a.total_rows)) * per_row;
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < vectors;
@@ -51,7 +52,8 @@ __global__ void __launch_bounds__(kGlueThreads) activation_kernel(const __grid_c
 }
 
 // One block per token: each thread sums its 8 columns over the token's slots, in slot order.
-__global__ void __launch_bounds__(kGlueThreads) combine_kernel(const __grid_constant__ CombineArgs a) {
+__global__ void __launch_bounds__(kGlueThreads)
+    combine_kernel(const __grid_constant__ CombineArgs a) {
   const int token = blockIdx.x, k = a.top_k;
   const std::size_t first = static_cast<std::size_t>(token) * k;
   const bool bad = __ldg(a.token_bad + token) != 0;
@@ -63,7 +65,8 @@ __global__ void __launch_bounds__(kGlueThreads) combine_kernel(const __grid_cons
       if (row < 0) continue;  // remote expert: another rank adds this slot
       const float w = __ldg(a.weights + first + j);
       Bf16x8 d;
-      d.vector = __ldg(reinterpret_cast<const uint4*>(a.down + static_cast<std::size_t>(row) * a.hidden) + v);
+      d.vector = __ldg(
+          reinterpret_cast<const uint4*>(a.down + static_cast<std::size_t>(row) * a.hidden) + v);
       const std::uint16_t* bias = a.has_bias ? a.down_bias[__ldg(a.row_expert + row)] : nullptr;
 #pragma unroll
       for (int h = 0; h < 8; ++h) {

@@ -9,10 +9,12 @@
 // The grouped GEMMs are the ones nvfp4_grouped runs (the kernel-family dispatcher), bounded by
 // max_rows_per_expert = T (T·k when a token may name a local expert twice): the layer equals
 // metrale's grouped calls plus the glue, as the CPU oracle computes it.
-#include <fmt/format.h>
-
 #include <algorithm>
+#include <initializer_list>
 #include <string>
+#include <utility>
+
+#include <fmt/format.h>
 
 #include "core/error.hpp"
 #include "cuda/cuda_backend.hpp"
@@ -53,10 +55,9 @@ ExpertGroups device_groups(const MoeLayer& layer, int tokens, const std::int32_t
 
 std::size_t gemm_bytes(const MoeLayer& layer, int tokens) {
   const ExpertGroups groups = device_groups(layer, tokens, nullptr);
-  return std::max(nvfp4_grouped_workspace_size(groups, layer.intermediate_size,
-                                               layer.hidden_size, 2),
-                  nvfp4_grouped_workspace_size(groups, layer.hidden_size,
-                                               layer.intermediate_size, 1));
+  return std::max(
+      nvfp4_grouped_workspace_size(groups, layer.intermediate_size, layer.hidden_size, 2),
+      nvfp4_grouped_workspace_size(groups, layer.hidden_size, layer.intermediate_size, 1));
 }
 
 struct Scratch {
@@ -154,28 +155,43 @@ void launch_route(const MoeForward& args, const Scratch& s, cudaStream_t stream)
   METRALE_CUDA_CHECK(moe::launch_route(a, static_cast<int>(shared), stream));
 }
 
-GroupedNvfp4 grouped_call(const MoeLayer& layer, int tokens, const Scratch& s, int n, int k) {
+// One grouped GEMM of the layer on the routing's device offsets: `a` ([a_rows, k], gathered
+// through token_ids when given) times each projection's weights into its output ([T·k, n]).
+struct GroupedStep {
+  const bf16_bits* a;
+  std::int32_t a_rows;
+  const std::int32_t* token_ids;
+  std::initializer_list<std::pair<const ExpertWeights*, bf16_bits*>> projections;
+  int n, k;
+};
+
+void run_grouped(const MoeForward& args, const Scratch& s, const GroupedStep& step,
+                 cudaStream_t stream) {
   GroupedNvfp4 g{};
-  g.scale_layout = layer.scale_layout;
-  g.groups = device_groups(layer, tokens, s.routes.offsets);
-  g.n = n;
-  g.k = k;
-  return g;
+  g.a = step.a;
+  g.a_rows = step.a_rows;
+  g.token_ids = step.token_ids;
+  for (auto [weights, out] : step.projections) {
+    g.proj[g.proj_count] = *weights;
+    g.out[g.proj_count++] = out;
+  }
+  g.scale_layout = args.layer.scale_layout;
+  g.groups = device_groups(args.layer, args.tokens.num_tokens, s.routes.offsets);
+  g.n = step.n;
+  g.k = step.k;
+  nvfp4_grouped(g, s.gemm, stream);
 }
 
 void run_gate_up(const MoeForward& args, const Scratch& s, cudaStream_t stream) {
   const MoeLayer& layer = args.layer;
-  GroupedNvfp4 g = grouped_call(layer, args.tokens.num_tokens, s, layer.intermediate_size,
-                                layer.hidden_size);
-  g.a = args.tokens.hidden;
-  g.a_rows = args.tokens.num_tokens;
-  g.token_ids = s.routes.row_token;
-  g.proj[0] = layer.gate;
-  g.proj[1] = layer.up;
-  g.out[0] = s.gate;
-  g.out[1] = s.up;
-  g.proj_count = 2;
-  nvfp4_grouped(g, s.gemm, stream);
+  run_grouped(args, s,
+              {args.tokens.hidden,
+               args.tokens.num_tokens,
+               s.routes.row_token,
+               {{&layer.gate, s.gate}, {&layer.up, s.up}},
+               layer.intermediate_size,
+               layer.hidden_size},
+              stream);
 }
 
 void run_activation(const MoeForward& args, const Scratch& s, cudaStream_t stream) {
@@ -191,26 +207,32 @@ void run_activation(const MoeForward& args, const Scratch& s, cudaStream_t strea
   a.limit = layer.swiglu_limit;
   a.has_bias = layer.gate_bias_ptrs || layer.up_bias_ptrs;
   for (int e = 0; a.has_bias && e < layer.num_local_experts; ++e) {
-    a.gate_bias[e] = layer.gate_bias_ptrs ? reinterpret_cast<const std::uint16_t*>(layer.gate_bias_ptrs[e]) : nullptr;
-    a.up_bias[e] = layer.up_bias_ptrs ? reinterpret_cast<const std::uint16_t*>(layer.up_bias_ptrs[e]) : nullptr;
+    a.gate_bias[e] = layer.gate_bias_ptrs
+                         ? reinterpret_cast<const std::uint16_t*>(layer.gate_bias_ptrs[e])
+                         : nullptr;
+    a.up_bias[e] = layer.up_bias_ptrs
+                       ? reinterpret_cast<const std::uint16_t*>(layer.up_bias_ptrs[e])
+                       : nullptr;
   }
-  const long long vectors = slot_count(layer, args.tokens.num_tokens) * (layer.intermediate_size / 8);
+  const long long vectors =
+      slot_count(layer, args.tokens.num_tokens) * (layer.intermediate_size / 8);
   constexpr int kThreads = 256, kBlocksPerSm = 8;
-  const int grid = static_cast<int>(
-      std::clamp<long long>((vectors + kThreads - 1) / kThreads, 1, 1LL * kBlocksPerSm * device_sm_count()));
+  const int grid = static_cast<int>(std::clamp<long long>((vectors + kThreads - 1) / kThreads, 1,
+                                                          1LL * kBlocksPerSm * device_sm_count()));
   METRALE_CUDA_CHECK(moe::launch_activation(a, grid, stream));
 }
 
+// Down on the activation rows (over gate, in expert order: no gather).
 void run_down(const MoeForward& args, const Scratch& s, cudaStream_t stream) {
   const MoeLayer& layer = args.layer;
-  GroupedNvfp4 g = grouped_call(layer, args.tokens.num_tokens, s, layer.hidden_size,
-                                layer.intermediate_size);
-  g.a = s.gate;  // the activation rows, in expert order
-  g.a_rows = static_cast<std::int32_t>(slot_count(layer, args.tokens.num_tokens));
-  g.proj[0] = layer.down;
-  g.out[0] = s.down;
-  g.proj_count = 1;
-  nvfp4_grouped(g, s.gemm, stream);
+  run_grouped(args, s,
+              {s.gate,
+               static_cast<std::int32_t>(slot_count(layer, args.tokens.num_tokens)),
+               nullptr,
+               {{&layer.down, s.down}},
+               layer.hidden_size,
+               layer.intermediate_size},
+              stream);
 }
 
 void run_combine(const MoeForward& args, const Scratch& s, cudaStream_t stream) {

@@ -16,46 +16,46 @@ inline constexpr int kRouteWarps = 8;           // warps of a routing block (a t
 
 // What routing and grouping write, [T·k] per slot unless said otherwise.
 struct Routes {
-  std::int32_t* ids;          // global expert of each slot
-  float* weights;             // its final weight
-  std::int32_t* slot_local;   // its local expert, -1: remote, or a bad token's slot
-  std::int32_t* slot_row;     // its row in the grouped GEMMs, -1: none
-  std::int32_t* token_bad;    // [T] 1: non-finite logits or weights, or an id out of range
-  std::int32_t* offsets;      // [L + 1] rows of local expert l: [offsets[l], offsets[l + 1])
-  std::int32_t* row_token;    // [T·k] the token of each row; -1 past the last row
-  std::int32_t* row_expert;   // [T·k] the local expert of each row
-  std::uint32_t* ticket;      // blocks done routing (zeroed before the launch)
+  std::int32_t* ids;         // global expert of each slot
+  float* weights;            // its final weight
+  std::int32_t* slot_local;  // its local expert, -1: remote, or a bad token's slot
+  std::int32_t* slot_row;    // its row in the grouped GEMMs, -1: none
+  std::int32_t* token_bad;   // [T] 1: non-finite logits or weights, or an id out of range
+  std::int32_t* offsets;     // [L + 1] rows of local expert l: [offsets[l], offsets[l + 1])
+  std::int32_t* row_token;   // [T·k] the token of each row; -1 past the last row
+  std::int32_t* row_expert;  // [T·k] the local expert of each row
+  std::uint32_t* ticket;     // blocks done routing (zeroed before the launch)
 };
 
 enum class RouteKind : std::int32_t { softmax_topk = 0, sigmoid_grouped_topk = 1, precomputed = 2 };
 
 struct RouteArgs {
   Routes out;
-  std::int32_t* topk_ids_out;   // optional [T, k]
-  float* topk_weights_out;      // optional [T, k]
-  const void* logits;           // [T, E] fp32 or bf16 (from logits)
-  const std::int32_t* topk_ids; // [T, k] (precomputed)
-  const float* topk_weights;    // [T, k] (precomputed)
-  const float* correction_bias; // optional [E] (sigmoid)
+  std::int32_t* topk_ids_out;    // optional [T, k]
+  float* topk_weights_out;       // optional [T, k]
+  const void* logits;            // [T, E] fp32 or bf16 (from logits)
+  const std::int32_t* topk_ids;  // [T, k] (precomputed)
+  const float* topk_weights;     // [T, k] (precomputed)
+  const float* correction_bias;  // optional [E] (sigmoid)
   RouteKind kind;
   std::int32_t logits_bf16;
   std::int32_t renormalize;
   std::int32_t n_group, topk_group;
   float scaling;
   std::int32_t tokens, experts, top_k, local_experts;
-  std::int32_t warps;           // per block: a token each
+  std::int32_t warps;  // per block: a token each
   std::int32_t has_map;
   std::int32_t map[kMaxRoutedExperts];  // global -> local id, -1 remote (has_map)
 };
 
 // Rows [0, offsets[L]) of gate and up: bias, activation, bf16, over gate.
 struct ActivationArgs {
-  std::uint16_t* gate;               // [rows, I] in; act(gate, up) out
-  const std::uint16_t* up;           // [rows, I]
-  const std::int32_t* total_rows;    // &offsets[L]
+  std::uint16_t* gate;             // [rows, I] in; act(gate, up) out
+  const std::uint16_t* up;         // [rows, I]
+  const std::int32_t* total_rows;  // &offsets[L]
   const std::int32_t* row_expert;
   std::int32_t inter;
-  std::int32_t clamped;              // swiglu_clamped, else silu
+  std::int32_t clamped;  // swiglu_clamped, else silu
   float alpha, limit;
   std::int32_t has_bias;
   const std::uint16_t* gate_bias[kMaxBiasExperts];  // per local expert (has_bias)
@@ -64,13 +64,13 @@ struct ActivationArgs {
 
 // out[t] = bf16(Σ_j w_j · bf16(d[row_j] + bias) + residual[t]), j ascending, fp32 without FMA.
 struct CombineArgs {
-  const std::uint16_t* down;         // [rows, H]
+  const std::uint16_t* down;  // [rows, H]
   const std::int32_t* slot_row;
   const float* weights;
   const std::int32_t* token_bad;
   const std::int32_t* row_expert;
-  const std::uint16_t* residual;     // optional [T, H]
-  std::uint16_t* out;                // [T, H]
+  const std::uint16_t* residual;  // optional [T, H]
+  std::uint16_t* out;             // [T, H]
   std::int32_t tokens, hidden, top_k;
   std::int32_t has_bias;
   const std::uint16_t* down_bias[kMaxBiasExperts];

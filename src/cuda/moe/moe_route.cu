@@ -8,9 +8,8 @@
 // scan turns the counts into each (warp, expert)'s first row, and each warp then places its
 // segment 32 slots at a time, a slot's rank among the lanes with the same expert from
 // __match_any_sync. Deterministic: nothing depends on which block finished last.
-#include "cuda/moe/moe_route.hpp"
-
 #include "cuda/family.hpp"
+#include "cuda/moe/moe_route.hpp"
 #include "format/bf16.hpp"
 #include "format/moe_math.hpp"
 
@@ -26,15 +25,16 @@ __device__ bool is_finite(float v) {
 
 // One warp's scratch for its token (shared memory; layout in route_shared_bytes).
 struct TokenScratch {
-  float* value;          // [E] what is ranked: the logits (softmax) or choice scores (sigmoid)
-  float* extra;          // [E] softmax: e^(l - max); sigmoid: the scores without the bias
-  float* group_score;    // [n_group]
-  std::uint8_t* state;   // [E] 0: may be chosen; 1: taken or in a group not kept
+  float* value;               // [E] what is ranked: the logits (softmax) or choice scores (sigmoid)
+  float* extra;               // [E] softmax: e^(l - max); sigmoid: the scores without the bias
+  float* group_score;         // [n_group]
+  std::uint8_t* state;        // [E] 0: may be chosen; 1: taken or in a group not kept
   std::uint8_t* group_state;  // [n_group] 0: free; 1: kept
 };
 
 __device__ TokenScratch scratch_of(const RouteArgs& a, std::uint8_t* shared, int warp) {
-  std::uint8_t* base = shared + static_cast<std::size_t>(warp) * route_warp_bytes(a.experts, a.n_group);
+  std::uint8_t* base =
+      shared + static_cast<std::size_t>(warp) * route_warp_bytes(a.experts, a.n_group);
   TokenScratch s;
   s.value = reinterpret_cast<float*>(base);
   s.extra = s.value + a.experts;
@@ -191,7 +191,8 @@ __device__ void route_token(const RouteArgs& a, const TokenScratch& s, int token
   __syncwarp();
   for (int j = lane; j < k; j += 32) {
     const std::int32_t id = bad && a.kind != RouteKind::precomputed ? -1 : ids[j];
-    const float weight = bad && a.kind != RouteKind::precomputed ? __int_as_float(0x7FC00000) : w[j];
+    const float weight =
+        bad && a.kind != RouteKind::precomputed ? __int_as_float(0x7FC00000) : w[j];
     if (a.topk_ids_out) a.topk_ids_out[first + j] = id;
     if (a.topk_weights_out) a.topk_weights_out[first + j] = weight;
     a.out.slot_local[first + j] = bad ? -1 : (a.has_map ? a.map[id] : id);
@@ -221,8 +222,8 @@ __device__ int block_exclusive_scan(int value, int* scratch) {
 __device__ void group_rows(const RouteArgs& a, int* shared) {
   const int warps = blockDim.x / 32, warp = threadIdx.x / 32, lane = threadIdx.x & 31;
   const int L = a.local_experts, slots = a.tokens * a.top_k;
-  int* counts = shared;                  // [warps][L]
-  int* scan = shared + warps * L;        // [blockDim.x + 1]
+  int* counts = shared;            // [warps][L]
+  int* scan = shared + warps * L;  // [blockDim.x + 1]
   for (int i = threadIdx.x; i < warps * L; i += blockDim.x) counts[i] = 0;
   __syncthreads();
   const int begin = static_cast<int>(static_cast<long long>(slots) * warp / warps);

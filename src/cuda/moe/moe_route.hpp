@@ -18,7 +18,8 @@ inline constexpr int kMaxRouteShared = 96 * 1024;
 #if defined(__CUDACC__)
 __host__ __device__
 #endif
-inline constexpr std::size_t route_warp_bytes(int experts, int n_group) {
+    inline constexpr std::size_t
+    route_warp_bytes(int experts, int n_group) {
   const std::size_t bytes = 4 * (2 * static_cast<std::size_t>(experts) + n_group) +
                             static_cast<std::size_t>(experts) + n_group;
   return (bytes + 15) / 16 * 16;
