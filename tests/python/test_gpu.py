@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import metrale
+from test_moe_cpu import assert_close_to_reference
 from test_ops_cpu import nvfp4_weight, small_ints
 from test_quantize import CASES
 
@@ -133,6 +134,28 @@ def test_graph_capture_of_a_grouped_call(rng):
     graph.replay()
     torch.cuda.synchronize()
     assert_same(out, metrale.grouped_down(new_h, down_cpu, offsets))
+
+
+def test_moe_forward_on_cuda_tensors_equals_the_cpu(rng):
+    """The whole layer from CUDA tensors against the CPU backend on the same inputs: the routing
+    (ids and weights) bit for bit, the output within a bf16 rounding of its scale (the down
+    GEMM's fp32 sums run in another order on the GPU) and almost everywhere bit for bit."""
+    layer_cpu = [experts(rng, 6, n, k) for n, k in ((128, 256), (128, 256), (256, 128))]
+    hidden = small_ints(rng, 9, 256)
+    logits = rng.standard_normal((9, 6)).astype(np.float32)
+    residual = small_ints(rng, 9, 256)
+    want, want_ids, want_weights = metrale.moe_forward(
+        hidden, *(cpu for cpu, _ in layer_cpu), top_k=2, router_logits=logits,
+        residual=residual, return_routing=True,
+    )
+    got, ids, weights = metrale.moe_forward(
+        cuda(hidden), *(gpu for _, gpu in layer_cpu), top_k=2, router_logits=cuda(logits),
+        residual=cuda(residual), return_routing=True,
+    )
+    assert got.is_cuda and ids.is_cuda
+    np.testing.assert_array_equal(host(ids), want_ids)
+    np.testing.assert_array_equal(host(weights).view(np.uint32), want_weights.view(np.uint32))
+    assert_close_to_reference(host(got), want)
 
 
 def test_device_mix_and_cpu_tables_are_refused(rng):
