@@ -11,7 +11,6 @@
 #include <string_view>
 
 #include "core/workspace.hpp"
-#include "core/workspace.hpp"
 #include "metrale/metrale.hpp"
 
 namespace metrale::api {
