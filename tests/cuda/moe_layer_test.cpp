@@ -15,6 +15,11 @@
 // remote; a residual, in place too; a second run bitwise identical; a captured graph replayed on
 // new logits; a NaN logit or an id out of range (only the device sees them: that token's row is
 // NaN, the others exact); output guard bands; refusals on the host.
+#include <gtest/gtest.h>
+
+#include "cuda_test_support.hpp"
+
+#ifdef METRALE_HAS_CUDA
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -25,10 +30,12 @@
 #include "api/api_test_util.hpp"
 #include "check/buffers.hpp"
 #include "cpu/moe_fixture.hpp"
-#include "cuda_test_support.hpp"
+#endif
 
 namespace metrale::cuda_test {
 namespace {
+
+#ifdef METRALE_HAS_CUDA
 
 using check::DeviceBuffer;
 using test::MoeFixture;
@@ -443,6 +450,10 @@ TEST(CudaMoe, HostSideRefusalsNameTheValue) {
   check::device_synchronize("refusals");
   EXPECT_EQ(d.out.download<bf16_bits>(), f.poisoned_out());
 }
+
+#else
+TEST(CudaMoe, NeedsTheCudaBackend) { GTEST_SKIP() << "the CUDA backend was not built"; }
+#endif
 
 }  // namespace
 }  // namespace metrale::cuda_test
