@@ -1,9 +1,9 @@
 // The MoE layer's glue kernels on the CUDA backend (moe_route.cu, moe_glue.cu): their launch
 // arguments and the scratch they share. Plain structs, included by host and device code.
 //
-// The layer is six launches on the caller's stream (moe_layer.cpp): route + group, the grouped
-// gate/up GEMM, the activation, the grouped down GEMM, the combine. Nothing goes through the
-// host: the grouped GEMMs read the expert offsets the routing kernel wrote (device offsets).
+// The layer runs on the caller's stream (moe_layer.cpp): route + group, the grouped gate/up GEMM,
+// the activation, the grouped down GEMM, the combine. Nothing goes through the host: the grouped
+// GEMMs read the expert offsets the routing kernel wrote (device offsets).
 #pragma once
 
 #include <cstdint>
