@@ -182,10 +182,9 @@ void validate_experts(std::string_view who, const MoeLayer& layer, const MoeName
     const std::string scale2 = n.l(fmt::format("{}.scale2_vals", name));
     const float* values = w->scale2_vals;  // a structured binding cannot be captured (clang 14)
     require_aligned(who, scale2, values, alignof(float), "fp32 data");
-    reachable.each([&](std::size_t l) {  // names formatted only for a value that fails
+    reachable.each([&](std::size_t l) {
       require_not_null(who, scale2, values);
-      METRALE_REQUIRE(std::isfinite(values[l]) && values[l] > 0.0f,
-                      "{}: {}[{}] = {} is not finite and > 0", who, scale2, l, values[l]);
+      core::require_scale2(who, scale2, static_cast<std::int64_t>(l), values[l]);
     });
   }
   for (auto [name, table] : {std::pair{"gate_bias_ptrs", layer.gate_bias_ptrs},

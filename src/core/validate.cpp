@@ -76,12 +76,15 @@ void require_scale2(std::string_view who, std::string_view name, float value) {
                   name, value);
 }
 
+void require_scale2(std::string_view who, std::string_view name, std::int64_t index,
+                    float value) {
+  METRALE_REQUIRE(std::isfinite(value) && value > 0.0f, "{}: {}[{}] = {} is not finite and > 0",
+                  who, name, index, value);
+}
+
 void require_scale2_each(std::string_view who, std::string_view name, const float* values,
                          std::int64_t count) {
-  for (std::int64_t i = 0; i < count; ++i) {
-    METRALE_REQUIRE(std::isfinite(values[i]) && values[i] > 0.0f,
-                    "{}: {}[{}] = {} is not finite and > 0", who, name, i, values[i]);
-  }
+  for (std::int64_t i = 0; i < count; ++i) require_scale2(who, name, i, values[i]);
 }
 
 }  // namespace metrale::core

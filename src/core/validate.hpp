@@ -51,6 +51,8 @@ void require_multiple_of(std::string_view who, std::string_view name, std::int64
                                          std::size_t index, float value, std::int64_t k);
 // A decode scale_2 must be finite and > 0 (a NaN or 0 would silently zero or poison the output).
 void require_scale2(std::string_view who, std::string_view name, float value);
+// The same for entry `index` of a host array, named "name[3]" only when it fails.
+void require_scale2(std::string_view who, std::string_view name, std::int64_t index, float value);
 // The same for each entry of a per-expert host array, naming the index: "name[3] = nan ...".
 void require_scale2_each(std::string_view who, std::string_view name, const float* values,
                          std::int64_t count);

@@ -36,7 +36,8 @@ void nvfp4_grouped(const GroupedNvfp4& args, core::Buffer ws, void* stream);
 void moe_forward(std::string_view who, const MoeForward& args, core::Buffer ws, void* stream);
 // What the CUDA layer cannot run, refused before anything is enqueued (and before asking for a
 // device): E, L (with biases too) past the launch parameters' room, H or I not multiples of 32,
-// unaligned token buffers or expert weights. moe_forward checks it again.
+// unaligned token buffers or expert weights. The API calls it, then (T > 0) require_device and
+// moe_forward, which does not check these again.
 void refuse_moe_beyond_limits(std::string_view who, const MoeForward& args);
 std::size_t moe_workspace_size(const MoeLayer& layer, int num_tokens);
 
