@@ -9,13 +9,25 @@
 
 namespace metrale::core {
 
-bool cutlass_gemm_enabled() {
-  const char* raw = std::getenv("METRALE_CUTLASS_GEMM");
+namespace {
+
+// A 0/1 switch: unset, "" or "0" off, "1" on, anything else refused (naming `meaning`).
+bool switch_on(const char* name, std::string_view meaning) {
+  const char* raw = std::getenv(name);
   const std::string_view value = raw ? raw : "";
   if (value.empty() || value == "0") return false;
   if (value == "1") return true;
-  fail(Status::invalid_argument,
-       "METRALE_CUTLASS_GEMM = '{}', expected 1 (use the CUTLASS reference) or 0/unset", value);
+  fail(Status::invalid_argument, "{} = '{}', expected 1 ({}) or 0/unset", name, value, meaning);
+}
+
+}  // namespace
+
+bool cutlass_gemm_enabled() {
+  return switch_on("METRALE_CUTLASS_GEMM", "use the CUTLASS reference");
+}
+
+bool moe_check_inputs() {
+  return switch_on("METRALE_MOE_CHECK_INPUTS", "check the MoE layer's token data on the host");
 }
 
 std::size_t workspace_megabytes() {

@@ -4,6 +4,12 @@
 //                         Unset, "" or "0": our own kernels (the default). Anything else is an
 //                         error, so a typo never silently measures the wrong implementation.
 //   METRALE_WORKSPACE_MB  megabytes of the shared workspace of each backend (default 512).
+//   METRALE_MOE_CHECK_INPUTS "1": the CUDA MoE layer copies its token data (logits, or ids and
+//                         weights, and the correction bias) to the host and refuses non-finite
+//                         values and ids out of range with the CPU backend's messages, before
+//                         anything is enqueued. A debugging aid: it waits for the stream, so a
+//                         capturing stream is refused. Unset, "" or "0": off (the device makes a
+//                         bad token's row NaN instead).
 //   METRALE_CUDA_KERNEL   tuning and tests only: "FAMILY[:CONFIG[:SPLITS]]" runs every expert of
 //                         a CUDA-backend call on that kernel family (sm90-decode, sm90-tiled),
 //                         configuration index and (decode) K split, instead of the dispatcher's
@@ -22,6 +28,7 @@ inline constexpr std::size_t kMaxWorkspaceMb = std::size_t{1} << 20;
 
 // Throws metrale::Error (invalid_argument) naming the variable and its value when malformed.
 bool cutlass_gemm_enabled();
+bool moe_check_inputs();
 std::size_t workspace_megabytes();
 std::size_t workspace_bytes();
 struct ForcedKernel {

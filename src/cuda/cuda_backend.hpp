@@ -19,6 +19,11 @@ bool available(std::string* why);
 
 void bf16_gemm(const DenseGemm& args, core::Buffer ws, void* stream);
 void nvfp4_gemm(const Nvfp4Gemm& args, core::Buffer ws, void* stream);
+// Refuses (unsupported) a call on a capturing stream, saying why it cannot be captured.
+void refuse_capture(std::string_view who, void* stream, std::string_view reason);
+// Copies `bytes` of device memory to the host after the work queued on `stream`, and waits.
+void download(const void* device, std::size_t bytes, void* host, void* stream);
+
 // The quantizer's scratch (amax and the first non-finite index the device found); `who` names
 // the entry point in a refusal of NaN or ±Inf weights. pack_nvfp4 waits for its stream, so a
 // capturing stream is refused first, before anything (the shared workspace's allocation

@@ -14,6 +14,7 @@
 
 #include "core/error.hpp"
 #include "cuda/cuda_backend.hpp"
+#include "cuda/cuda_check.hpp"
 #include "cuda/device_probe.hpp"
 #include "cuda/require_device.hpp"
 
@@ -154,6 +155,19 @@ void require_device(std::string_view who) {
   std::string why;
   if (!available(&why))
     fail(Status::unsupported, "{}: the cuda backend cannot run here: {}", who, why);
+}
+
+void refuse_capture(std::string_view who, void* stream, std::string_view reason) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  METRALE_CUDA_CHECK(cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &capture));
+  if (capture != cudaStreamCaptureStatusNone)
+    fail(Status::unsupported, "{}: cannot be captured in a CUDA graph ({})", who, reason);
+}
+
+void download(const void* device, std::size_t bytes, void* host, void* stream) {
+  const auto s = static_cast<cudaStream_t>(stream);
+  METRALE_CUDA_CHECK(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, s));
+  METRALE_CUDA_CHECK(cudaStreamSynchronize(s));
 }
 
 void require_aligned_16(std::string_view who, std::string_view name, const void* ptr) {

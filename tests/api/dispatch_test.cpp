@@ -118,8 +118,8 @@ TEST(Dispatch, InvalidBackendValue) {
                          Status::invalid_argument,
                          "bf16_gemm_act_weight_t: backend = -1, expected 0 (auto), 1 (cpu), 2 "
                          "(cuda), 3 (cutlass) or 4 (cublaslt)"));
-  const metrale_exec bad{sizeof(metrale_exec), static_cast<metrale_backend>(11), nullptr, 0, nullptr,
-                        -1};
+  const metrale_exec bad{
+      sizeof(metrale_exec), static_cast<metrale_backend>(11), nullptr, 0, nullptr, -1};
   float s2 = 0;
   EXPECT_EQ(metrale_pack_bf16_weight_to_nvfp4_ex(t.act.data(), t.out.data(), t.out.data(), &s2, 2,
                                                  16, &bad),
@@ -136,6 +136,33 @@ TEST(Dispatch, CublasltHasNoPacking) {
   EXPECT_TRUE(fails_with(
       pack_weight_sfb({in.data(), out.data(), 8, 64, true}, Exec{Backend::cublaslt}),
       Status::unsupported, "pack_weight_sfb: the cublaslt backend does not implement this"));
+}
+
+// METRALE_MOE_CHECK_INPUTS: 1 on, 0 / empty / unset off, anything else refused by name
+// (the CUDA MoE layer's use of it is tests/cuda/moe_layer_test.cpp's).
+TEST(Dispatch, MoeCheckInputsSwitch) {
+  {
+    ScopedEnv env("METRALE_MOE_CHECK_INPUTS", "1");
+    EXPECT_TRUE(core::moe_check_inputs());
+  }
+  for (const char* off : {"0", ""}) {
+    ScopedEnv env("METRALE_MOE_CHECK_INPUTS", off);
+    EXPECT_FALSE(core::moe_check_inputs());
+  }
+  {
+    ScopedEnv env("METRALE_MOE_CHECK_INPUTS", "on");
+    try {
+      core::moe_check_inputs();
+      ADD_FAILURE() << "'on' was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status(), Status::invalid_argument);
+      EXPECT_NE(std::string(e.what()).find("METRALE_MOE_CHECK_INPUTS = 'on', expected 1"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  ScopedEnv unset("METRALE_MOE_CHECK_INPUTS", std::nullopt);
+  EXPECT_FALSE(core::moe_check_inputs());
 }
 
 }  // namespace

@@ -432,6 +432,61 @@ TEST(CudaMoe, BadTokenDataPoisonsOnlyItsRow) {
   }
 }
 
+// METRALE_MOE_CHECK_INPUTS=1: the token data comes to the host first, and bad data is refused
+// with the CPU backend's message, nothing written; a capturing stream is refused.
+TEST(CudaMoe, CheckInputsRefusesBadTokenDataByName) {
+  METRALE_SKIP_WITHOUT_GPU();
+  const test::ScopedEnv check("METRALE_MOE_CHECK_INPUTS", "1");
+  MoeFixture f(16, 2, 3);
+  f.set_layout(ScaleLayout::sfb);
+  const DeviceLayer layer(f);
+  std::vector<float> logits = f.logits;
+  logits[1 * 16 + 7] = NAN;
+  MoeTokens t = f.with_logits();
+  t.router_logits = logits.data();
+  DeviceTokens d(f, t);
+  EXPECT_TRUE(test::fails_with(moe_forward(layer.layer, d.tokens, kCuda), Status::invalid_argument,
+                               "moe_forward: tokens.router_logits[1][7] = nan is not finite"));
+  std::vector<std::int32_t> ids{1, 2, 3, 16, 5, 6};
+  std::vector<float> weights(6, 0.5f);
+  MoeFixture p(16, 2, 3);
+  p.set_layout(ScaleLayout::sfb);
+  p.layer.routing = MoeRouting::precomputed;
+  MoeTokens tp = p.with_logits();
+  tp.router_logits = nullptr;
+  tp.topk_ids = ids.data();
+  tp.topk_weights = weights.data();
+  const DeviceLayer player(p);
+  DeviceTokens dp(p, tp);
+  EXPECT_TRUE(test::fails_with(moe_forward(player.layer, dp.tokens, kCuda),
+                               Status::invalid_argument,
+                               "moe_forward: tokens.topk_ids[1][1] = 16 is outside [0, "
+                               "layer.num_experts = 16)"));
+  check::device_synchronize("refusals");
+  EXPECT_EQ(d.out.download<bf16_bits>(), f.poisoned_out());
+  EXPECT_EQ(dp.out.download<bf16_bits>(), p.poisoned_out());
+  // Valid data passes the check and runs as usual.
+  MoeTokens good = f.with_logits();
+  DeviceTokens dg(f, good);
+  ASSERT_TRUE(moe_forward(layer.layer, dg.tokens, kCuda).ok());
+  // A capturing stream cannot wait for the host.
+  cudaStream_t stream = nullptr;
+  check::cuda_require(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+  std::size_t bytes = 0;
+  ASSERT_TRUE(moe_workspace_size(Backend::cuda, layer.layer, f.tokens, &bytes).ok());
+  DeviceBuffer ws(bytes, "workspace");
+  const Exec exec{Backend::cuda, ws.data(), bytes, stream};
+  cudaGraph_t graph = nullptr;
+  check::cuda_require(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capture");
+  const Result r = moe_forward(layer.layer, dg.tokens, exec);
+  check::cuda_require(cudaStreamEndCapture(stream, &graph), "end capture");
+  EXPECT_TRUE(test::fails_with(r, Status::unsupported,
+                               "moe_forward: cannot be captured in a CUDA graph "
+                               "(METRALE_MOE_CHECK_INPUTS = 1 reads the token data on the host)"));
+  if (graph) cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
 TEST(CudaMoe, HostSideRefusalsNameTheValue) {
   METRALE_SKIP_WITHOUT_GPU();
   MoeFixture f(8, 2, 3);
@@ -452,7 +507,9 @@ TEST(CudaMoe, HostSideRefusalsNameTheValue) {
 }
 
 #else
-TEST(CudaMoe, NeedsTheCudaBackend) { GTEST_SKIP() << "the CUDA backend was not built"; }
+TEST(CudaMoe, NeedsTheCudaBackend) {
+  GTEST_SKIP() << "the CUDA backend was not built";
+}
 #endif
 
 }  // namespace

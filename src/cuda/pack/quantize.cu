@@ -279,15 +279,9 @@ void check_finite(std::string_view who, const PackNvfp4& args, const PackScratch
 
 // A host sync cannot sit inside a CUDA graph capture: refuse before enqueuing anything.
 void refuse_pack_capture(std::string_view who, void* stream) {
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  METRALE_CUDA_CHECK(cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &capture));
-  if (capture != cudaStreamCaptureStatusNone) {
-    fail_message(Status::unsupported,
-                 concat(who,
-                        ": cannot be captured in a CUDA graph (the check for NaN or Inf "
-                        "weights reads its result on the host); quantize outside the "
-                        "capture"));
-  }
+  refuse_capture(who, stream,
+                 "the check for NaN or Inf weights reads its result on the host; quantize "
+                 "outside the capture");
 }
 
 void pack_nvfp4(std::string_view who, const PackNvfp4& args, core::Buffer ws, void* stream) {
