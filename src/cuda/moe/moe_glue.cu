@@ -51,41 +51,56 @@ __global__ void __launch_bounds__(kGlueThreads)
   }
 }
 
-// One block per token: each thread sums its 8 columns over the token's slots, in slot order.
+// One thread per 8 columns of one token: blockIdx.x = token · chunks + chunk. A thread sums its
+// columns over the token's slots in slot order; the slots' rows are loaded 8 at a time before
+// any is added, so a small T still keeps loads in flight.
 __global__ void __launch_bounds__(kGlueThreads)
     combine_kernel(const __grid_constant__ CombineArgs a) {
-  const int token = blockIdx.x, k = a.top_k;
+  const int vectors = a.hidden / 8;
+  const int chunks = (vectors + blockDim.x - 1) / blockDim.x;
+  const int token = blockIdx.x / chunks;
+  const int v = (blockIdx.x % chunks) * blockDim.x + threadIdx.x;
+  if (v >= vectors) return;
+  const int k = a.top_k;
   const std::size_t first = static_cast<std::size_t>(token) * k;
-  const bool bad = __ldg(a.token_bad + token) != 0;
-  const std::size_t out_row = static_cast<std::size_t>(token) * a.hidden;
-  for (int v = threadIdx.x; v < a.hidden / 8; v += blockDim.x) {
-    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    for (int j = 0; j < k; ++j) {
-      const int row = __ldg(a.slot_row + first + j);
-      if (row < 0) continue;  // remote expert: another rank adds this slot
-      const float w = __ldg(a.weights + first + j);
-      Bf16x8 d;
-      d.vector = __ldg(
-          reinterpret_cast<const uint4*>(a.down + static_cast<std::size_t>(row) * a.hidden) + v);
-      const std::uint16_t* bias = a.has_bias ? a.down_bias[__ldg(a.row_expert + row)] : nullptr;
+  constexpr int kBatch = 8;
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (int j0 = 0; j0 < k; j0 += kBatch) {
+    int row[kBatch];
+    float w[kBatch];
+    Bf16x8 d[kBatch];
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i) row[i] = j0 + i < k ? __ldg(a.slot_row + first + j0 + i) : -1;
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i) {
+      if (row[i] < 0) continue;  // remote expert (another rank adds this slot), or past k
+      w[i] = __ldg(a.weights + first + j0 + i);
+      d[i].vector = __ldg(
+          reinterpret_cast<const uint4*>(a.down + static_cast<std::size_t>(row[i]) * a.hidden) + v);
+    }
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i) {
+      if (row[i] < 0) continue;
+      const std::uint16_t* bias = a.has_bias ? a.down_bias[__ldg(a.row_expert + row[i])] : nullptr;
 #pragma unroll
       for (int h = 0; h < 8; ++h) {
-        float dv = format::bf16_to_float(d.h[h]);
+        float dv = format::bf16_to_float(d[i].h[h]);
         if (bias) dv = plus_bias(dv, bias, 8 * v + h);
-        acc[h] = format::add_rn(acc[h], format::mul_rn(w, dv));
+        acc[h] = format::add_rn(acc[h], format::mul_rn(w[i], dv));
       }
     }
-    Bf16x8 out;
-    Bf16x8 residual;
-    if (a.residual) residual.vector = reinterpret_cast<const uint4*>(a.residual + out_row)[v];
-#pragma unroll
-    for (int h = 0; h < 8; ++h) {
-      const float sum =
-          a.residual ? format::add_rn(acc[h], format::bf16_to_float(residual.h[h])) : acc[h];
-      out.h[h] = bad ? kBf16Nan : format::float_to_bf16(sum);
-    }
-    reinterpret_cast<uint4*>(a.out + out_row)[v] = out.vector;
   }
+  const bool bad = __ldg(a.token_bad + token) != 0;
+  const std::size_t at = static_cast<std::size_t>(token) * a.hidden;
+  Bf16x8 out, residual;
+  if (a.residual) residual.vector = reinterpret_cast<const uint4*>(a.residual + at)[v];
+#pragma unroll
+  for (int h = 0; h < 8; ++h) {
+    const float sum =
+        a.residual ? format::add_rn(acc[h], format::bf16_to_float(residual.h[h])) : acc[h];
+    out.h[h] = bad ? kBf16Nan : format::float_to_bf16(sum);
+  }
+  reinterpret_cast<uint4*>(a.out + at)[v] = out.vector;
 }
 
 }  // namespace
@@ -98,7 +113,8 @@ cudaError_t launch_activation(const ActivationArgs& args, int grid, cudaStream_t
 cudaError_t launch_combine(const CombineArgs& args, cudaStream_t stream) {
   const int vectors = args.hidden / 8;
   const int threads = vectors < kGlueThreads ? (vectors + 31) / 32 * 32 : kGlueThreads;
-  combine_kernel<<<args.tokens, threads, 0, stream>>>(args);
+  const int chunks = (vectors + threads - 1) / threads;
+  combine_kernel<<<static_cast<unsigned>(args.tokens) * chunks, threads, 0, stream>>>(args);
   return cudaGetLastError();
 }
 

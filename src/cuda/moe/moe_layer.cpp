@@ -148,9 +148,13 @@ void launch_route(const MoeForward& args, const Scratch& s, cudaStream_t stream)
   a.has_map = layer.expert_map != nullptr;
   if (a.has_map) std::copy(layer.expert_map, layer.expert_map + layer.num_experts, a.map);
   const int per_warp = static_cast<int>(moe::route_warp_bytes(layer.num_experts, layer.n_group));
-  a.warps = std::clamp(moe::kMaxRouteShared / per_warp, 1, moe::kRouteWarps);
-  const std::size_t shared =
-      moe::route_shared_bytes(a.warps, layer.num_experts, layer.n_group, layer.num_local_experts);
+  // Enough warps to route the tokens (a block of 32 warps would leave most idle at T = 1), as
+  // many as shared memory allows.
+  a.warps =
+      std::clamp(std::min(moe::kMaxRouteShared / per_warp, t.num_tokens), 1, moe::kRouteWarps);
+  a.group_warps = moe::route_group_warps(a.warps, layer.num_local_experts);
+  const std::size_t shared = moe::route_shared_bytes(a.warps, a.group_warps, layer.num_experts,
+                                                     layer.n_group, layer.num_local_experts);
   METRALE_CUDA_CHECK(cudaMemsetAsync(s.routes.ticket, 0, sizeof(std::uint32_t), stream));
   METRALE_CUDA_CHECK(moe::launch_route(a, static_cast<int>(shared), stream));
 }

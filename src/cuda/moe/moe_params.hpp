@@ -12,7 +12,7 @@ namespace metrale::cuda::moe {
 
 inline constexpr int kMaxRoutedExperts = 2048;  // E: the expert map travels as a parameter
 inline constexpr int kMaxBiasExperts = 1024;    // L with biases: their pointers travel too
-inline constexpr int kRouteWarps = 8;           // warps of a routing block (a token each)
+inline constexpr int kRouteWarps = 32;          // most warps of a routing block (a token each)
 
 // What routing and grouping write, [T·k] per slot unless said otherwise.
 struct Routes {
@@ -43,7 +43,8 @@ struct RouteArgs {
   std::int32_t n_group, topk_group;
   float scaling;
   std::int32_t tokens, experts, top_k, local_experts;
-  std::int32_t warps;  // per block: a token each
+  std::int32_t warps;        // per block: a token each
+  std::int32_t group_warps;  // of the last block's warps, those that group (their counters fit)
   std::int32_t has_map;
   std::int32_t map[kMaxRoutedExperts];  // global -> local id, -1 remote (has_map)
 };
