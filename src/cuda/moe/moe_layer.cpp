@@ -198,6 +198,21 @@ void run_gate_up(const MoeForward& args, const Scratch& s, cudaStream_t stream) 
               stream);
 }
 
+// The tables' device pointers per local expert (null where a table is not given); false when
+// none is given.
+template <int kTables>
+bool fill_bias_tables(const MoeLayer& layer, const std::uint64_t* const (&tables)[kTables],
+                      moe::BiasTables<kTables>& out) {
+  bool any = false;
+  for (int p = 0; p < kTables; ++p) {
+    any = any || tables[p] != nullptr;
+    for (int e = 0; tables[p] && e < layer.num_local_experts; ++e)
+      out.ptr[p][e] = reinterpret_cast<const std::uint16_t*>(tables[p][e]);
+    for (int e = 0; !tables[p] && e < layer.num_local_experts; ++e) out.ptr[p][e] = nullptr;
+  }
+  return any;
+}
+
 void run_activation(const MoeForward& args, const Scratch& s, cudaStream_t stream) {
   const MoeLayer& layer = args.layer;
   thread_local moe::ActivationArgs a;
@@ -209,21 +224,14 @@ void run_activation(const MoeForward& args, const Scratch& s, cudaStream_t strea
   a.clamped = layer.activation == MoeActivation::swiglu_clamped;
   a.alpha = layer.swiglu_alpha;
   a.limit = layer.swiglu_limit;
-  a.has_bias = layer.gate_bias_ptrs || layer.up_bias_ptrs;
-  for (int e = 0; a.has_bias && e < layer.num_local_experts; ++e) {
-    a.gate_bias[e] = layer.gate_bias_ptrs
-                         ? reinterpret_cast<const std::uint16_t*>(layer.gate_bias_ptrs[e])
-                         : nullptr;
-    a.up_bias[e] = layer.up_bias_ptrs
-                       ? reinterpret_cast<const std::uint16_t*>(layer.up_bias_ptrs[e])
-                       : nullptr;
-  }
+  thread_local moe::BiasTables<2> bias;
+  const bool biased = fill_bias_tables(layer, {layer.gate_bias_ptrs, layer.up_bias_ptrs}, bias);
   const long long vectors =
       slot_count(layer, args.tokens.num_tokens) * (layer.intermediate_size / 8);
   constexpr int kThreads = 256, kBlocksPerSm = 8;
   const int grid = static_cast<int>(std::clamp<long long>((vectors + kThreads - 1) / kThreads, 1,
                                                           1LL * kBlocksPerSm * device_sm_count()));
-  METRALE_CUDA_CHECK(moe::launch_activation(a, grid, stream));
+  METRALE_CUDA_CHECK(moe::launch_activation(a, biased ? &bias : nullptr, grid, stream));
 }
 
 // Down on the activation rows (over gate, in expert order: no gather).
@@ -253,10 +261,9 @@ void run_combine(const MoeForward& args, const Scratch& s, cudaStream_t stream) 
   a.tokens = t.num_tokens;
   a.hidden = layer.hidden_size;
   a.top_k = layer.top_k;
-  a.has_bias = layer.down_bias_ptrs != nullptr;
-  for (int e = 0; a.has_bias && e < layer.num_local_experts; ++e)
-    a.down_bias[e] = reinterpret_cast<const std::uint16_t*>(layer.down_bias_ptrs[e]);
-  METRALE_CUDA_CHECK(moe::launch_combine(a, stream));
+  thread_local moe::BiasTables<1> bias;
+  const bool biased = fill_bias_tables(layer, {layer.down_bias_ptrs}, bias);
+  METRALE_CUDA_CHECK(moe::launch_combine(a, biased ? &bias : nullptr, stream));
 }
 
 }  // namespace

@@ -58,9 +58,6 @@ struct ActivationArgs {
   std::int32_t inter;
   std::int32_t clamped;  // swiglu_clamped, else silu
   float alpha, limit;
-  std::int32_t has_bias;
-  const std::uint16_t* gate_bias[kMaxBiasExperts];  // per local expert (has_bias)
-  const std::uint16_t* up_bias[kMaxBiasExperts];
 };
 
 // out[t] = bf16(Σ_j w_j · bf16(d[row_j] + bias) + residual[t]), j ascending, fp32 without FMA.
@@ -73,8 +70,23 @@ struct CombineArgs {
   const std::uint16_t* residual;  // optional [T, H]
   std::uint16_t* out;             // [T, H]
   std::int32_t tokens, hidden, top_k;
-  std::int32_t has_bias;
-  const std::uint16_t* down_bias[kMaxBiasExperts];
+};
+
+// Per local expert, a bf16 bias pointer (null: none) of each of kTables projections: gate and up
+// for the activation, down for the combine. They travel as launch parameters (16 KB and 8 KB),
+// so only a layer with biases launches the kernels that take them.
+template <int kTables>
+struct BiasTables {
+  const std::uint16_t* ptr[kTables][kMaxBiasExperts];
+};
+
+// A glue kernel's parameters: its arguments, and the bias tables when the layer has biases
+// (Bias = BiasTables<N>) or nothing (Bias = NoBias).
+struct NoBias {};
+template <class Args, class Bias>
+struct GlueLaunch {
+  Args args;
+  Bias bias;
 };
 
 }  // namespace metrale::cuda::moe

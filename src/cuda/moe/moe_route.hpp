@@ -44,7 +44,9 @@ inline std::size_t route_shared_bytes(int warps, int group_warps, int experts, i
 // `args.out.ticket` must be zero when the kernel starts (the caller zeroes it on the stream).
 cudaError_t launch_route(const RouteArgs& args, int shared_bytes, cudaStream_t stream);
 // `grid` blocks stride over the bound of rows (the true count is read on the device).
-cudaError_t launch_activation(const ActivationArgs& args, int grid, cudaStream_t stream);
-cudaError_t launch_combine(const CombineArgs& args, cudaStream_t stream);
+// `bias`: the layer's tables, or null without biases (the kernels then take none).
+cudaError_t launch_activation(const ActivationArgs& args, const BiasTables<2>* bias, int grid,
+                              cudaStream_t stream);
+cudaError_t launch_combine(const CombineArgs& args, const BiasTables<1>* bias, cudaStream_t stream);
 
 }  // namespace metrale::cuda::moe
