@@ -302,7 +302,10 @@ __device__ void group_rows(const RouteArgs& a, int* shared) {
   }
 }
 
-__global__ void route_kernel(const __grid_constant__ RouteArgs a) {
+// Up to kRouteWarps warps a block: at most 64 registers a thread, or a 1024-thread block could
+// not launch.
+__global__ void __launch_bounds__(32 * kRouteWarps)
+    route_kernel(const __grid_constant__ RouteArgs a) {
   extern __shared__ __align__(16) std::uint8_t shared[];
   __shared__ bool last;
   const int warp = threadIdx.x / 32;
