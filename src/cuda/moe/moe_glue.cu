@@ -2,6 +2,8 @@
 // the combine (after down), with docs/api.md's rounding points and format/moe_math.hpp's fp32
 // functions, so every bit matches the CPU oracle. Both read 16 bytes (8 bf16) at a time: the
 // rows are I or H wide, multiples of 16, and the buffers 16-byte aligned.
+#include <type_traits>
+
 #include "cuda/moe/moe_route.hpp"
 #include "format/bf16.hpp"
 #include "format/moe_math.hpp"
@@ -23,8 +25,21 @@ __device__ float plus_bias(float x, const std::uint16_t* bias, int c) {
       format::float_to_bf16(format::add_rn(x, format::bf16_to_float(bias[c]))));
 }
 
+// The bias pointer of projection p for row `row`'s expert, or null without biases.
+template <class Bias>
+__device__ const std::uint16_t* bias_of(const Bias& bias, int p, const std::int32_t* row_expert,
+                                        int row) {
+  if constexpr (std::is_same_v<Bias, NoBias>) {
+    return nullptr;
+  } else {
+    return bias.ptr[p][__ldg(row_expert + row)];
+  }
+}
+
+template <class Bias>
 __global__ void __launch_bounds__(kGlueThreads)
-    activation_kernel(const __grid_constant__ ActivationArgs a) {
+    activation_kernel(const __grid_constant__ GlueLaunch<ActivationArgs, Bias> launch) {
+  const ActivationArgs& a = launch.args;
   const int per_row = a.inter / 8;
   const long long vectors = static_cast<long long>(__ldg(a.total_rows)) * per_row;
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < vectors;
@@ -33,12 +48,8 @@ __global__ void __launch_bounds__(kGlueThreads)
     Bf16x8 g, u, out;
     g.vector = reinterpret_cast<const uint4*>(a.gate)[i];
     u.vector = __ldg(reinterpret_cast<const uint4*>(a.up) + i);
-    const std::uint16_t *gate_bias = nullptr, *up_bias = nullptr;
-    if (a.has_bias) {
-      const int e = __ldg(a.row_expert + row);
-      gate_bias = a.gate_bias[e];
-      up_bias = a.up_bias[e];
-    }
+    const std::uint16_t* gate_bias = bias_of(launch.bias, 0, a.row_expert, row);
+    const std::uint16_t* up_bias = bias_of(launch.bias, 1, a.row_expert, row);
 #pragma unroll
     for (int h = 0; h < 8; ++h) {
       float gv = format::bf16_to_float(g.h[h]), uv = format::bf16_to_float(u.h[h]);
@@ -51,54 +62,90 @@ __global__ void __launch_bounds__(kGlueThreads)
   }
 }
 
-// One block per token: each thread sums its 8 columns over the token's slots, in slot order.
+// One thread per 8 columns of one token: blockIdx.x = token · chunks + chunk. A thread sums its
+// columns over the token's slots in slot order; the slots' rows are loaded 8 at a time before
+// any is added, so a small T still keeps loads in flight.
+template <class Bias>
 __global__ void __launch_bounds__(kGlueThreads)
-    combine_kernel(const __grid_constant__ CombineArgs a) {
-  const int token = blockIdx.x, k = a.top_k;
+    combine_kernel(const __grid_constant__ GlueLaunch<CombineArgs, Bias> launch) {
+  const CombineArgs& a = launch.args;
+  const int vectors = a.hidden / 8;
+  const int chunks = (vectors + blockDim.x - 1) / blockDim.x;
+  const int token = blockIdx.x / chunks;
+  const int v = (blockIdx.x % chunks) * blockDim.x + threadIdx.x;
+  if (v >= vectors) return;
+  const int k = a.top_k;
   const std::size_t first = static_cast<std::size_t>(token) * k;
-  const bool bad = __ldg(a.token_bad + token) != 0;
-  const std::size_t out_row = static_cast<std::size_t>(token) * a.hidden;
-  for (int v = threadIdx.x; v < a.hidden / 8; v += blockDim.x) {
-    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    for (int j = 0; j < k; ++j) {
-      const int row = __ldg(a.slot_row + first + j);
-      if (row < 0) continue;  // remote expert: another rank adds this slot
-      const float w = __ldg(a.weights + first + j);
-      Bf16x8 d;
-      d.vector = __ldg(
-          reinterpret_cast<const uint4*>(a.down + static_cast<std::size_t>(row) * a.hidden) + v);
-      const std::uint16_t* bias = a.has_bias ? a.down_bias[__ldg(a.row_expert + row)] : nullptr;
+  constexpr int kBatch = 8;
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (int j0 = 0; j0 < k; j0 += kBatch) {
+    int row[kBatch];
+    float w[kBatch];
+    Bf16x8 d[kBatch];
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i) row[i] = j0 + i < k ? __ldg(a.slot_row + first + j0 + i) : -1;
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i) {
+      if (row[i] < 0) continue;  // remote expert (another rank adds this slot), or past k
+      w[i] = __ldg(a.weights + first + j0 + i);
+      d[i].vector = __ldg(
+          reinterpret_cast<const uint4*>(a.down + static_cast<std::size_t>(row[i]) * a.hidden) + v);
+    }
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i) {
+      if (row[i] < 0) continue;
+      const std::uint16_t* bias = bias_of(launch.bias, 0, a.row_expert, row[i]);
 #pragma unroll
       for (int h = 0; h < 8; ++h) {
-        float dv = format::bf16_to_float(d.h[h]);
+        float dv = format::bf16_to_float(d[i].h[h]);
         if (bias) dv = plus_bias(dv, bias, 8 * v + h);
-        acc[h] = format::add_rn(acc[h], format::mul_rn(w, dv));
+        acc[h] = format::add_rn(acc[h], format::mul_rn(w[i], dv));
       }
     }
-    Bf16x8 out;
-    Bf16x8 residual;
-    if (a.residual) residual.vector = reinterpret_cast<const uint4*>(a.residual + out_row)[v];
-#pragma unroll
-    for (int h = 0; h < 8; ++h) {
-      const float sum =
-          a.residual ? format::add_rn(acc[h], format::bf16_to_float(residual.h[h])) : acc[h];
-      out.h[h] = bad ? kBf16Nan : format::float_to_bf16(sum);
-    }
-    reinterpret_cast<uint4*>(a.out + out_row)[v] = out.vector;
   }
+  const bool bad = __ldg(a.token_bad + token) != 0;
+  const std::size_t at = static_cast<std::size_t>(token) * a.hidden;
+  Bf16x8 out, residual;
+  if (a.residual) residual.vector = reinterpret_cast<const uint4*>(a.residual + at)[v];
+#pragma unroll
+  for (int h = 0; h < 8; ++h) {
+    const float sum =
+        a.residual ? format::add_rn(acc[h], format::bf16_to_float(residual.h[h])) : acc[h];
+    out.h[h] = bad ? kBf16Nan : format::float_to_bf16(sum);
+  }
+  reinterpret_cast<uint4*>(a.out + at)[v] = out.vector;
 }
 
 }  // namespace
 
-cudaError_t launch_activation(const ActivationArgs& args, int grid, cudaStream_t stream) {
-  activation_kernel<<<grid, kGlueThreads, 0, stream>>>(args);
+cudaError_t launch_activation(const ActivationArgs& args, const BiasTables<2>* bias, int grid,
+                              cudaStream_t stream) {
+  if (bias) {
+    thread_local GlueLaunch<ActivationArgs, BiasTables<2>> launch;  // 16 KB: no heap per call
+    launch.args = args;
+    launch.bias = *bias;
+    activation_kernel<<<grid, kGlueThreads, 0, stream>>>(launch);
+  } else {
+    activation_kernel<<<grid, kGlueThreads, 0, stream>>>(
+        GlueLaunch<ActivationArgs, NoBias>{args, {}});
+  }
   return cudaGetLastError();
 }
 
-cudaError_t launch_combine(const CombineArgs& args, cudaStream_t stream) {
+cudaError_t launch_combine(const CombineArgs& args, const BiasTables<1>* bias,
+                           cudaStream_t stream) {
   const int vectors = args.hidden / 8;
   const int threads = vectors < kGlueThreads ? (vectors + 31) / 32 * 32 : kGlueThreads;
-  combine_kernel<<<args.tokens, threads, 0, stream>>>(args);
+  const int chunks = (vectors + threads - 1) / threads;
+  const unsigned grid = static_cast<unsigned>(args.tokens) * chunks;
+  if (bias) {
+    thread_local GlueLaunch<CombineArgs, BiasTables<1>> launch;  // 8 KB
+    launch.args = args;
+    launch.bias = *bias;
+    combine_kernel<<<grid, threads, 0, stream>>>(launch);
+  } else {
+    combine_kernel<<<grid, threads, 0, stream>>>(GlueLaunch<CombineArgs, NoBias>{args, {}});
+  }
   return cudaGetLastError();
 }
 

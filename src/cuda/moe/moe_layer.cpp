@@ -148,9 +148,13 @@ void launch_route(const MoeForward& args, const Scratch& s, cudaStream_t stream)
   a.has_map = layer.expert_map != nullptr;
   if (a.has_map) std::copy(layer.expert_map, layer.expert_map + layer.num_experts, a.map);
   const int per_warp = static_cast<int>(moe::route_warp_bytes(layer.num_experts, layer.n_group));
-  a.warps = std::clamp(moe::kMaxRouteShared / per_warp, 1, moe::kRouteWarps);
-  const std::size_t shared =
-      moe::route_shared_bytes(a.warps, layer.num_experts, layer.n_group, layer.num_local_experts);
+  // Enough warps to route the tokens (a block of 32 warps would leave most idle at T = 1), as
+  // many as shared memory allows.
+  a.warps =
+      std::clamp(std::min(moe::kMaxRouteShared / per_warp, t.num_tokens), 1, moe::kRouteWarps);
+  a.group_warps = moe::route_group_warps(a.warps, layer.num_local_experts);
+  const std::size_t shared = moe::route_shared_bytes(a.warps, a.group_warps, layer.num_experts,
+                                                     layer.n_group, layer.num_local_experts);
   METRALE_CUDA_CHECK(cudaMemsetAsync(s.routes.ticket, 0, sizeof(std::uint32_t), stream));
   METRALE_CUDA_CHECK(moe::launch_route(a, static_cast<int>(shared), stream));
 }
@@ -194,6 +198,21 @@ void run_gate_up(const MoeForward& args, const Scratch& s, cudaStream_t stream) 
               stream);
 }
 
+// The tables' device pointers per local expert (null where a table is not given); false when
+// none is given.
+template <int kTables>
+bool fill_bias_tables(const MoeLayer& layer, const std::uint64_t* const (&tables)[kTables],
+                      moe::BiasTables<kTables>& out) {
+  bool any = false;
+  for (int p = 0; p < kTables; ++p) {
+    any = any || tables[p] != nullptr;
+    for (int e = 0; tables[p] && e < layer.num_local_experts; ++e)
+      out.ptr[p][e] = reinterpret_cast<const std::uint16_t*>(tables[p][e]);
+    for (int e = 0; !tables[p] && e < layer.num_local_experts; ++e) out.ptr[p][e] = nullptr;
+  }
+  return any;
+}
+
 void run_activation(const MoeForward& args, const Scratch& s, cudaStream_t stream) {
   const MoeLayer& layer = args.layer;
   thread_local moe::ActivationArgs a;
@@ -205,21 +224,14 @@ void run_activation(const MoeForward& args, const Scratch& s, cudaStream_t strea
   a.clamped = layer.activation == MoeActivation::swiglu_clamped;
   a.alpha = layer.swiglu_alpha;
   a.limit = layer.swiglu_limit;
-  a.has_bias = layer.gate_bias_ptrs || layer.up_bias_ptrs;
-  for (int e = 0; a.has_bias && e < layer.num_local_experts; ++e) {
-    a.gate_bias[e] = layer.gate_bias_ptrs
-                         ? reinterpret_cast<const std::uint16_t*>(layer.gate_bias_ptrs[e])
-                         : nullptr;
-    a.up_bias[e] = layer.up_bias_ptrs
-                       ? reinterpret_cast<const std::uint16_t*>(layer.up_bias_ptrs[e])
-                       : nullptr;
-  }
+  thread_local moe::BiasTables<2> bias;
+  const bool biased = fill_bias_tables(layer, {layer.gate_bias_ptrs, layer.up_bias_ptrs}, bias);
   const long long vectors =
       slot_count(layer, args.tokens.num_tokens) * (layer.intermediate_size / 8);
   constexpr int kThreads = 256, kBlocksPerSm = 8;
   const int grid = static_cast<int>(std::clamp<long long>((vectors + kThreads - 1) / kThreads, 1,
                                                           1LL * kBlocksPerSm * device_sm_count()));
-  METRALE_CUDA_CHECK(moe::launch_activation(a, grid, stream));
+  METRALE_CUDA_CHECK(moe::launch_activation(a, biased ? &bias : nullptr, grid, stream));
 }
 
 // Down on the activation rows (over gate, in expert order: no gather).
@@ -249,10 +261,9 @@ void run_combine(const MoeForward& args, const Scratch& s, cudaStream_t stream) 
   a.tokens = t.num_tokens;
   a.hidden = layer.hidden_size;
   a.top_k = layer.top_k;
-  a.has_bias = layer.down_bias_ptrs != nullptr;
-  for (int e = 0; a.has_bias && e < layer.num_local_experts; ++e)
-    a.down_bias[e] = reinterpret_cast<const std::uint16_t*>(layer.down_bias_ptrs[e]);
-  METRALE_CUDA_CHECK(moe::launch_combine(a, stream));
+  thread_local moe::BiasTables<1> bias;
+  const bool biased = fill_bias_tables(layer, {layer.down_bias_ptrs}, bias);
+  METRALE_CUDA_CHECK(moe::launch_combine(a, biased ? &bias : nullptr, stream));
 }
 
 }  // namespace

@@ -12,7 +12,7 @@ namespace metrale::cuda::moe {
 
 inline constexpr int kMaxRoutedExperts = 2048;  // E: the expert map travels as a parameter
 inline constexpr int kMaxBiasExperts = 1024;    // L with biases: their pointers travel too
-inline constexpr int kRouteWarps = 8;           // warps of a routing block (a token each)
+inline constexpr int kRouteWarps = 32;          // most warps of a routing block (a token each)
 
 // What routing and grouping write, [T·k] per slot unless said otherwise.
 struct Routes {
@@ -43,7 +43,8 @@ struct RouteArgs {
   std::int32_t n_group, topk_group;
   float scaling;
   std::int32_t tokens, experts, top_k, local_experts;
-  std::int32_t warps;  // per block: a token each
+  std::int32_t warps;        // per block: a token each
+  std::int32_t group_warps;  // of the last block's warps, those that group (their counters fit)
   std::int32_t has_map;
   std::int32_t map[kMaxRoutedExperts];  // global -> local id, -1 remote (has_map)
 };
@@ -57,9 +58,6 @@ struct ActivationArgs {
   std::int32_t inter;
   std::int32_t clamped;  // swiglu_clamped, else silu
   float alpha, limit;
-  std::int32_t has_bias;
-  const std::uint16_t* gate_bias[kMaxBiasExperts];  // per local expert (has_bias)
-  const std::uint16_t* up_bias[kMaxBiasExperts];
 };
 
 // out[t] = bf16(Σ_j w_j · bf16(d[row_j] + bias) + residual[t]), j ascending, fp32 without FMA.
@@ -72,8 +70,23 @@ struct CombineArgs {
   const std::uint16_t* residual;  // optional [T, H]
   std::uint16_t* out;             // [T, H]
   std::int32_t tokens, hidden, top_k;
-  std::int32_t has_bias;
-  const std::uint16_t* down_bias[kMaxBiasExperts];
+};
+
+// Per local expert, a bf16 bias pointer (null: none) of each of kTables projections: gate and up
+// for the activation, down for the combine. They travel as launch parameters (16 KB and 8 KB),
+// so only a layer with biases launches the kernels that take them.
+template <int kTables>
+struct BiasTables {
+  const std::uint16_t* ptr[kTables][kMaxBiasExperts];
+};
+
+// A glue kernel's parameters: its arguments, and the bias tables when the layer has biases
+// (Bias = BiasTables<N>) or nothing (Bias = NoBias).
+struct NoBias {};
+template <class Args, class Bias>
+struct GlueLaunch {
+  Args args;
+  Bias bias;
 };
 
 }  // namespace metrale::cuda::moe

@@ -159,8 +159,18 @@ __device__ void route_from_logits(const RouteArgs& a, const TokenScratch& s, std
     for (int j = 0; j < k; ++j) w[j] = s.extra[ids[j]];
     if (a.renormalize) renormalize(w, k, kSigmoidEpsilon);
   } else {
-    float sum = 0.0f;
-    for (int e = 0; e < a.experts; ++e) sum = format::add_rn(sum, s.extra[e]);
+    float sum = 0.0f;  // ascending e, one add at a time (the oracle's order); loads run ahead
+    int e = 0;
+    if (a.experts % 4 == 0) {
+      const auto* four = reinterpret_cast<const float4*>(s.extra);
+#pragma unroll 4
+      for (; e < a.experts; e += 4) {
+        const float4 v = four[e / 4];
+        sum =
+            format::add_rn(format::add_rn(format::add_rn(format::add_rn(sum, v.x), v.y), v.z), v.w);
+      }
+    }
+    for (; e < a.experts; ++e) sum = format::add_rn(sum, s.extra[e]);
     for (int j = 0; j < k; ++j) w[j] = format::div_rn(s.extra[ids[j]], sum);
     if (a.renormalize) renormalize(w, k, 0.0f);
   }
@@ -200,37 +210,54 @@ __device__ void route_token(const RouteArgs& a, const TokenScratch& s, int token
   if (lane == 0) a.out.token_bad[token] = bad ? 1 : 0;
 }
 
-// Exclusive prefix of each thread's value over the block (thread order). `scratch`: one int per
-// thread plus one.
-__device__ int block_exclusive_scan(int value, int* scratch) {
-  scratch[threadIdx.x] = value;
+// Exclusive prefix of each thread's value over the block, in thread order, and the total.
+// `scratch`: 33 ints.
+__device__ int block_exclusive_scan(int value, int* scratch, int* total) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  int inclusive = value;
+  for (int d = 1; d < 32; d <<= 1) {
+    const int below = __shfl_up_sync(kFullWarp, inclusive, d);
+    if (lane >= d) inclusive += below;
+  }
+  if (lane == 31) scratch[warp] = inclusive;
   __syncthreads();
-  if (threadIdx.x == 0) {
-    int running = 0;
-    for (int i = 0; i < static_cast<int>(blockDim.x); ++i) {
-      const int v = scratch[i];
-      scratch[i] = running;
-      running += v;
+  if (warp == 0) {
+    const int own = lane < warps ? scratch[lane] : 0;
+    int sum = own;
+    for (int d = 1; d < 32; d <<= 1) {
+      const int below = __shfl_up_sync(kFullWarp, sum, d);
+      if (lane >= d) sum += below;
     }
-    scratch[blockDim.x] = running;
+    if (lane < warps) scratch[lane] = sum - own;  // the warps before this one
+    if (lane == 31) scratch[32] = sum;
   }
   __syncthreads();
-  return scratch[threadIdx.x];
+  *total = scratch[32];
+  return scratch[warp] + inclusive - value;
 }
 
-// The last block: counts[w][l] of each warp's segment, offsets, then every slot's row.
+// The last block: counts[w][l] of each grouping warp's segment of the slots, the offsets, then
+// every slot's row. slot_local was written by other blocks: read through L2 (__ldcg), several
+// loads in flight per lane.
 __device__ void group_rows(const RouteArgs& a, int* shared) {
-  const int warps = blockDim.x / 32, warp = threadIdx.x / 32, lane = threadIdx.x & 31;
+  const int warps = a.group_warps, warp = threadIdx.x / 32, lane = threadIdx.x & 31;
   const int L = a.local_experts, slots = a.tokens * a.top_k;
   int* counts = shared;            // [warps][L]
-  int* scan = shared + warps * L;  // [blockDim.x + 1]
+  int* scan = shared + warps * L;  // [33]
   for (int i = threadIdx.x; i < warps * L; i += blockDim.x) counts[i] = 0;
   __syncthreads();
-  const int begin = static_cast<int>(static_cast<long long>(slots) * warp / warps);
-  const int end = static_cast<int>(static_cast<long long>(slots) * (warp + 1) / warps);
-  for (int s = begin + lane; s < end; s += 32) {
-    const int l = __ldcg(a.out.slot_local + s);  // written by other blocks: read through L2
-    if (l >= 0) atomicAdd(&counts[warp * L + l], 1);
+  const bool grouping = warp < warps;
+  const int begin = static_cast<int>(static_cast<long long>(slots) * min(warp, warps) / warps);
+  const int end = static_cast<int>(static_cast<long long>(slots) * min(warp + 1, warps) / warps);
+  constexpr int kInFlight = 4;
+  for (int s = begin + lane; grouping && s < end; s += 32 * kInFlight) {
+    int l[kInFlight];
+#pragma unroll
+    for (int i = 0; i < kInFlight; ++i)
+      l[i] = s + 32 * i < end ? __ldcg(a.out.slot_local + s + 32 * i) : -1;
+#pragma unroll
+    for (int i = 0; i < kInFlight; ++i)
+      if (l[i] >= 0) atomicAdd(&counts[warp * L + l[i]], 1);
   }
   __syncthreads();
   // Each thread turns a contiguous run of experts into offsets and per-warp first rows.
@@ -239,7 +266,8 @@ __device__ void group_rows(const RouteArgs& a, int* shared) {
   int rows = 0;
   for (int l = l0; l < l1; ++l)
     for (int w = 0; w < warps; ++w) rows += counts[w * L + l];
-  int next = block_exclusive_scan(rows, scan);
+  int total = 0;
+  int next = block_exclusive_scan(rows, scan, &total);
   for (int l = l0; l < l1; ++l) {
     a.out.offsets[l] = next;
     for (int w = 0; w < warps; ++w) {
@@ -248,12 +276,13 @@ __device__ void group_rows(const RouteArgs& a, int* shared) {
       next += c;
     }
   }
-  const int total = scan[blockDim.x];
   if (threadIdx.x == 0) a.out.offsets[L] = total;
   __syncthreads();
-  for (int base = begin; base < end; base += 32) {
+  int l_next = grouping && begin + lane < end ? __ldcg(a.out.slot_local + begin + lane) : -1;
+  for (int base = begin; grouping && base < end; base += 32) {
     const int s = base + lane;
-    const int l = s < end ? __ldcg(a.out.slot_local + s) : -1;
+    const int l = l_next;
+    l_next = s + 32 < end ? __ldcg(a.out.slot_local + s + 32) : -1;
     const unsigned peers = __match_any_sync(kFullWarp, l >= 0 ? l : -1 - lane);
     if (l >= 0) {
       const int row = counts[warp * L + l] + __popc(peers & ((1u << lane) - 1u));
@@ -273,7 +302,10 @@ __device__ void group_rows(const RouteArgs& a, int* shared) {
   }
 }
 
-__global__ void route_kernel(const __grid_constant__ RouteArgs a) {
+// Up to kRouteWarps warps a block: at most 64 registers a thread, or a 1024-thread block could
+// not launch.
+__global__ void __launch_bounds__(32 * kRouteWarps)
+    route_kernel(const __grid_constant__ RouteArgs a) {
   extern __shared__ __align__(16) std::uint8_t shared[];
   __shared__ bool last;
   const int warp = threadIdx.x / 32;
