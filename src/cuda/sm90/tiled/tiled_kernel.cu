@@ -20,13 +20,14 @@ cudaError_t launch_config(const GroupedParams& params, dim3 grid, cudaStream_t s
 
 template <bool kNvfp4>
 cudaError_t launch_format(int tile, const GroupedParams& params, dim3 grid, cudaStream_t stream) {
-  static_assert(kTileCount == 5, "one case per kTiles entry");
+  static_assert(kTileCount == 6, "one case per kTiles entry");
   switch (tile) {
     case 0: return launch_config<Tile<0>, kNvfp4>(params, grid, stream);
     case 1: return launch_config<Tile<1>, kNvfp4>(params, grid, stream);
     case 2: return launch_config<Tile<2>, kNvfp4>(params, grid, stream);
     case 3: return launch_config<Tile<3>, kNvfp4>(params, grid, stream);
-    default: return launch_config<Tile<4>, kNvfp4>(params, grid, stream);
+    case 4: return launch_config<Tile<4>, kNvfp4>(params, grid, stream);
+    default: return launch_config<Tile<5>, kNvfp4>(params, grid, stream);
   }
 }
 

@@ -56,7 +56,7 @@ struct KernelShape {
 
   static_assert(Config::weight_rows == 64 || Config::weight_rows == 128,
                 "weight_rows: one or two consumer warpgroups of 64 rows");
-  static_assert(Config::tokens % 8 == 0 && Config::tokens <= 128, "tokens: wgmma N in 8..128");
+  static_assert(Config::tokens % 8 == 0 && Config::tokens <= 256, "tokens: wgmma N in 8..256");
   static_assert(Config::stages >= 3, "stages: one stage in the wgmmas, one landing, one loading");
   static_assert(4 * Config::weight_rows <= kSfbChunkBytes,
                 "a [K/16, N] scale stage must fit the SFB-sized scale slot");

@@ -20,13 +20,16 @@ struct TileConfig {
   int stages;       // cp.async pipeline depth
 };
 
-// Tiles by expected rows per expert; pick_tile (grouped_gemm.cpp) takes the smallest holding twice
-// the mean, a rule measured with `METRALE_SM90_TILE=i metrale bench --impls metrale` (docs/perf.md).
-// The stage counts are not tuned yet (12 and 16 stages measured slower for the decode tiles).
+// Tiles by expected rows per expert; pick_tile (tiled_family.cpp) takes the smallest holding twice
+// the mean (the widest only when half full on average), rules measured with
+// `METRALE_CUDA_KERNEL=sm90-tiled:i metrale bench --impls metrale` (docs/perf.md). Stage counts:
+// 12 and 16 measured slower for the decode tiles, 3 no faster than 4 for the 256-token tile.
 // Small tiles use one warpgroup so that a decode step spreads over more CTAs; large ones share
-// each activation tile between two.
+// each activation tile between two. The 256-token tile halves the NVFP4 decode per tensor-core
+// operation (each decoded weight feeds 256 rows): at prefill the decode, not the tensor core, is
+// what limits the 128-token tile.
 constexpr TileConfig kTiles[] = {
-    {8, 64, 8}, {16, 64, 8}, {32, 64, 6}, {64, 128, 4}, {128, 128, 4},
+    {8, 64, 8}, {16, 64, 8}, {32, 64, 6}, {64, 128, 4}, {128, 128, 4}, {256, 128, 4},
 };
 constexpr int kTileCount = sizeof(kTiles) / sizeof(kTiles[0]);
 
