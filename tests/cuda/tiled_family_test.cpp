@@ -3,14 +3,15 @@
 // device offsets with an expert wider than the widest token tile (300 rows: two 256-row tiles, a
 // partial one last), N and K off the tile edges; the dense NVFP4 and bf16 GEMMs at M past each
 // token width. The dispatcher reaches only some tiles for a given shape; this reaches them all.
+// Then the rule that decides for the widest tile, against the measured choices.
 #include <fmt/format.h>
-
 #include <gtest/gtest.h>
 
 #include "cuda_test_support.hpp"
 
 #ifdef METRALE_HAS_CUDA
 #include "cuda/family.hpp"
+#include "cuda/sm90/tiled/tiled_params.hpp"
 #endif
 
 namespace metrale::cuda_test {
@@ -18,7 +19,9 @@ namespace {
 
 #ifdef METRALE_HAS_CUDA
 
-int tiled_configs() { return cuda::find_family("sm90-tiled")->config_count(); }
+int tiled_configs() {
+  return cuda::find_family("sm90-tiled")->config_count();
+}
 
 TEST(TiledFamily, EveryTileGroupedExact) {
   METRALE_SKIP_WITHOUT_GPU();
@@ -47,6 +50,36 @@ TEST(TiledFamily, EveryTileDenseExact) {
         c.cuda_kernel = fmt::format("sm90-tiled:{}", config);
         if (!expect_pass(c) && ++failures >= kMaxReportedFailures) return;
       }
+}
+
+// The widest tile's grid rule against the choices measured on the H200 (132 SMs; docs/perf.md,
+// "the 256-token tile"): the bench's dense shapes (N = channel tiles x 128) at M = 512 and 4096,
+// and the grouped gate_up of Qwen3-Next and DeepSeek-V3 at T = 4096. Host logic: runs anywhere.
+TEST(TiledFamily, WideTileRuleMatchesTheMeasuredChoices) {
+  struct Measured {
+    const char* shape;
+    long channel_tiles, wide_row_tiles, narrow_row_tiles;
+    bool wide_was_faster;
+  };
+  const Measured measured[] = {
+      {"Qwen3 dense M=512 (N=1536): 28.5 us wide, 19.6 narrow", 12, 2, 4, false},
+      {"DeepSeek-V3 dense M=512 (N=4096): 73.4 vs 57.9", 32, 2, 4, false},
+      {"Qwen3-Next dense M=512 (N=1024): 27.1 vs 18.5", 8, 2, 4, false},
+      {"gpt-oss dense M=512 (N=5760): 36.9 vs 53.1", 45, 2, 4, true},
+      {"Mixtral dense M=512 (N=28672): 246 vs 321", 224, 2, 4, true},
+      {"DeepSeek-V3 dense M=4096: 373 vs 485", 32, 16, 32, true},
+      {"Qwen3-Next dense M=4096: 30.4 vs 36.5", 8, 16, 32, true},
+      {"Mixtral dense M=4096: 1724 vs 2608", 224, 16, 32, true},
+      // 512 experts of about 80 rows: one tile each either way.
+      {"Qwen3-Next gate_up T=4096 (2 x 4 channel tiles): 1071 vs 847", 8, 512, 520, false},
+      // 256 experts of about 128 rows: about half need a second 128-token tile.
+      {"DeepSeek-V3 gate_up T=4096 (2 x 16 channel tiles): 6406 vs 7369", 32, 256, 390, true},
+  };
+  for (const Measured& m : measured)
+    EXPECT_EQ(cuda::sm90::wide_tile_pays(m.channel_tiles * m.wide_row_tiles,
+                                         m.channel_tiles * m.narrow_row_tiles, 132),
+              m.wide_was_faster)
+        << m.shape;
 }
 
 #endif  // METRALE_HAS_CUDA

@@ -1,9 +1,10 @@
 // The tiled family's host side: dense bf16 GEMMs and NVFP4 experts with many rows. Picks a tile
 // from kTiles, stages the expert table and host offsets into the workspace, sizes the grid and
 // launches tiled_kernel.cuh on the caller's stream.
-#include <fmt/format.h>
-
 #include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/family.hpp"
@@ -18,18 +19,11 @@ namespace {
 // tile sized to the mean splits the busier experts in two and reads their weights twice; the 2x
 // was measured (docs/perf.md, "tile choice", over the four presets, T = 1..4096): on all 40
 // shapes it picks a tile within 5 % of the fastest, where sizing to the mean lost up to 1.3x.
-// The widest tile is compute-bound, so its padding rows cost tensor-core time too: it needs the
-// mean to fill half of it (measured: at 80 rows per expert it lost 1.26x to the 128-token tile,
-// at 128 rows it won 1.14x).
+// Whether the widest tile is worth it is decided by the grid (wide_tile_pays, in plan()).
 int pick_tile(double rows_per_expert) {
-  int tile = kTileCount - 1;
   for (int i = 0; i < kTileCount; ++i)
-    if (2 * rows_per_expert <= kTiles[i].tokens) {
-      tile = i;
-      break;
-    }
-  if (tile == kTileCount - 1 && 2 * rows_per_expert < kTiles[tile].tokens) --tile;
-  return tile;
+    if (2 * rows_per_expert <= kTiles[i].tokens) return i;
+  return kTileCount - 1;
 }
 
 struct Layout {
@@ -49,6 +43,16 @@ Layout carve(const Problem& problem, void* base) {
   return l;
 }
 
+// Row tiles of `tokens` rows that the experts in `window` take (host offsets).
+long host_row_tiles(const ExpertGroups& g, RowWindow window, int tokens) {
+  long tiles = 0;
+  for (int e = 0; e < g.num_experts; ++e) {
+    const int rows = g.offsets[e + 1] - g.offsets[e];
+    if (rows > 0 && window.contains(rows)) tiles += (rows + tokens - 1) / tokens;
+  }
+  return tiles;
+}
+
 // Row tiles the grid must cover: exact for host offsets, a bound from m_total and
 // max_rows_per_expert for device offsets (nothing here may read them).
 int row_tiles(const GroupedNvfp4& a, const Plan& plan) {
@@ -60,13 +64,44 @@ int row_tiles(const GroupedNvfp4& a, const Plan& plan) {
     const long by_bound = g.num_experts * ((rows + tokens - 1) / tokens);
     return static_cast<int>(std::min(by_rows, by_bound));
   }
-  long tiles = 0;
-  for (int e = 0; e < g.num_experts; ++e) {
-    const int rows = g.offsets[e + 1] - g.offsets[e];
-    if (plan.rows.contains(rows)) tiles += (rows + tokens - 1) / tokens;
-  }
-  return static_cast<int>(tiles);
+  return static_cast<int>(host_row_tiles(g, plan.rows, tokens));
 }
+
+// Row tiles of `tokens` rows the experts in `window` take: exact for host offsets; for device
+// offsets an estimate from the mean, a partial tile counted as half a tile (and every expert as
+// at least one), so that uneven routing's split tiles are priced in.
+double expected_row_tiles(const ExpertGroups& g, RowWindow window, int tokens, double mean) {
+  if (g.offsets_on_device) return g.num_experts * std::max(1.0, mean / tokens + 0.5);
+  return static_cast<double>(host_row_tiles(g, window, tokens));
+}
+
+// The widest tile halves the NVFP4 decode per tensor-core operation but also halves the grid: on
+// a grid that does not fill the GPU twice over (a dense GEMM at M = 512, say) the 128-token tile
+// keeps more multiprocessors busy. Both tiles cut N in 128-row CTAs.
+int choose_tile(const Problem& problem, RowWindow window, double mean) {
+  const int tile = pick_tile(mean);
+  const int widest = kTileCount - 1;
+  if (tile != widest) return tile;
+  const GroupedNvfp4& a = problem.args;
+  const long channel_tiles =
+      static_cast<long>((a.n + kTiles[widest].weight_rows - 1) / kTiles[widest].weight_rows) *
+      a.proj_count;
+  auto ctas = [&](int t) {
+    return static_cast<long>(
+        std::ceil(channel_tiles * expected_row_tiles(a.groups, window, kTiles[t].tokens, mean)));
+  };
+  return wide_tile_pays(ctas(widest), ctas(widest - 1), device_sm_count()) ? widest : widest - 1;
+}
+
+}  // namespace
+
+bool wide_tile_pays(long wide_ctas, long narrow_ctas, int sm_count) {
+  const long sms = std::max(sm_count, 1);
+  const long wide_waves = (wide_ctas + sms - 1) / sms, narrow_waves = (narrow_ctas + sms - 1) / sms;
+  return wide_waves * kWideCtaTime < static_cast<double>(narrow_waves);
+}
+
+namespace {
 
 class TiledFamily final : public Family {
  public:
@@ -81,9 +116,10 @@ class TiledFamily final : public Family {
   std::string why_not(const Problem& problem) const override {
     const int k = problem.args.k;
     if (problem.nvfp4 && k % 32 != 0)
-      return fmt::format("K = {} is not a multiple of 32 (packed rows are loaded 16 bytes at a "
-                         "time)",
-                         k);
+      return fmt::format(
+          "K = {} is not a multiple of 32 (packed rows are loaded 16 bytes at a "
+          "time)",
+          k);
     if (!problem.nvfp4 && k % 8 != 0)
       return fmt::format("K = {} is not a multiple of 8 (rows are loaded 16 bytes at a time)", k);
     return {};
@@ -95,8 +131,9 @@ class TiledFamily final : public Family {
     plan.rows = rows;
     if (g.offsets_on_device) {
       const int spread = std::max(1, std::min(g.num_experts, g.m_total));
-      plan.config = pick_tile(std::min<double>(std::min(g.max_rows_per_expert, rows.max_rows),
-                                               static_cast<double>(g.m_total) / spread));
+      plan.config = choose_tile(problem, rows,
+                                std::min<double>(std::min(g.max_rows_per_expert, rows.max_rows),
+                                                 static_cast<double>(g.m_total) / spread));
       return plan;
     }
     long total = 0;
@@ -108,7 +145,7 @@ class TiledFamily final : public Family {
         ++active;
       }
     }
-    plan.config = pick_tile(active ? static_cast<double>(total) / active : 1.0);
+    plan.config = choose_tile(problem, rows, active ? static_cast<double>(total) / active : 1.0);
     return plan;
   }
 

@@ -12,7 +12,7 @@
 
 namespace metrale::cuda::sm90 {
 
-constexpr int kBlockK = 64;       // K per pipeline stage: one 128-byte swizzled row of bf16
+constexpr int kBlockK = 64;  // K per pipeline stage: one 128-byte swizzled row of bf16
 
 struct TileConfig {
   int tokens;       // wgmma N: group rows per CTA
@@ -48,14 +48,20 @@ struct GroupedParams {
   std::int32_t a_rows;            // 0: unchecked (rows are trusted)
   std::int32_t n, k;
   std::int32_t num_experts;
-  std::int32_t scale_sfb;         // 1: SFB scales, 0: [K/16, N] scales
-  std::int32_t scale_vec16;       // [K/16, N] scales may be read 16 bytes at a time
-  const std::int32_t* offsets;    // [num_experts + 1] in device memory (staged host offsets)
-  std::int32_t m_total;           // rows past it are dropped (device offsets are not validated)
+  std::int32_t scale_sfb;           // 1: SFB scales, 0: [K/16, N] scales
+  std::int32_t scale_vec16;         // [K/16, N] scales may be read 16 bytes at a time
+  const std::int32_t* offsets;      // [num_experts + 1] in device memory (staged host offsets)
+  std::int32_t m_total;             // rows past it are dropped (device offsets are not validated)
   std::int32_t min_rows, max_rows;  // experts whose rows fall outside belong to another family
-  std::uint16_t* out[2];          // bf16 [m_total, N] per projection
-  const ExpertEntry* table;       // [proj][num_experts]
+  std::uint16_t* out[2];            // bf16 [m_total, N] per projection
+  const ExpertEntry* table;         // [proj][num_experts]
 };
+
+// Whether the widest tile (256 tokens) beats the 128-token one on a grid of `wide_ctas` and
+// `narrow_ctas` CTAs (the same problem cut both ways) on `sm_count` multiprocessors: waves of CTAs
+// times a CTA's time, where a full 256-token CTA takes kWideCtaTime times a 128-token one.
+inline constexpr double kWideCtaTime = 1.45;
+bool wide_tile_pays(long wide_ctas, long narrow_ctas, int sm_count);
 
 // Launches tile kTiles[tile] with NVFP4 (or bf16) weights; returns the launch's CUDA error.
 cudaError_t launch_grouped_gemm(int tile, bool nvfp4, const GroupedParams& params, dim3 grid,
