@@ -19,7 +19,7 @@ namespace {
 // tile sized to the mean splits the busier experts in two and reads their weights twice; the 2x
 // was measured (docs/perf.md, "tile choice", over the four presets, T = 1..4096): on all 40
 // shapes it picks a tile within 5 % of the fastest, where sizing to the mean lost up to 1.3x.
-// Whether the widest tile is worth it is decided by the grid (wide_tile_pays, in plan()).
+// Whether the widest tile is worth it is the grid's question (choose_tile).
 int pick_tile(double rows_per_expert) {
   for (int i = 0; i < kTileCount; ++i)
     if (2 * rows_per_expert <= kTiles[i].tokens) return i;

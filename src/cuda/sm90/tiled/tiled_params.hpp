@@ -21,7 +21,7 @@ struct TileConfig {
 };
 
 // Tiles by expected rows per expert; pick_tile (tiled_family.cpp) takes the smallest holding twice
-// the mean (the widest only when half full on average), rules measured with
+// the mean, the widest only when its grid pays (wide_tile_pays), rules measured with
 // `METRALE_CUDA_KERNEL=sm90-tiled:i metrale bench --impls metrale` (docs/perf.md). Stage counts:
 // 12 and 16 measured slower for the decode tiles, 3 no faster than 4 for the 256-token tile.
 // Small tiles use one warpgroup so that a decode step spreads over more CTAs; large ones share
