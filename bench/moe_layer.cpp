@@ -5,6 +5,7 @@
 
 #include "bench/bench_runners.hpp"
 #include "bench/random.hpp"
+#include "format/bf16.hpp"
 #include "format/layouts.hpp"
 
 namespace metrale::bench {
@@ -81,7 +82,7 @@ GroupedPart as_part(const Row& grouped) {
 
 long long count_nan_bf16(const std::vector<bf16_bits>& values) {
   return std::count_if(values.begin(), values.end(),
-                       [](bf16_bits v) { return (v & 0x7F80u) == 0x7F80u && (v & 0x007Fu) != 0; });
+                       [](bf16_bits v) { return format::is_nan_bits(format::bf16_to_float(v)); });
 }
 
 long long slots_differing(const std::vector<std::int32_t>& a, const std::vector<std::int32_t>& b) {

@@ -7,9 +7,9 @@
 // and the ratio layer / (gate_up + down), issue 9's target. The weights are those ops' (the same
 // pools and seeds), the three timings rotate over the same copies, and the layer's floor is
 // gate_up's plus down's on its routing. Experts no token reaches point at a quantized one (the
-// layer takes every expert's weights and reads none of theirs). When the layer cannot run (the
-// CUDA layer does not exist before issue 9 lands) its row says why and the grouped calls run on
-// the CPU oracle's routing of the same logits.
+// layer takes every expert's weights and reads none of theirs). When the layer cannot run (a CUDA
+// limit, docs/api.md) its row says why and the grouped calls run on the CPU oracle's routing of
+// the same logits.
 #include <algorithm>
 #include <array>
 #include <memory>

@@ -1,7 +1,7 @@
 // Validation of the MoE layer through the C++ API on the CPU backend: every refusal names the
 // argument and its value, and nothing is written (out stays poisoned). One valid layer (8
-// experts, top-2, softmax routing); each test breaks one thing. The CUDA-side backends refuse
-// the layer: it is not implemented there yet.
+// experts, top-2, softmax routing); each test breaks one thing. Then the CUDA layer's own limits
+// and the reference backends' refusal, on any machine.
 #include <cmath>
 #include <limits>
 #include <vector>

@@ -61,11 +61,6 @@ DeviceBuffer upload(const void* host, std::size_t bytes, const std::string& name
   return d;
 }
 
-template <class T>
-DeviceBuffer upload(const std::vector<T>& host, const std::string& name) {
-  return upload(host.data(), host.size() * sizeof(T), name);
-}
-
 // One projection on the device: per-expert buffers and the host tables of their addresses.
 struct DeviceProjection {
   std::vector<DeviceBuffer> packed, scale;
@@ -74,8 +69,9 @@ struct DeviceProjection {
 
   DeviceProjection(const MoeProjection& p, ScaleLayout layout) : scale2(p.scale2.data()) {
     for (std::size_t e = 0; e < p.packed.size(); ++e) {
-      packed.push_back(upload(p.packed[e], "packed"));
-      scale.push_back(upload(layout == ScaleLayout::sfb ? p.sfb[e] : p.scale[e], "scale"));
+      packed.push_back(check::upload_new(p.packed[e], "packed"));
+      scale.push_back(
+          check::upload_new(layout == ScaleLayout::sfb ? p.sfb[e] : p.scale[e], "scale"));
       packed_ptrs.push_back(reinterpret_cast<std::uint64_t>(packed.back().data()));
       scale_ptrs.push_back(reinterpret_cast<std::uint64_t>(scale.back().data()));
     }
@@ -104,7 +100,7 @@ struct DeviceLayer {
     for (int p = 0; p < 3; ++p) {
       if (f.bias[p].empty()) continue;
       for (const auto& b : f.bias[p]) {
-        bias[p].push_back(upload(b, "bias"));
+        bias[p].push_back(check::upload_new(b, "bias"));
         bias_ptrs[p].push_back(reinterpret_cast<std::uint64_t>(bias[p].back().data()));
       }
       *tables[p] = bias_ptrs[p].data();

@@ -13,10 +13,6 @@
 namespace metrale::check {
 namespace {
 
-std::uint64_t address(const void* p) {
-  return reinterpret_cast<std::uintptr_t>(p);
-}
-
 std::int32_t pool_size(const Case& c, std::int32_t proj_count) {
   const std::int64_t per_expert = static_cast<std::int64_t>(c.n) * c.k * proj_count;
   const std::int64_t fit = std::max<std::int64_t>(1, kPoolElementBudget / per_expert);

@@ -26,10 +26,6 @@ enum Tag : std::uint64_t {
 
 constexpr float kNeverChosen = -1e30f;  // finite (the API refuses others), exp() of it is 0
 
-std::uint64_t address(const void* p) {
-  return reinterpret_cast<std::uintptr_t>(p);
-}
-
 // 2^⌈log2 √K⌉: divides exact-mode scale_2 so that sums over K stay of order one.
 int half_log2(std::int32_t k) {
   return (std::bit_width(static_cast<std::uint32_t>(std::max(k - 1, 1))) + 1) / 2;

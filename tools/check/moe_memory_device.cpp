@@ -12,10 +12,6 @@
 namespace metrale::check {
 namespace {
 
-std::uint64_t address(const void* p) {
-  return reinterpret_cast<std::uintptr_t>(p);
-}
-
 const char* const kProjection[3] = {"gate", "up", "down"};
 
 class DeviceMoeMemory final : public MoeMemory {

@@ -27,6 +27,11 @@ struct PackedWeight {
   }
 };
 
+// A pointer (host or device) as the uint64 address the API's per-expert tables hold.
+inline std::uint64_t address(const void* p) {
+  return reinterpret_cast<std::uintptr_t>(p);
+}
+
 // A failure of the harness itself (a CPU oracle call refused, a CUDA call failed): the case
 // fails with this message.
 class HarnessError : public std::runtime_error {

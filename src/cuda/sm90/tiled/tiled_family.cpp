@@ -48,7 +48,7 @@ long host_row_tiles(const ExpertGroups& g, RowWindow window, int tokens) {
   long tiles = 0;
   for (int e = 0; e < g.num_experts; ++e) {
     const int rows = g.offsets[e + 1] - g.offsets[e];
-    if (rows > 0 && window.contains(rows)) tiles += (rows + tokens - 1) / tokens;
+    if (window.contains(rows)) tiles += (rows + tokens - 1) / tokens;
   }
   return tiles;
 }
