@@ -93,10 +93,7 @@ std::vector<Launch> choose_for_device_offsets(const Problem& problem) {
   const int mean = (g.m_total + g.num_experts - 1) / g.num_experts;
   if (mean <= kDecodeMaxRows && decode_takes(problem)) {
     const Family& decode = sm90::decode::decode_family();
-    Plan plan = decode.plan(problem, RowWindow{});
-    const int wanted = std::min(g.max_rows_per_expert, 2 * mean);
-    while (plan.config > 0 && sm90::decode::kTokenWidths[plan.config - 1] >= wanted) --plan.config;
-    return {{&decode, plan}};
+    return {{&decode, decode.plan(problem, RowWindow{})}};
   }
   const Family& tiled = sm90::tiled_family();
   if (const std::string why = tiled.why_not(problem); !why.empty())

@@ -9,6 +9,7 @@
 //   - an expert past the widest token tile (more than 256 rows: several token tiles);
 //   - the seam's refusals: a forced family that cannot run says why; 2049 experts name the limit.
 #include <cstdlib>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -19,6 +20,7 @@
 #ifdef METRALE_HAS_CUDA
 #include "check/grouped.hpp"
 #include "cuda/family.hpp"
+#include "cuda/sm90/decode/decode_params.hpp"
 #endif
 
 namespace metrale::cuda_test {
@@ -139,6 +141,34 @@ TEST(DecodeFamily, RefusalsSayWhy) {
   EXPECT_NE(r.detail.find("bf16 weights"), std::string::npos) << r.detail;
   EXPECT_EQ(cuda::find_family("sm90-nothing"), nullptr);
   for (const cuda::Family* f : cuda::families()) EXPECT_GT(f->config_count(), 0) << f->name();
+}
+
+// The token width rule (host logic, no GPU): twice the mean expert, never past the largest.
+// DeepSeek-V3 at T = 64 measured it (docs/perf.md): 32 tokens (the largest expert) 2128 us for
+// gate_up, 16 tokens 1670, 8 tokens 1488.
+TEST(DecodeFamily, TokenWidthIsTwiceTheMeanExpert) {
+  using cuda::sm90::decode::kTokenWidths;
+  using cuda::sm90::decode::token_config;
+  EXPECT_EQ(kTokenWidths[token_config(20, 3)], 8);  // DeepSeek-V3 T = 64: many small experts
+  EXPECT_EQ(kTokenWidths[token_config(5, 5)], 8);   // one expert: its own rows
+  EXPECT_EQ(kTokenWidths[token_config(24, 24)], 32);
+  EXPECT_EQ(kTokenWidths[token_config(9, 8)], 16);  // the largest caps twice the mean
+  EXPECT_EQ(kTokenWidths[token_config(1000, 200)], 256);
+  EXPECT_EQ(kTokenWidths[token_config(0, 0)], 8);
+
+  // Through the family's plan on host offsets: only the experts in the window count.
+  const cuda::Family* decode = cuda::find_family(kDecode);
+  ASSERT_NE(decode, nullptr);
+  std::vector<std::int32_t> offsets{0};
+  for (int rows : {2, 0, 3, 1, 20, 2, 100}) offsets.push_back(offsets.back() + rows);
+  cuda::Problem p;
+  p.args.groups.num_experts = static_cast<int>(offsets.size()) - 1;
+  p.args.groups.offsets = offsets.data();
+  p.args.groups.m_total = offsets.back();
+  EXPECT_EQ(decode->describe(decode->plan(p, cuda::RowWindow{1, 32})),
+            "sm90-decode tokens=16 splits=auto");
+  EXPECT_EQ(decode->describe(decode->plan(p, cuda::RowWindow{1, 4})),
+            "sm90-decode tokens=8 splits=auto");
 }
 
 #else

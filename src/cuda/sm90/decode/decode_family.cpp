@@ -16,16 +16,28 @@ namespace {
 
 int k_tiles_of(int k) { return (k + kKTile - 1) / kKTile; }
 
-// The largest expert a launch may meet: exact for host offsets, the caller's bound otherwise.
-int largest_expert(const GroupedNvfp4& a, RowWindow window) {
+// The largest expert a launch may meet and the mean over its experts with rows (rounded up):
+// exact for host offsets; for device offsets the caller's bound and the mean over every expert.
+struct RowStats {
+  int largest, mean;
+};
+
+RowStats row_stats(const GroupedNvfp4& a, RowWindow window) {
   const ExpertGroups& g = a.groups;
-  if (g.offsets_on_device) return std::min(g.max_rows_per_expert, window.max_rows);
-  int largest = 0;
+  if (g.offsets_on_device) {
+    const int experts = std::max(1, g.num_experts);
+    return {std::min(g.max_rows_per_expert, window.max_rows), (g.m_total + experts - 1) / experts};
+  }
+  int largest = 0, active = 0;
+  long total = 0;
   for (int e = 0; e < g.num_experts; ++e) {
     const int rows = g.offsets[e + 1] - g.offsets[e];
-    if (window.contains(rows)) largest = std::max(largest, rows);
+    if (rows == 0 || !window.contains(rows)) continue;
+    largest = std::max(largest, rows);
+    total += rows;
+    ++active;
   }
-  return largest;
+  return {largest, active ? static_cast<int>((total + active - 1) / active) : 0};
 }
 
 struct Layout {  // the workspace, carved in this order
@@ -88,13 +100,8 @@ class DecodeFamily final : public Family {
   Plan plan(const Problem& problem, RowWindow rows) const override {
     Plan plan;
     plan.rows = rows;
-    const int largest = std::max(1, largest_expert(problem.args, rows));
-    plan.config = kConfigCount - 1;
-    for (int i = 0; i < kConfigCount; ++i)
-      if (largest <= kTokenWidths[i]) {
-        plan.config = i;
-        break;
-      }
+    const RowStats stats = row_stats(problem.args, rows);
+    plan.config = token_config(stats.largest, stats.mean);
     return plan;
   }
 

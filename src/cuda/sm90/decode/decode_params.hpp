@@ -20,8 +20,8 @@
 
 namespace metrale::cuda::sm90::decode {
 
-// Token widths (wgmma N) of the configurations; a launch takes the smallest holding its largest
-// expert (or the bound), up to 256 rows of one expert read their weights once.
+// Token widths (wgmma N) of the configurations (token_config picks one). An expert with more rows
+// than the width takes several token tiles, each streaming its weights again.
 inline constexpr int kTokenWidths[] = {8, 16, 32, 64, 128, 256};
 inline constexpr int kConfigCount = sizeof(kTokenWidths) / sizeof(kTokenWidths[0]);
 inline constexpr int kRows = 64;     // weight rows per CTA: one warpgroup's wgmma M
@@ -30,6 +30,18 @@ static_assert(format::kDecodeKGroup == kKTile, "the decode order permutes K with
 inline constexpr int kFoldMaxRows = 64;  // experts with more rows sum K in one chunk
 // K: rows of codes in whole 16-byte pieces (the loader's cp.async).
 inline constexpr int kKMultiple = 32;
+
+// The configuration of a launch whose largest expert has `largest` rows and whose experts with
+// rows have `mean` rows on average (rounded up): the smallest width holding twice the mean, or the
+// largest expert if that is less. Sizing for the largest made every expert pay the tensor-core
+// work of the busiest: DeepSeek-V3 gate_up at T = 64 (512 rows, the largest expert past 16) took
+// 2128 us at 32 tokens and 1488 at 8, its busier experts taking several tiles (docs/perf.md).
+constexpr int token_config(int largest, int mean) {
+  const int wanted = largest < 2 * mean ? largest : 2 * mean;
+  for (int i = 0; i < kConfigCount; ++i)
+    if (wanted <= kTokenWidths[i]) return i;
+  return kConfigCount - 1;
+}
 
 // Elements per row of the decode-order activations: K padded to whole k-tiles (zeros past K),
 // since the decode order permutes K within a k-tile.
