@@ -1,13 +1,13 @@
-// Routing and grouping of the MoE layer in one launch. Each warp routes one token (docs/api.md,
-// "Routing", operation for operation, with format::exp_f32: the CPU oracle's bits); the last
-// block to finish (a ticket, integer atomics only) then groups every (token, slot) by local
-// expert, in (token, slot) order within each expert, exactly as the oracle orders its rows.
+// Routing and grouping of the MoE layer in one launch. Each routing warp routes its tokens
+// (docs/api.md, "Routing", operation for operation, with format::exp_f32: the CPU oracle's bits);
+// the last block to finish (a ticket, integer atomics only) then groups every (token, slot) by
+// local expert, in (token, slot) order within each expert, exactly as the oracle orders its rows.
 //
-// Grouping in one block, stable, without sorting: W warps each own a contiguous segment of the
-// slots; each counts its segment's slots per expert (shared-memory counters, order-free), one
-// scan turns the counts into each (warp, expert)'s first row, and each warp then places its
-// segment 32 slots at a time, a slot's rank among the lanes with the same expert from
-// __match_any_sync. Deterministic: nothing depends on which block finished last.
+// Grouping, stable, without sorting, mostly in parallel: each block routes a contiguous run of
+// tokens, then ranks its own slots per expert (one warp, __match_any_sync) and publishes its
+// counts per expert. The last block only sums: a prefix over the blocks per expert, a scan over
+// the experts, then every slot's row = offset + rows of the blocks before + rank, the slots
+// independent of each other. Deterministic: nothing depends on which block finished last.
 #include "cuda/family.hpp"
 #include "cuda/moe/moe_route.hpp"
 #include "format/bf16.hpp"
@@ -236,81 +236,133 @@ __device__ int block_exclusive_scan(int value, int* scratch, int* total) {
   return scratch[warp] + inclusive - value;
 }
 
-// The last block: counts[w][l] of each grouping warp's segment of the slots, the offsets, then
-// every slot's row. slot_local was written by other blocks: read through L2 (__ldcg), several
-// loads in flight per lane.
-__device__ void group_rows(const RouteArgs& a, int* shared) {
-  const int warps = a.group_warps, warp = threadIdx.x / 32, lane = threadIdx.x & 31;
-  const int L = a.local_experts, slots = a.tokens * a.top_k;
-  int* counts = shared;            // [warps][L]
-  int* scan = shared + warps * L;  // [33]
-  for (int i = threadIdx.x; i < warps * L; i += blockDim.x) counts[i] = 0;
+// Each of this block's slots' rank among the block's slots with the same local expert, in
+// (token, slot) order, into slot_row (group_rows adds the rows before the block), and the block's
+// slots per expert into block_counts[blockIdx.x]. One warp walks the slots 32 at a time, a slot's
+// rank among lanes with the same expert from __match_any_sync: stable by construction. The slots
+// were written by this block's warps (visible after the barrier the caller passed).
+__device__ void rank_block_slots(const RouteArgs& a, int* count, int first_token, int end_token) {
+  const int L = a.local_experts;
+  for (int l = threadIdx.x; l < L; l += blockDim.x) count[l] = 0;
   __syncthreads();
-  const bool grouping = warp < warps;
-  const int begin = static_cast<int>(static_cast<long long>(slots) * min(warp, warps) / warps);
-  const int end = static_cast<int>(static_cast<long long>(slots) * min(warp + 1, warps) / warps);
-  constexpr int kInFlight = 4;
-  for (int s = begin + lane; grouping && s < end; s += 32 * kInFlight) {
-    int l[kInFlight];
-#pragma unroll
-    for (int i = 0; i < kInFlight; ++i)
-      l[i] = s + 32 * i < end ? __ldcg(a.out.slot_local + s + 32 * i) : -1;
-#pragma unroll
-    for (int i = 0; i < kInFlight; ++i)
-      if (l[i] >= 0) atomicAdd(&counts[warp * L + l[i]], 1);
+  if (threadIdx.x < 32) {
+    const int lane = threadIdx.x;
+    const int end = end_token * a.top_k;
+    for (int base = first_token * a.top_k; base < end; base += 32) {
+      const int s = base + lane;
+      const int l = s < end ? a.out.slot_local[s] : -1;
+      const unsigned peers = __match_any_sync(kFullWarp, l >= 0 ? l : -1 - lane);
+      if (l >= 0) a.out.slot_row[s] = count[l] + __popc(peers & ((1u << lane) - 1u));
+      __syncwarp();
+      if (l >= 0 && lane == __ffs(peers) - 1) count[l] += __popc(peers);
+      __syncwarp();
+    }
   }
   __syncthreads();
-  // Each thread turns a contiguous run of experts into offsets and per-warp first rows.
-  const int per_thread = (L + blockDim.x - 1) / blockDim.x;
-  const int l0 = min(L, static_cast<int>(threadIdx.x) * per_thread), l1 = min(L, l0 + per_thread);
+  int* out = a.out.block_counts + static_cast<std::size_t>(blockIdx.x) * L;
+  for (int l = threadIdx.x; l < L; l += blockDim.x) out[l] = count[l];
+}
+
+// The last block. Every routing block left its counts per expert and its slots' ranks within it;
+// here each (block, expert) gets its first row and each slot its row:
+//   row = offsets[l] + (rows of expert l in the blocks before) + rank in its block,
+// so within an expert the rows follow (token, slot) order, as the oracle orders them. What other
+// blocks wrote is read through L2 (__ldcg); the loads of independent slots are batched so that
+// several are in flight per thread.
+__device__ void group_rows(const RouteArgs& a, int* shared) {
+  const int L = a.local_experts, blocks = gridDim.x, slots = a.tokens * a.top_k;
+  const int tid = threadIdx.x, threads = blockDim.x;
+  int* counts = a.out.block_counts;
+  // 1. Per expert, the rows of the blocks before each block, in place: the blocks split in
+  //    chunks (threads / L of them, so every thread has work), a sum per chunk, then the prefix.
+  const int chunks = L >= threads ? 1 : min(blocks, threads / L);
+  int* chunk_rows = shared;              // [chunks][L]
+  int* offsets = chunk_rows + chunks * L;  // [L + 1]
+  int* scan = offsets + L + 1;           // [33]
+  for (int i = tid; i < chunks * L; i += threads) {
+    const int c = i / L, l = i % L;
+    int sum = 0;
+#pragma unroll 8
+    for (int b = blocks * c / chunks; b < blocks * (c + 1) / chunks; ++b)
+      sum += __ldcg(counts + static_cast<std::size_t>(b) * L + l);
+    chunk_rows[i] = sum;
+  }
+  __syncthreads();
+  for (int i = tid; i < chunks * L; i += threads) {
+    const int c = i / L, l = i % L;
+    int before = 0;
+    for (int earlier = 0; earlier < c; ++earlier) before += chunk_rows[earlier * L + l];
+    for (int b = blocks * c / chunks; b < blocks * (c + 1) / chunks; ++b) {
+      int* at = counts + static_cast<std::size_t>(b) * L + l;
+      const int n = __ldcg(at);
+      *at = before;
+      before += n;
+    }
+  }
+  // 2. The expert offsets: each thread a contiguous run of experts, one block-wide scan.
+  const int per_thread = (L + threads - 1) / threads;
+  const int l0 = min(L, tid * per_thread), l1 = min(L, l0 + per_thread);
+  auto expert_rows = [&](int l) {
+    int rows = 0;
+    for (int c = 0; c < chunks; ++c) rows += chunk_rows[c * L + l];
+    return rows;
+  };
   int rows = 0;
-  for (int l = l0; l < l1; ++l)
-    for (int w = 0; w < warps; ++w) rows += counts[w * L + l];
+  for (int l = l0; l < l1; ++l) rows += expert_rows(l);
   int total = 0;
   int next = block_exclusive_scan(rows, scan, &total);
   for (int l = l0; l < l1; ++l) {
-    a.out.offsets[l] = next;
-    for (int w = 0; w < warps; ++w) {
-      const int c = counts[w * L + l];
-      counts[w * L + l] = next;
-      next += c;
-    }
+    offsets[l] = a.out.offsets[l] = next;
+    next += expert_rows(l);
   }
-  if (threadIdx.x == 0) a.out.offsets[L] = total;
+  if (tid == 0) offsets[L] = a.out.offsets[L] = total;
   __syncthreads();
-  int l_next = grouping && begin + lane < end ? __ldcg(a.out.slot_local + begin + lane) : -1;
-  for (int base = begin; grouping && base < end; base += 32) {
-    const int s = base + lane;
-    const int l = l_next;
-    l_next = s + 32 < end ? __ldcg(a.out.slot_local + s + 32) : -1;
-    const unsigned peers = __match_any_sync(kFullWarp, l >= 0 ? l : -1 - lane);
-    if (l >= 0) {
-      const int row = counts[warp * L + l] + __popc(peers & ((1u << lane) - 1u));
-      a.out.row_token[row] = s / a.top_k;
-      a.out.row_expert[row] = l;
-      a.out.slot_row[s] = row;
-    } else if (s < end) {
-      a.out.slot_row[s] = -1;
+  // 3. Every slot's row, a thread per token (one block's rows of blocks before per token, no
+  //    division per slot: this loop runs on one SM, so its instruction count is its time). A
+  //    token's slots are loaded before any is written, kBatch at a time.
+  constexpr int kBatch = 8;
+  for (int token = tid; token < a.tokens; token += threads) {
+    const int* before = counts + static_cast<std::size_t>(token / a.tokens_per_block) * L;
+    const int first = token * a.top_k;
+    for (int j0 = 0; j0 < a.top_k; j0 += kBatch) {
+      int l[kBatch], row[kBatch];
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i) {
+        l[i] = j0 + i < a.top_k ? __ldcg(a.out.slot_local + first + j0 + i) : -1;
+        row[i] = l[i] >= 0 ? __ldcg(a.out.slot_row + first + j0 + i) : -1;  // the rank
+      }
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i)
+        if (l[i] >= 0) row[i] += offsets[l[i]] + __ldcg(before + l[i]);
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i) {
+        if (j0 + i >= a.top_k) break;
+        a.out.slot_row[first + j0 + i] = row[i];
+        if (l[i] < 0) continue;
+        a.out.row_token[row[i]] = token;
+        a.out.row_expert[row[i]] = l[i];
+      }
     }
-    __syncwarp();
-    if (l >= 0 && lane == __ffs(peers) - 1) counts[warp * L + l] += __popc(peers);
-    __syncwarp();
   }
-  for (int row = total + threadIdx.x; row < slots; row += blockDim.x) {
+  for (int row = total + tid; row < slots; row += threads) {
     a.out.row_token[row] = -1;  // the GEMMs' gathers read a row of zeros
     a.out.row_expert[row] = 0;
   }
 }
 
-// Up to kRouteWarps warps a block: at most 64 registers a thread, or a 1024-thread block could
-// not launch.
-__global__ void __launch_bounds__(32 * kRouteWarps)
-    route_kernel(const __grid_constant__ RouteArgs a) {
+// Every warp takes part in the ranking and the grouping; the first `a.warps` also route (their
+// scratch is what fits in shared memory).
+__global__ void __launch_bounds__(kRouteThreads, 1) route_kernel(const __grid_constant__ RouteArgs a) {
   extern __shared__ __align__(16) std::uint8_t shared[];
   __shared__ bool last;
   const int warp = threadIdx.x / 32;
-  const int token = blockIdx.x * a.warps + warp;
-  if (token < a.tokens) route_token(a, scratch_of(a, shared, warp), token);
+  const int first_token = blockIdx.x * a.tokens_per_block;
+  const int end_token = min(first_token + a.tokens_per_block, a.tokens);
+  if (warp < a.warps)
+    for (int token = first_token + warp; token < end_token; token += a.warps)
+      route_token(a, scratch_of(a, shared, warp), token);
+  __syncthreads();
+  rank_block_slots(a, reinterpret_cast<int*>(shared), first_token, end_token);
   __threadfence();
   __syncthreads();
   if (threadIdx.x == 0) last = atomicAdd(a.out.ticket, 1u) == gridDim.x - 1;
@@ -322,13 +374,12 @@ __global__ void __launch_bounds__(32 * kRouteWarps)
 
 }  // namespace
 
-cudaError_t launch_route(const RouteArgs& args, int shared_bytes, cudaStream_t stream) {
-  const int grid = (args.tokens + args.warps - 1) / args.warps;
+cudaError_t launch_route(const RouteArgs& args, const RouteShape& shape, cudaStream_t stream) {
   if (const cudaError_t err =
           configure_once_per_device(reinterpret_cast<const void*>(route_kernel), kMaxRouteShared);
       err != cudaSuccess)
     return err;
-  route_kernel<<<grid, 32 * args.warps, shared_bytes, stream>>>(args);
+  route_kernel<<<shape.blocks, kRouteThreads, shape.shared_bytes, stream>>>(args);
   return cudaGetLastError();
 }
 
