@@ -1,13 +1,15 @@
-// Routing and grouping of the MoE layer in one launch. Each routing warp routes its tokens
-// (docs/api.md, "Routing", operation for operation, with format::exp_f32: the CPU oracle's bits);
-// the last block to finish (a ticket, integer atomics only) then groups every (token, slot) by
-// local expert, in (token, slot) order within each expert, exactly as the oracle orders its rows.
+// Routing and grouping of the MoE layer. Each routing warp routes its tokens (docs/api.md,
+// "Routing", operation for operation, with format::exp_f32: the CPU oracle's bits); the slots are
+// then grouped by local expert, in (token, slot) order within each expert, exactly as the oracle
+// orders its rows.
 //
-// Grouping, stable, without sorting, mostly in parallel: each block routes a contiguous run of
-// tokens, then ranks its own slots per expert (one warp, __match_any_sync) and publishes its
-// counts per expert. The last block only sums: a prefix over the blocks per expert, a scan over
-// the experts, then every slot's row = offset + rows of the blocks before + rank, the slots
-// independent of each other. Deterministic: nothing depends on which block finished last.
+// Grouping, stable, without sorting, in parallel: each block routes a contiguous run of tokens,
+// then ranks its own slots per expert (one warp, __match_any_sync) and publishes its counts per
+// expert. The last block to finish (a ticket, integer atomics only) sums them: a prefix over the
+// blocks per expert, a scan over the experts. A second kernel, a block per routing block, then
+// places each slot at row = offset + rows of the blocks before + rank (one routing block places
+// its own: no second launch at small T). Deterministic: nothing depends on which block finished
+// last.
 #include "cuda/family.hpp"
 #include "cuda/moe/moe_route.hpp"
 #include "format/bf16.hpp"
@@ -263,22 +265,50 @@ __device__ void rank_block_slots(const RouteArgs& a, int* count, int first_token
   for (int l = threadIdx.x; l < L; l += blockDim.x) out[l] = count[l];
 }
 
-// The last block. Every routing block left its counts per expert and its slots' ranks within it;
-// here each (block, expert) gets its first row and each slot its row:
-//   row = offsets[l] + (rows of expert l in the blocks before) + rank in its block,
-// so within an expert the rows follow (token, slot) order, as the oracle orders them. What other
-// blocks wrote is read through L2 (__ldcg); the loads of independent slots are batched so that
-// several are in flight per thread.
-__device__ void group_rows(const RouteArgs& a, int* shared) {
-  const int L = a.local_experts, blocks = gridDim.x, slots = a.tokens * a.top_k;
+// The slots of routing block `block` to their rows: row = offsets[l] + (rows of expert l in the
+// blocks before, block_counts after first_rows) + the slot's rank in its block (in slot_row).
+// Every slot is independent of the others; their loads come first, then the scattered stores.
+// `offsets` may be shared or global memory.
+__device__ void place_block_slots(const RouteArgs& a, const int* offsets, int block) {
+  const int L = a.local_experts;
+  const int* before = a.out.block_counts + static_cast<std::size_t>(block) * L;
+  const int first = block * a.tokens_per_block * a.top_k;
+  const int end = min(first + a.tokens_per_block * a.top_k, a.tokens * a.top_k);
+  for (int s = first + static_cast<int>(threadIdx.x); s < end; s += blockDim.x) {
+    const int l = a.out.slot_local[s];
+    int row = -1;
+    if (l >= 0) row = a.out.slot_row[s] + offsets[l] + before[l];
+    a.out.slot_row[s] = row;
+    if (row < 0) continue;
+    a.out.row_token[row] = s / a.top_k;
+    a.out.row_expert[row] = l;
+  }
+}
+
+// Rows past the last placed one (a token routed nowhere leaves them): the GEMMs' gathers read a
+// row of zeros there. `first_thread`, `threads`: this caller's share of a grid-stride loop.
+__device__ void clear_tail_rows(const RouteArgs& a, int total, int first_thread, int threads) {
+  for (int row = total + first_thread; row < a.tokens * a.top_k; row += threads) {
+    a.out.row_token[row] = -1;
+    a.out.row_expert[row] = 0;
+  }
+}
+
+// The last block. Every routing block left its slots per expert (block_counts) and its slots'
+// ranks within it; here each (block, expert) gets the rows of the blocks before it, in place, and
+// each expert its first row (offsets). Placing the slots is left to place_kernel, a block per
+// routing block: from one SM the scattered stores of every slot took two thirds of the routing
+// time (docs/perf.md, "The MoE glue measured"). What other blocks wrote is read through L2.
+__device__ void first_rows(const RouteArgs& a, int* shared) {
+  const int L = a.local_experts, blocks = gridDim.x;
   const int tid = threadIdx.x, threads = blockDim.x;
   int* counts = a.out.block_counts;
   // 1. Per expert, the rows of the blocks before each block, in place: the blocks split in
   //    chunks (threads / L of them, so every thread has work), a sum per chunk, then the prefix.
   const int chunks = L >= threads ? 1 : min(blocks, threads / L);
-  int* chunk_rows = shared;              // [chunks][L]
+  int* chunk_rows = shared;                // [chunks][L]
   int* offsets = chunk_rows + chunks * L;  // [L + 1]
-  int* scan = offsets + L + 1;           // [33]
+  int* scan = offsets + L + 1;             // [33]
   for (int i = tid; i < chunks * L; i += threads) {
     const int c = i / L, l = i % L;
     int sum = 0;
@@ -317,42 +347,17 @@ __device__ void group_rows(const RouteArgs& a, int* shared) {
   }
   if (tid == 0) offsets[L] = a.out.offsets[L] = total;
   __syncthreads();
-  // 3. Every slot's row, a thread per token (one block's rows of blocks before per token, no
-  //    division per slot: this loop runs on one SM, so its instruction count is its time). A
-  //    token's slots are loaded before any is written, kBatch at a time.
-  constexpr int kBatch = 8;
-  for (int token = tid; token < a.tokens; token += threads) {
-    const int* before = counts + static_cast<std::size_t>(token / a.tokens_per_block) * L;
-    const int first = token * a.top_k;
-    for (int j0 = 0; j0 < a.top_k; j0 += kBatch) {
-      int l[kBatch], row[kBatch];
-#pragma unroll
-      for (int i = 0; i < kBatch; ++i) {
-        l[i] = j0 + i < a.top_k ? __ldcg(a.out.slot_local + first + j0 + i) : -1;
-        row[i] = l[i] >= 0 ? __ldcg(a.out.slot_row + first + j0 + i) : -1;  // the rank
-      }
-#pragma unroll
-      for (int i = 0; i < kBatch; ++i)
-        if (l[i] >= 0) row[i] += offsets[l[i]] + __ldcg(before + l[i]);
-#pragma unroll
-      for (int i = 0; i < kBatch; ++i) {
-        if (j0 + i >= a.top_k) break;
-        a.out.slot_row[first + j0 + i] = row[i];
-        if (l[i] < 0) continue;
-        a.out.row_token[row[i]] = token;
-        a.out.row_expert[row[i]] = l[i];
-      }
-    }
-  }
-  for (int row = total + tid; row < slots; row += threads) {
-    a.out.row_token[row] = -1;  // the GEMMs' gathers read a row of zeros
-    a.out.row_expert[row] = 0;
+  // 3. A single routing block (small T) places its own slots: no second launch.
+  if (blocks == 1) {
+    place_block_slots(a, offsets, 0);
+    clear_tail_rows(a, total, tid, threads);
   }
 }
 
 // Every warp takes part in the ranking and the grouping; the first `a.warps` also route (their
 // scratch is what fits in shared memory).
-__global__ void __launch_bounds__(kRouteThreads, 1) route_kernel(const __grid_constant__ RouteArgs a) {
+__global__ void __launch_bounds__(kRouteThreads, 1)
+    route_kernel(const __grid_constant__ RouteArgs a) {
   extern __shared__ __align__(16) std::uint8_t shared[];
   __shared__ bool last;
   const int warp = threadIdx.x / 32;
@@ -369,7 +374,15 @@ __global__ void __launch_bounds__(kRouteThreads, 1) route_kernel(const __grid_co
   __syncthreads();
   if (!last) return;
   __threadfence();
-  group_rows(a, reinterpret_cast<int*>(shared));
+  first_rows(a, reinterpret_cast<int*>(shared));
+}
+
+// After route_kernel when it ran more than one block: block b places routing block b's slots.
+__global__ void __launch_bounds__(kPlaceThreads) place_kernel(const __grid_constant__ RouteArgs a) {
+  place_block_slots(a, a.out.offsets, blockIdx.x);
+  clear_tail_rows(a, a.out.offsets[a.local_experts],
+                  static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x),
+                  static_cast<int>(gridDim.x * blockDim.x));
 }
 
 }  // namespace
@@ -380,6 +393,8 @@ cudaError_t launch_route(const RouteArgs& args, const RouteShape& shape, cudaStr
       err != cudaSuccess)
     return err;
   route_kernel<<<shape.blocks, kRouteThreads, shape.shared_bytes, stream>>>(args);
+  if (shape.blocks == 1) return cudaGetLastError();
+  place_kernel<<<shape.blocks, kPlaceThreads, 0, stream>>>(args);
   return cudaGetLastError();
 }
 

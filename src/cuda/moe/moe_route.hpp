@@ -53,7 +53,8 @@ inline RouteShape route_shape(int tokens, int experts, int n_group, int local_ex
   return r;
 }
 
-// `args.out.ticket` must be zero when the kernel starts (the caller zeroes it on the stream).
+// Routes and groups: route_kernel, then place_kernel when the shape has more than one block.
+// `args.out.ticket` must be zero when route_kernel starts (the caller zeroes it on the stream).
 cudaError_t launch_route(const RouteArgs& args, const RouteShape& shape, cudaStream_t stream);
 // `grid` blocks stride over the bound of rows (the true count is read on the device).
 // `bias`: the layer's tables, or null without biases (the kernels then take none).
