@@ -54,7 +54,8 @@ ExpertGroups device_groups(const MoeLayer& layer, int tokens, const std::int32_t
 }
 
 moe::RouteShape route_shape(const MoeLayer& layer, int tokens) {
-  return moe::route_shape(tokens, layer.num_experts, layer.n_group, layer.num_local_experts);
+  return moe::route_shape(tokens, layer.num_experts, layer.n_group, layer.top_k,
+                          layer.num_local_experts);
 }
 
 std::size_t gemm_bytes(const MoeLayer& layer, int tokens) {
@@ -78,7 +79,6 @@ Scratch carve(const MoeLayer& layer, int tokens, void* base) {
   WorkspaceCarve c(base);
   Scratch s{};
   moe::Routes& r = s.routes;
-  r.ids = c.take<std::int32_t>(slots);
   r.weights = c.take<float>(slots);
   r.slot_local = c.take<std::int32_t>(slots);
   r.slot_row = c.take<std::int32_t>(slots);

@@ -19,8 +19,7 @@ inline constexpr int kPlaceThreads = 256;               // a placing block (one 
 
 // What routing and grouping write, [T·k] per slot unless said otherwise.
 struct Routes {
-  std::int32_t* ids;           // global expert of each slot
-  float* weights;              // its final weight
+  float* weights;              // each slot's final weight
   std::int32_t* slot_local;    // its local expert, -1: remote, or a bad token's slot
   std::int32_t* slot_row;      // its row in the grouped GEMMs, -1: none
   std::int32_t* token_bad;     // [T] 1: non-finite logits or weights, or an id out of range

@@ -30,18 +30,22 @@ struct TokenScratch {
   float* value;               // [E] what is ranked: the logits (softmax) or choice scores (sigmoid)
   float* extra;               // [E] softmax: e^(l - max); sigmoid: the scores without the bias
   float* group_score;         // [n_group]
+  std::int32_t* chosen;       // [k] the token's experts, best first
+  float* weight;              // [k] their weights
   std::uint8_t* state;        // [E] 0: may be chosen; 1: taken or in a group not kept
   std::uint8_t* group_state;  // [n_group] 0: free; 1: kept
 };
 
 __device__ TokenScratch scratch_of(const RouteArgs& a, std::uint8_t* shared, int warp) {
   std::uint8_t* base =
-      shared + static_cast<std::size_t>(warp) * route_warp_bytes(a.experts, a.n_group);
+      shared + static_cast<std::size_t>(warp) * route_warp_bytes(a.experts, a.n_group, a.top_k);
   TokenScratch s;
   s.value = reinterpret_cast<float*>(base);
   s.extra = s.value + a.experts;
   s.group_score = s.extra + a.experts;
-  s.state = reinterpret_cast<std::uint8_t*>(s.group_score + a.n_group);
+  s.chosen = reinterpret_cast<std::int32_t*>(s.group_score + a.n_group);
+  s.weight = reinterpret_cast<float*>(s.chosen + a.top_k);
+  s.state = reinterpret_cast<std::uint8_t*>(s.weight + a.top_k);
   s.group_state = s.state + a.experts;
   return s;
 }
@@ -144,10 +148,12 @@ __device__ void renormalize(float* w, int k, float epsilon) {
   for (int j = 0; j < k; ++j) w[j] = format::div_rn(w[j], sum);
 }
 
-// Routing from logits: ids[0, k) and w[0, k) of one token (global memory, this call's scratch).
-__device__ void route_from_logits(const RouteArgs& a, const TokenScratch& s, std::int32_t* ids,
-                                  float* w) {
+// Routing from logits: s.chosen[0, k) and s.weight[0, k) of one token, in the warp's shared
+// scratch (each step reads what the last one wrote: no round trip through global memory).
+__device__ void route_from_logits(const RouteArgs& a, const TokenScratch& s) {
   const int lane = threadIdx.x & 31, k = a.top_k;
+  std::int32_t* ids = s.chosen;
+  float* w = s.weight;
   const bool sigmoid = a.kind == RouteKind::sigmoid_grouped_topk;
   if (sigmoid && a.topk_group < a.n_group) keep_best_groups(a, s);
   choose_top_k(s, a.experts, k, ids);
@@ -184,27 +190,26 @@ __device__ void route_from_logits(const RouteArgs& a, const TokenScratch& s, std
 __device__ void route_token(const RouteArgs& a, const TokenScratch& s, int token) {
   const int lane = threadIdx.x & 31, k = a.top_k;
   const std::size_t first = static_cast<std::size_t>(token) * k;
-  std::int32_t* ids = a.out.ids + first;
-  float* w = a.out.weights + first;
   bool bad = false;
   if (a.kind == RouteKind::precomputed) {
     for (int j = lane; j < k; j += 32) {
       const std::int32_t id = a.topk_ids[first + j];
       const float weight = a.topk_weights[first + j];
       bad = bad || id < 0 || id >= a.experts || !is_finite(weight);
-      ids[j] = id;
-      w[j] = weight;
+      s.chosen[j] = id;
+      s.weight[j] = weight;
     }
     bad = __any_sync(kFullWarp, bad);
   } else {
     bad = !load_scores(a, s, token);
-    if (!bad) route_from_logits(a, s, ids, w);
+    if (!bad) route_from_logits(a, s);
   }
   __syncwarp();
   for (int j = lane; j < k; j += 32) {
-    const std::int32_t id = bad && a.kind != RouteKind::precomputed ? -1 : ids[j];
+    const std::int32_t id = bad && a.kind != RouteKind::precomputed ? -1 : s.chosen[j];
     const float weight =
-        bad && a.kind != RouteKind::precomputed ? __int_as_float(0x7FC00000) : w[j];
+        bad && a.kind != RouteKind::precomputed ? __int_as_float(0x7FC00000) : s.weight[j];
+    a.out.weights[first + j] = weight;
     if (a.topk_ids_out) a.topk_ids_out[first + j] = id;
     if (a.topk_weights_out) a.topk_weights_out[first + j] = weight;
     a.out.slot_local[first + j] = bad ? -1 : (a.has_map ? a.map[id] : id);

@@ -14,13 +14,14 @@ namespace metrale::cuda::moe {
 inline constexpr int kMaxRouteShared = 96 * 1024;
 
 // One routing warp's scratch: value and extra [E] fp32, the group scores [n_group] fp32, the
-// states [E] and [n_group] bytes; 16-byte multiples so that every warp's block stays aligned.
+// chosen ids [k] int32 and their weights [k] fp32, the states [E] and [n_group] bytes; 16-byte
+// multiples so that every warp's block stays aligned.
 #if defined(__CUDACC__)
 __host__ __device__
 #endif
     inline constexpr std::size_t
-    route_warp_bytes(int experts, int n_group) {
-  const std::size_t bytes = 4 * (2 * static_cast<std::size_t>(experts) + n_group) +
+    route_warp_bytes(int experts, int n_group, int top_k) {
+  const std::size_t bytes = 4 * (2 * static_cast<std::size_t>(experts) + n_group + 2 * top_k) +
                             static_cast<std::size_t>(experts) + n_group;
   return (bytes + 15) / 16 * 16;
 }
@@ -34,9 +35,9 @@ struct RouteShape {
   std::size_t shared_bytes;
 };
 
-inline RouteShape route_shape(int tokens, int experts, int n_group, int local_experts) {
+inline RouteShape route_shape(int tokens, int experts, int n_group, int top_k, int local_experts) {
   RouteShape r{};
-  const int per_warp = static_cast<int>(route_warp_bytes(experts, n_group));
+  const int per_warp = static_cast<int>(route_warp_bytes(experts, n_group, top_k));
   const int fit = kMaxRouteShared / per_warp;
   r.warps = fit < tokens ? fit : tokens;
   r.warps = r.warps < 1 ? 1 : (r.warps > kRouteWarps ? kRouteWarps : r.warps);
