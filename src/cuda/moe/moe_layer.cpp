@@ -1,7 +1,7 @@
 // The MoE layer on the CUDA backend: the workspace it carves and its launches, all on the caller's
 // stream, none waiting for the host (so a graph captures it, and a replay routes the new logits):
-//   1. a 4-byte memset (the routing kernel's ticket) and route + group (moe_route.cu), which
-//      writes the expert offsets, each row's token and each slot's row;
+//   1. a 4-byte memset (the routing kernel's ticket), route + group and, past one routing block,
+//      the placing kernel (moe_route.cu): the expert offsets, each row's token and each slot's row;
 //   2. gate/up: the grouped NVFP4 GEMM with device offsets and the rows gathered by token id;
 //   3. the activation over gate and up (moe_glue.cu);
 //   4. down: the grouped GEMM on the activation rows;
@@ -53,6 +53,11 @@ ExpertGroups device_groups(const MoeLayer& layer, int tokens, const std::int32_t
                       max_rows_bound(layer, tokens)};
 }
 
+moe::RouteShape route_shape(const MoeLayer& layer, int tokens) {
+  return moe::route_shape(tokens, layer.num_experts, layer.n_group, layer.top_k,
+                          layer.num_local_experts);
+}
+
 std::size_t gemm_bytes(const MoeLayer& layer, int tokens) {
   const ExpertGroups groups = device_groups(layer, tokens, nullptr);
   return std::max(
@@ -74,7 +79,6 @@ Scratch carve(const MoeLayer& layer, int tokens, void* base) {
   WorkspaceCarve c(base);
   Scratch s{};
   moe::Routes& r = s.routes;
-  r.ids = c.take<std::int32_t>(slots);
   r.weights = c.take<float>(slots);
   r.slot_local = c.take<std::int32_t>(slots);
   r.slot_row = c.take<std::int32_t>(slots);
@@ -83,6 +87,9 @@ Scratch carve(const MoeLayer& layer, int tokens, void* base) {
   r.row_token = c.take<std::int32_t>(slots);
   r.row_expert = c.take<std::int32_t>(slots);
   r.ticket = c.take<std::uint32_t>(1);
+  const moe::RouteShape shape = route_shape(layer, tokens);
+  r.block_counts = c.take<std::int32_t>(static_cast<std::size_t>(shape.blocks) *
+                                        static_cast<std::size_t>(layer.num_local_experts));
   s.gate = c.take<std::uint16_t>(slots * I);
   s.up = c.take<std::uint16_t>(slots * I);
   s.down = c.take<std::uint16_t>(slots * H);
@@ -147,16 +154,11 @@ void launch_route(const MoeForward& args, const Scratch& s, cudaStream_t stream)
   a.local_experts = layer.num_local_experts;
   a.has_map = layer.expert_map != nullptr;
   if (a.has_map) std::copy(layer.expert_map, layer.expert_map + layer.num_experts, a.map);
-  const int per_warp = static_cast<int>(moe::route_warp_bytes(layer.num_experts, layer.n_group));
-  // Enough warps to route the tokens (a block of 32 warps would leave most idle at T = 1), as
-  // many as shared memory allows.
-  a.warps =
-      std::clamp(std::min(moe::kMaxRouteShared / per_warp, t.num_tokens), 1, moe::kRouteWarps);
-  a.group_warps = moe::route_group_warps(a.warps, layer.num_local_experts);
-  const std::size_t shared = moe::route_shared_bytes(a.warps, a.group_warps, layer.num_experts,
-                                                     layer.n_group, layer.num_local_experts);
+  const moe::RouteShape shape = route_shape(layer, t.num_tokens);
+  a.warps = shape.warps;
+  a.tokens_per_block = shape.tokens_per_block;
   METRALE_CUDA_CHECK(cudaMemsetAsync(s.routes.ticket, 0, sizeof(std::uint32_t), stream));
-  METRALE_CUDA_CHECK(moe::launch_route(a, static_cast<int>(shared), stream));
+  METRALE_CUDA_CHECK(moe::launch_route(a, shape, stream));
 }
 
 // One grouped GEMM of the layer on the routing's device offsets: `a` ([a_rows, k], gathered

@@ -12,19 +12,23 @@ namespace metrale::cuda::moe {
 
 inline constexpr int kMaxRoutedExperts = 2048;  // E: the expert map travels as a parameter
 inline constexpr int kMaxBiasExperts = 1024;    // L with biases: their pointers travel too
-inline constexpr int kRouteWarps = 32;          // most warps of a routing block (a token each)
+inline constexpr int kRouteThreads = 1024;      // a routing block: every warp groups, some route
+inline constexpr int kRouteWarps = kRouteThreads / 32;  // most warps routing at once (a token each)
+inline constexpr int kMaxRouteBlocks = 128;             // more tokens: each warp routes several
+inline constexpr int kPlaceThreads = 256;               // a placing block (one per routing block)
 
 // What routing and grouping write, [T·k] per slot unless said otherwise.
 struct Routes {
-  std::int32_t* ids;         // global expert of each slot
-  float* weights;            // its final weight
-  std::int32_t* slot_local;  // its local expert, -1: remote, or a bad token's slot
-  std::int32_t* slot_row;    // its row in the grouped GEMMs, -1: none
-  std::int32_t* token_bad;   // [T] 1: non-finite logits or weights, or an id out of range
-  std::int32_t* offsets;     // [L + 1] rows of local expert l: [offsets[l], offsets[l + 1])
-  std::int32_t* row_token;   // [T·k] the token of each row; -1 past the last row
-  std::int32_t* row_expert;  // [T·k] the local expert of each row
-  std::uint32_t* ticket;     // blocks done routing (zeroed before the launch)
+  float* weights;              // each slot's final weight
+  std::int32_t* slot_local;    // its local expert, -1: remote, or a bad token's slot
+  std::int32_t* slot_row;      // its row in the grouped GEMMs, -1: none
+  std::int32_t* token_bad;     // [T] 1: non-finite logits or weights, or an id out of range
+  std::int32_t* offsets;       // [L + 1] rows of local expert l: [offsets[l], offsets[l + 1])
+  std::int32_t* row_token;     // [T·k] the token of each row; -1 past the last row
+  std::int32_t* row_expert;    // [T·k] the local expert of each row
+  std::uint32_t* ticket;       // blocks done routing (zeroed before the launch)
+  std::int32_t* block_counts;  // [blocks][L] each routing block's slots per local expert, then
+                               // the rows of the blocks before it
 };
 
 enum class RouteKind : std::int32_t { softmax_topk = 0, sigmoid_grouped_topk = 1, precomputed = 2 };
@@ -43,8 +47,8 @@ struct RouteArgs {
   std::int32_t n_group, topk_group;
   float scaling;
   std::int32_t tokens, experts, top_k, local_experts;
-  std::int32_t warps;        // per block: a token each
-  std::int32_t group_warps;  // of the last block's warps, those that group (their counters fit)
+  std::int32_t warps;             // routing warps per block (their scratch fits shared memory)
+  std::int32_t tokens_per_block;  // block b routes tokens [b, b + 1) x tokens_per_block
   std::int32_t has_map;
   std::int32_t map[kMaxRoutedExperts];  // global -> local id, -1 remote (has_map)
 };

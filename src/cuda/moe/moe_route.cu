@@ -1,13 +1,15 @@
-// Routing and grouping of the MoE layer in one launch. Each warp routes one token (docs/api.md,
-// "Routing", operation for operation, with format::exp_f32: the CPU oracle's bits); the last
-// block to finish (a ticket, integer atomics only) then groups every (token, slot) by local
-// expert, in (token, slot) order within each expert, exactly as the oracle orders its rows.
+// Routing and grouping of the MoE layer. Each routing warp routes its tokens (docs/api.md,
+// "Routing", operation for operation, with format::exp_f32: the CPU oracle's bits); the slots are
+// then grouped by local expert, in (token, slot) order within each expert, exactly as the oracle
+// orders its rows.
 //
-// Grouping in one block, stable, without sorting: W warps each own a contiguous segment of the
-// slots; each counts its segment's slots per expert (shared-memory counters, order-free), one
-// scan turns the counts into each (warp, expert)'s first row, and each warp then places its
-// segment 32 slots at a time, a slot's rank among the lanes with the same expert from
-// __match_any_sync. Deterministic: nothing depends on which block finished last.
+// Grouping, stable, without sorting, in parallel: each block routes a contiguous run of tokens,
+// then ranks its own slots per expert (one warp, __match_any_sync) and publishes its counts per
+// expert. The last block to finish (a ticket, integer atomics only) sums them: a prefix over the
+// blocks per expert, a scan over the experts. A second kernel, a block per routing block, then
+// places each slot at row = offset + rows of the blocks before + rank (one routing block places
+// its own: no second launch at small T). Deterministic: nothing depends on which block finished
+// last.
 #include "cuda/family.hpp"
 #include "cuda/moe/moe_route.hpp"
 #include "format/bf16.hpp"
@@ -28,18 +30,22 @@ struct TokenScratch {
   float* value;               // [E] what is ranked: the logits (softmax) or choice scores (sigmoid)
   float* extra;               // [E] softmax: e^(l - max); sigmoid: the scores without the bias
   float* group_score;         // [n_group]
+  std::int32_t* chosen;       // [k] the token's experts, best first
+  float* weight;              // [k] their weights
   std::uint8_t* state;        // [E] 0: may be chosen; 1: taken or in a group not kept
   std::uint8_t* group_state;  // [n_group] 0: free; 1: kept
 };
 
 __device__ TokenScratch scratch_of(const RouteArgs& a, std::uint8_t* shared, int warp) {
   std::uint8_t* base =
-      shared + static_cast<std::size_t>(warp) * route_warp_bytes(a.experts, a.n_group);
+      shared + static_cast<std::size_t>(warp) * route_warp_bytes(a.experts, a.n_group, a.top_k);
   TokenScratch s;
   s.value = reinterpret_cast<float*>(base);
   s.extra = s.value + a.experts;
   s.group_score = s.extra + a.experts;
-  s.state = reinterpret_cast<std::uint8_t*>(s.group_score + a.n_group);
+  s.chosen = reinterpret_cast<std::int32_t*>(s.group_score + a.n_group);
+  s.weight = reinterpret_cast<float*>(s.chosen + a.top_k);
+  s.state = reinterpret_cast<std::uint8_t*>(s.weight + a.top_k);
   s.group_state = s.state + a.experts;
   return s;
 }
@@ -142,10 +148,12 @@ __device__ void renormalize(float* w, int k, float epsilon) {
   for (int j = 0; j < k; ++j) w[j] = format::div_rn(w[j], sum);
 }
 
-// Routing from logits: ids[0, k) and w[0, k) of one token (global memory, this call's scratch).
-__device__ void route_from_logits(const RouteArgs& a, const TokenScratch& s, std::int32_t* ids,
-                                  float* w) {
+// Routing from logits: s.chosen[0, k) and s.weight[0, k) of one token, in the warp's shared
+// scratch (each step reads what the last one wrote: no round trip through global memory).
+__device__ void route_from_logits(const RouteArgs& a, const TokenScratch& s) {
   const int lane = threadIdx.x & 31, k = a.top_k;
+  std::int32_t* ids = s.chosen;
+  float* w = s.weight;
   const bool sigmoid = a.kind == RouteKind::sigmoid_grouped_topk;
   if (sigmoid && a.topk_group < a.n_group) keep_best_groups(a, s);
   choose_top_k(s, a.experts, k, ids);
@@ -182,27 +190,26 @@ __device__ void route_from_logits(const RouteArgs& a, const TokenScratch& s, std
 __device__ void route_token(const RouteArgs& a, const TokenScratch& s, int token) {
   const int lane = threadIdx.x & 31, k = a.top_k;
   const std::size_t first = static_cast<std::size_t>(token) * k;
-  std::int32_t* ids = a.out.ids + first;
-  float* w = a.out.weights + first;
   bool bad = false;
   if (a.kind == RouteKind::precomputed) {
     for (int j = lane; j < k; j += 32) {
       const std::int32_t id = a.topk_ids[first + j];
       const float weight = a.topk_weights[first + j];
       bad = bad || id < 0 || id >= a.experts || !is_finite(weight);
-      ids[j] = id;
-      w[j] = weight;
+      s.chosen[j] = id;
+      s.weight[j] = weight;
     }
     bad = __any_sync(kFullWarp, bad);
   } else {
     bad = !load_scores(a, s, token);
-    if (!bad) route_from_logits(a, s, ids, w);
+    if (!bad) route_from_logits(a, s);
   }
   __syncwarp();
   for (int j = lane; j < k; j += 32) {
-    const std::int32_t id = bad && a.kind != RouteKind::precomputed ? -1 : ids[j];
+    const std::int32_t id = bad && a.kind != RouteKind::precomputed ? -1 : s.chosen[j];
     const float weight =
-        bad && a.kind != RouteKind::precomputed ? __int_as_float(0x7FC00000) : w[j];
+        bad && a.kind != RouteKind::precomputed ? __int_as_float(0x7FC00000) : s.weight[j];
+    a.out.weights[first + j] = weight;
     if (a.topk_ids_out) a.topk_ids_out[first + j] = id;
     if (a.topk_weights_out) a.topk_weights_out[first + j] = weight;
     a.out.slot_local[first + j] = bad ? -1 : (a.has_map ? a.map[id] : id);
@@ -236,99 +243,163 @@ __device__ int block_exclusive_scan(int value, int* scratch, int* total) {
   return scratch[warp] + inclusive - value;
 }
 
-// The last block: counts[w][l] of each grouping warp's segment of the slots, the offsets, then
-// every slot's row. slot_local was written by other blocks: read through L2 (__ldcg), several
-// loads in flight per lane.
-__device__ void group_rows(const RouteArgs& a, int* shared) {
-  const int warps = a.group_warps, warp = threadIdx.x / 32, lane = threadIdx.x & 31;
-  const int L = a.local_experts, slots = a.tokens * a.top_k;
-  int* counts = shared;            // [warps][L]
-  int* scan = shared + warps * L;  // [33]
-  for (int i = threadIdx.x; i < warps * L; i += blockDim.x) counts[i] = 0;
+// Each of this block's slots' rank among the block's slots with the same local expert, in
+// (token, slot) order, into slot_row (group_rows adds the rows before the block), and the block's
+// slots per expert into block_counts[blockIdx.x]. One warp walks the slots 32 at a time, a slot's
+// rank among lanes with the same expert from __match_any_sync: stable by construction. The slots
+// were written by this block's warps (visible after the barrier the caller passed).
+__device__ void rank_block_slots(const RouteArgs& a, int* count, int first_token, int end_token) {
+  const int L = a.local_experts;
+  for (int l = threadIdx.x; l < L; l += blockDim.x) count[l] = 0;
   __syncthreads();
-  const bool grouping = warp < warps;
-  const int begin = static_cast<int>(static_cast<long long>(slots) * min(warp, warps) / warps);
-  const int end = static_cast<int>(static_cast<long long>(slots) * min(warp + 1, warps) / warps);
-  constexpr int kInFlight = 4;
-  for (int s = begin + lane; grouping && s < end; s += 32 * kInFlight) {
-    int l[kInFlight];
-#pragma unroll
-    for (int i = 0; i < kInFlight; ++i)
-      l[i] = s + 32 * i < end ? __ldcg(a.out.slot_local + s + 32 * i) : -1;
-#pragma unroll
-    for (int i = 0; i < kInFlight; ++i)
-      if (l[i] >= 0) atomicAdd(&counts[warp * L + l[i]], 1);
-  }
-  __syncthreads();
-  // Each thread turns a contiguous run of experts into offsets and per-warp first rows.
-  const int per_thread = (L + blockDim.x - 1) / blockDim.x;
-  const int l0 = min(L, static_cast<int>(threadIdx.x) * per_thread), l1 = min(L, l0 + per_thread);
-  int rows = 0;
-  for (int l = l0; l < l1; ++l)
-    for (int w = 0; w < warps; ++w) rows += counts[w * L + l];
-  int total = 0;
-  int next = block_exclusive_scan(rows, scan, &total);
-  for (int l = l0; l < l1; ++l) {
-    a.out.offsets[l] = next;
-    for (int w = 0; w < warps; ++w) {
-      const int c = counts[w * L + l];
-      counts[w * L + l] = next;
-      next += c;
+  if (threadIdx.x < 32) {
+    const int lane = threadIdx.x;
+    const int end = end_token * a.top_k;
+    for (int base = first_token * a.top_k; base < end; base += 32) {
+      const int s = base + lane;
+      const int l = s < end ? a.out.slot_local[s] : -1;
+      const unsigned peers = __match_any_sync(kFullWarp, l >= 0 ? l : -1 - lane);
+      if (l >= 0) a.out.slot_row[s] = count[l] + __popc(peers & ((1u << lane) - 1u));
+      __syncwarp();
+      if (l >= 0 && lane == __ffs(peers) - 1) count[l] += __popc(peers);
+      __syncwarp();
     }
   }
-  if (threadIdx.x == 0) a.out.offsets[L] = total;
   __syncthreads();
-  int l_next = grouping && begin + lane < end ? __ldcg(a.out.slot_local + begin + lane) : -1;
-  for (int base = begin; grouping && base < end; base += 32) {
-    const int s = base + lane;
-    const int l = l_next;
-    l_next = s + 32 < end ? __ldcg(a.out.slot_local + s + 32) : -1;
-    const unsigned peers = __match_any_sync(kFullWarp, l >= 0 ? l : -1 - lane);
-    if (l >= 0) {
-      const int row = counts[warp * L + l] + __popc(peers & ((1u << lane) - 1u));
-      a.out.row_token[row] = s / a.top_k;
-      a.out.row_expert[row] = l;
-      a.out.slot_row[s] = row;
-    } else if (s < end) {
-      a.out.slot_row[s] = -1;
-    }
-    __syncwarp();
-    if (l >= 0 && lane == __ffs(peers) - 1) counts[warp * L + l] += __popc(peers);
-    __syncwarp();
+  int* out = a.out.block_counts + static_cast<std::size_t>(blockIdx.x) * L;
+  for (int l = threadIdx.x; l < L; l += blockDim.x) out[l] = count[l];
+}
+
+// The slots of routing block `block` to their rows: row = offsets[l] + (rows of expert l in the
+// blocks before, block_counts after first_rows) + the slot's rank in its block (in slot_row).
+// Every slot is independent of the others; their loads come first, then the scattered stores.
+// `offsets` may be shared or global memory.
+__device__ void place_block_slots(const RouteArgs& a, const int* offsets, int block) {
+  const int L = a.local_experts;
+  const int* before = a.out.block_counts + static_cast<std::size_t>(block) * L;
+  const int first = block * a.tokens_per_block * a.top_k;
+  const int end = min(first + a.tokens_per_block * a.top_k, a.tokens * a.top_k);
+  for (int s = first + static_cast<int>(threadIdx.x); s < end; s += blockDim.x) {
+    const int l = a.out.slot_local[s];
+    int row = -1;
+    if (l >= 0) row = a.out.slot_row[s] + offsets[l] + before[l];
+    a.out.slot_row[s] = row;
+    if (row < 0) continue;
+    a.out.row_token[row] = s / a.top_k;
+    a.out.row_expert[row] = l;
   }
-  for (int row = total + threadIdx.x; row < slots; row += blockDim.x) {
-    a.out.row_token[row] = -1;  // the GEMMs' gathers read a row of zeros
+}
+
+// Rows past the last placed one (a token routed nowhere leaves them): the GEMMs' gathers read a
+// row of zeros there. `first_thread`, `threads`: this caller's share of a grid-stride loop.
+__device__ void clear_tail_rows(const RouteArgs& a, int total, int first_thread, int threads) {
+  for (int row = total + first_thread; row < a.tokens * a.top_k; row += threads) {
+    a.out.row_token[row] = -1;
     a.out.row_expert[row] = 0;
   }
 }
 
-// Up to kRouteWarps warps a block: at most 64 registers a thread, or a 1024-thread block could
-// not launch.
-__global__ void __launch_bounds__(32 * kRouteWarps)
+// The last block. Every routing block left its slots per expert (block_counts) and its slots'
+// ranks within it; here each (block, expert) gets the rows of the blocks before it, in place, and
+// each expert its first row (offsets). Placing the slots is left to place_kernel, a block per
+// routing block: from one SM the scattered stores of every slot took two thirds of the routing
+// time (docs/perf.md, "The MoE glue measured"). What other blocks wrote is read through L2.
+__device__ void first_rows(const RouteArgs& a, int* shared) {
+  const int L = a.local_experts, blocks = gridDim.x;
+  const int tid = threadIdx.x, threads = blockDim.x;
+  int* counts = a.out.block_counts;
+  // 1. Per expert, the rows of the blocks before each block, in place: the blocks split in
+  //    chunks (threads / L of them, so every thread has work), a sum per chunk, then the prefix.
+  const int chunks = L >= threads ? 1 : min(blocks, threads / L);
+  int* chunk_rows = shared;                // [chunks][L]
+  int* offsets = chunk_rows + chunks * L;  // [L + 1]
+  int* scan = offsets + L + 1;             // [33]
+  for (int i = tid; i < chunks * L; i += threads) {
+    const int c = i / L, l = i % L;
+    int sum = 0;
+#pragma unroll 8
+    for (int b = blocks * c / chunks; b < blocks * (c + 1) / chunks; ++b)
+      sum += __ldcg(counts + static_cast<std::size_t>(b) * L + l);
+    chunk_rows[i] = sum;
+  }
+  __syncthreads();
+  for (int i = tid; i < chunks * L; i += threads) {
+    const int c = i / L, l = i % L;
+    int before = 0;
+    for (int earlier = 0; earlier < c; ++earlier) before += chunk_rows[earlier * L + l];
+    for (int b = blocks * c / chunks; b < blocks * (c + 1) / chunks; ++b) {
+      int* at = counts + static_cast<std::size_t>(b) * L + l;
+      const int n = __ldcg(at);
+      *at = before;
+      before += n;
+    }
+  }
+  // 2. The expert offsets: each thread a contiguous run of experts, one block-wide scan.
+  const int per_thread = (L + threads - 1) / threads;
+  const int l0 = min(L, tid * per_thread), l1 = min(L, l0 + per_thread);
+  auto expert_rows = [&](int l) {
+    int rows = 0;
+    for (int c = 0; c < chunks; ++c) rows += chunk_rows[c * L + l];
+    return rows;
+  };
+  int rows = 0;
+  for (int l = l0; l < l1; ++l) rows += expert_rows(l);
+  int total = 0;
+  int next = block_exclusive_scan(rows, scan, &total);
+  for (int l = l0; l < l1; ++l) {
+    offsets[l] = a.out.offsets[l] = next;
+    next += expert_rows(l);
+  }
+  if (tid == 0) offsets[L] = a.out.offsets[L] = total;
+  __syncthreads();
+  // 3. A single routing block (small T) places its own slots: no second launch.
+  if (blocks == 1) {
+    place_block_slots(a, offsets, 0);
+    clear_tail_rows(a, total, tid, threads);
+  }
+}
+
+// Every warp takes part in the ranking and the grouping; the first `a.warps` also route (their
+// scratch is what fits in shared memory).
+__global__ void __launch_bounds__(kRouteThreads, 1)
     route_kernel(const __grid_constant__ RouteArgs a) {
   extern __shared__ __align__(16) std::uint8_t shared[];
   __shared__ bool last;
   const int warp = threadIdx.x / 32;
-  const int token = blockIdx.x * a.warps + warp;
-  if (token < a.tokens) route_token(a, scratch_of(a, shared, warp), token);
+  const int first_token = blockIdx.x * a.tokens_per_block;
+  const int end_token = min(first_token + a.tokens_per_block, a.tokens);
+  if (warp < a.warps)
+    for (int token = first_token + warp; token < end_token; token += a.warps)
+      route_token(a, scratch_of(a, shared, warp), token);
+  __syncthreads();
+  rank_block_slots(a, reinterpret_cast<int*>(shared), first_token, end_token);
   __threadfence();
   __syncthreads();
   if (threadIdx.x == 0) last = atomicAdd(a.out.ticket, 1u) == gridDim.x - 1;
   __syncthreads();
   if (!last) return;
   __threadfence();
-  group_rows(a, reinterpret_cast<int*>(shared));
+  first_rows(a, reinterpret_cast<int*>(shared));
+}
+
+// After route_kernel when it ran more than one block: block b places routing block b's slots.
+__global__ void __launch_bounds__(kPlaceThreads) place_kernel(const __grid_constant__ RouteArgs a) {
+  place_block_slots(a, a.out.offsets, blockIdx.x);
+  clear_tail_rows(a, a.out.offsets[a.local_experts],
+                  static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x),
+                  static_cast<int>(gridDim.x * blockDim.x));
 }
 
 }  // namespace
 
-cudaError_t launch_route(const RouteArgs& args, int shared_bytes, cudaStream_t stream) {
-  const int grid = (args.tokens + args.warps - 1) / args.warps;
+cudaError_t launch_route(const RouteArgs& args, const RouteShape& shape, cudaStream_t stream) {
   if (const cudaError_t err =
           configure_once_per_device(reinterpret_cast<const void*>(route_kernel), kMaxRouteShared);
       err != cudaSuccess)
     return err;
-  route_kernel<<<grid, 32 * args.warps, shared_bytes, stream>>>(args);
+  route_kernel<<<shape.blocks, kRouteThreads, shape.shared_bytes, stream>>>(args);
+  if (shape.blocks == 1) return cudaGetLastError();
+  place_kernel<<<shape.blocks, kPlaceThreads, 0, stream>>>(args);
   return cudaGetLastError();
 }
 
