@@ -17,8 +17,18 @@
 namespace metrale::cuda::sm90::decode {
 namespace {
 
-constexpr int kPerThread = kMaxExperts / kPlanThreads;
-static_assert(kPerThread * kPlanThreads == kMaxExperts, "experts split evenly over the threads");
+// CTA 0 plans kItems consecutive experts per thread (a blocked arrangement, so block-wide sums run
+// in expert order): the fewest that cover the launch's experts. Sized for kMaxExperts always, the
+// plan's per-expert integer work (chunk sizes, divisions, scans of 8 items) made the plan kernel
+// ~10 us at T = 1, as long as the GEMM it plans (docs/perf.md).
+constexpr int kMaxItems = kMaxExperts / kPlanThreads;
+static_assert(kMaxItems * kPlanThreads == kMaxExperts, "experts split evenly over the threads");
+
+int items_for(int experts) {
+  int items = 1;
+  while (items < kMaxItems && items * kPlanThreads < experts) items *= 2;
+  return items;
+}
 
 // Each expert's first row (the offsets, clamped into [0, m_total]: device offsets are not
 // validated) and row count into shared memory. Host offsets sit in the parameter block, where
@@ -59,13 +69,14 @@ struct Larger {
   __device__ int operator()(int a, int b) const { return a > b ? a : b; }
 };
 
-__device__ __forceinline__ int max_chunks(const PlanShape& a, const int (&rows)[kPerThread]) {
+template <int kItems>
+__device__ __forceinline__ int max_chunks(const PlanShape& a, const int (&rows)[kItems]) {
   using MaxReduce = cub::BlockReduce<int, kPlanThreads>;
   __shared__ typename MaxReduce::TempStorage storage;
   __shared__ int result;
   int mine = 1;
 #pragma unroll
-  for (int j = 0; j < kPerThread; ++j)
+  for (int j = 0; j < kItems; ++j)
     if (rows[j] > 0) mine = max(mine, (a.k_tiles + chunk_k_tiles(rows[j], a.k_tiles) - 1) /
                                           chunk_k_tiles(rows[j], a.k_tiles));
   const int block_max = MaxReduce(storage).Reduce(mine, Larger{});
@@ -102,8 +113,9 @@ __device__ int choose_splits(const PlanShape& a, int tiles, int chunks) {
   return best;
 }
 
-// CTA 0: the work list. Experts are taken in order, kPerThread consecutive ones per thread, so
+// CTA 0: the work list. Experts are taken in order, kItems consecutive ones per thread, so
 // block-wide exclusive sums give each expert its first tile, unit and partial slot.
+template <int kItems>
 __device__ void plan_work(const PlanShape& a, int experts, const std::int32_t* first_row,
                           const std::int32_t* row_count) {
   using IntScan = cub::BlockScan<int, kPlanThreads>;
@@ -112,10 +124,10 @@ __device__ void plan_work(const PlanShape& a, int experts, const std::int32_t* f
     typename IntScan::TempStorage ints;
     typename LongScan::TempStorage longs;
   } scan;
-  int rows[kPerThread], begin[kPerThread], tiles[kPerThread], active[kPerThread];
-  const int first = threadIdx.x * kPerThread;
+  int rows[kItems], begin[kItems], tiles[kItems], active[kItems];
+  const int first = threadIdx.x * kItems;
 #pragma unroll
-  for (int j = 0; j < kPerThread; ++j) {
+  for (int j = 0; j < kItems; ++j) {
     const int e = first + j;
     rows[j] = begin[j] = 0;
     if (e < experts) {
@@ -125,16 +137,16 @@ __device__ void plan_work(const PlanShape& a, int experts, const std::int32_t* f
     active[j] = rows[j] > 0 && rows[j] >= a.min_rows && rows[j] <= a.max_rows;
     tiles[j] = active[j] ? (rows[j] + a.tokens - 1) / a.tokens * a.proj_count * a.n_tiles : 0;
   }
-  int tile_first[kPerThread], segment_index[kPerThread], total_tiles, total_segments;
+  int tile_first[kItems], segment_index[kItems], total_tiles, total_segments;
   IntScan(scan.ints).ExclusiveSum(tiles, tile_first, total_tiles);
   __syncthreads();
   IntScan(scan.ints).ExclusiveSum(active, segment_index, total_segments);
   __syncthreads();
   const int splits = choose_splits(a, total_tiles, max_chunks(a, rows));
-  int units[kPerThread], chunk_tiles[kPerThread], chunks[kPerThread], my_splits[kPerThread];
-  long long partials[kPerThread];
+  int units[kItems], chunk_tiles[kItems], chunks[kItems], my_splits[kItems];
+  long long partials[kItems];
 #pragma unroll
-  for (int j = 0; j < kPerThread; ++j) {
+  for (int j = 0; j < kItems; ++j) {
     chunk_tiles[j] = chunk_k_tiles(rows[j], a.k_tiles);
     chunks[j] = (a.k_tiles + chunk_tiles[j] - 1) / chunk_tiles[j];
     my_splits[j] = min(splits, chunks[j]);
@@ -142,13 +154,13 @@ __device__ void plan_work(const PlanShape& a, int experts, const std::int32_t* f
     const int fold_blocks = (min(rows[j], a.tokens) + 7) / 8;
     partials[j] = my_splits[j] > 1 ? 1LL * tiles[j] * chunks[j] * fold_blocks * 8 * kRows : 0;
   }
-  int unit_first[kPerThread], total_units;
-  long long partial_first[kPerThread], total_partials;
+  int unit_first[kItems], total_units;
+  long long partial_first[kItems], total_partials;
   IntScan(scan.ints).ExclusiveSum(units, unit_first, total_units);
   __syncthreads();
   LongScan(scan.longs).ExclusiveSum(partials, partial_first, total_partials);
 #pragma unroll
-  for (int j = 0; j < kPerThread; ++j) {
+  for (int j = 0; j < kItems; ++j) {
     if (!active[j]) continue;
     const int s = segment_index[j];
     a.segments[s] = Segment{first + j,        begin[j],         rows[j],
@@ -201,27 +213,29 @@ __device__ void stage_rest(const PlanShape& a) {
   for (int i = thread; i < items; i += threads) stage_activation_group(a, i / tiles, i % tiles);
 }
 
-template <class Args>
+template <int kItems, class Args>
 __device__ void plan_on_cta0(const Args& a, int experts) {
   __shared__ std::int32_t first_row[kMaxExperts + 1], row_count[kMaxExperts];
   stage_rows(a, first_row, row_count);
-  plan_work(a.shape, experts, first_row, row_count);
+  plan_work<kItems>(a.shape, experts, first_row, row_count);
 }
 
+template <int kItems>
 __global__ void __launch_bounds__(kPlanThreads) plan_kernel(const __grid_constant__ PlanArgs a) {
   // The main kernel may start launching now; it waits for this grid's writes before reading.
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-  if (blockIdx.x == 0) plan_on_cta0(a, a.shape.tables.num_experts);
+  if (blockIdx.x == 0) plan_on_cta0<kItems>(a, a.shape.tables.num_experts);
   copy_table_chunk(a.chunk, a.shape.tables, blockIdx.x * blockDim.x + threadIdx.x,
                    gridDim.x * blockDim.x);
   stage_rest(a.shape);
 }
 
+template <int kItems>
 __global__ void __launch_bounds__(kPlanThreads)
     compact_plan_kernel(const __grid_constant__ CompactPlanArgs a) {
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
   if (blockIdx.x == 0) {
-    plan_on_cta0(a, a.count);
+    plan_on_cta0<kItems>(a, a.count);
     // The table of the listed experts: [proj][count].
     for (int i = threadIdx.x; i < a.shape.proj_count * a.count; i += blockDim.x)
       a.shape.tables.table[i] = a.entries[i / a.count][i % a.count];
@@ -229,16 +243,41 @@ __global__ void __launch_bounds__(kPlanThreads)
   stage_rest(a.shape);
 }
 
-}  // namespace
-
-cudaError_t launch_plan(const PlanArgs& args, int grid, cudaStream_t stream) {
-  plan_kernel<<<grid, kPlanThreads, 0, stream>>>(args);
+// One instantiation per power of two of experts per thread up to kMaxItems.
+template <class Args, template <int> class Kernel>
+cudaError_t launch_with_items(const Args& args, int experts, int grid, cudaStream_t stream) {
+  static_assert(kMaxItems == 8, "one case per power of two up to kMaxItems");
+  switch (items_for(experts)) {
+    case 1: Kernel<1>::launch(args, grid, stream); break;
+    case 2: Kernel<2>::launch(args, grid, stream); break;
+    case 4: Kernel<4>::launch(args, grid, stream); break;
+    default: Kernel<8>::launch(args, grid, stream); break;
+  }
   return cudaGetLastError();
 }
 
+template <int kItems>
+struct PlanLaunch {
+  static void launch(const PlanArgs& args, int grid, cudaStream_t stream) {
+    plan_kernel<kItems><<<grid, kPlanThreads, 0, stream>>>(args);
+  }
+};
+
+template <int kItems>
+struct CompactPlanLaunch {
+  static void launch(const CompactPlanArgs& args, int grid, cudaStream_t stream) {
+    compact_plan_kernel<kItems><<<grid, kPlanThreads, 0, stream>>>(args);
+  }
+};
+
+}  // namespace
+
+cudaError_t launch_plan(const PlanArgs& args, int grid, cudaStream_t stream) {
+  return launch_with_items<PlanArgs, PlanLaunch>(args, args.shape.tables.num_experts, grid, stream);
+}
+
 cudaError_t launch_plan(const CompactPlanArgs& args, int grid, cudaStream_t stream) {
-  compact_plan_kernel<<<grid, kPlanThreads, 0, stream>>>(args);
-  return cudaGetLastError();
+  return launch_with_items<CompactPlanArgs, CompactPlanLaunch>(args, args.count, grid, stream);
 }
 
 }  // namespace metrale::cuda::sm90::decode
