@@ -243,41 +243,32 @@ __global__ void __launch_bounds__(kPlanThreads)
   stage_rest(a.shape);
 }
 
-// One instantiation per power of two of experts per thread up to kMaxItems.
-template <class Args, template <int> class Kernel>
-cudaError_t launch_with_items(const Args& args, int experts, int grid, cudaStream_t stream) {
+// Calls fn.template operator()<kItems>() with the items per thread for `experts`: one
+// instantiation per power of two up to kMaxItems.
+template <class Fn>
+cudaError_t with_items(int experts, Fn&& fn) {
   static_assert(kMaxItems == 8, "one case per power of two up to kMaxItems");
   switch (items_for(experts)) {
-    case 1: Kernel<1>::launch(args, grid, stream); break;
-    case 2: Kernel<2>::launch(args, grid, stream); break;
-    case 4: Kernel<4>::launch(args, grid, stream); break;
-    default: Kernel<8>::launch(args, grid, stream); break;
+    case 1: fn.template operator()<1>(); break;
+    case 2: fn.template operator()<2>(); break;
+    case 4: fn.template operator()<4>(); break;
+    default: fn.template operator()<8>(); break;
   }
   return cudaGetLastError();
 }
 
-template <int kItems>
-struct PlanLaunch {
-  static void launch(const PlanArgs& args, int grid, cudaStream_t stream) {
-    plan_kernel<kItems><<<grid, kPlanThreads, 0, stream>>>(args);
-  }
-};
-
-template <int kItems>
-struct CompactPlanLaunch {
-  static void launch(const CompactPlanArgs& args, int grid, cudaStream_t stream) {
-    compact_plan_kernel<kItems><<<grid, kPlanThreads, 0, stream>>>(args);
-  }
-};
-
 }  // namespace
 
 cudaError_t launch_plan(const PlanArgs& args, int grid, cudaStream_t stream) {
-  return launch_with_items<PlanArgs, PlanLaunch>(args, args.shape.tables.num_experts, grid, stream);
+  return with_items(args.shape.tables.num_experts, [&]<int kItems>() {
+    plan_kernel<kItems><<<grid, kPlanThreads, 0, stream>>>(args);
+  });
 }
 
 cudaError_t launch_plan(const CompactPlanArgs& args, int grid, cudaStream_t stream) {
-  return launch_with_items<CompactPlanArgs, CompactPlanLaunch>(args, args.count, grid, stream);
+  return with_items(args.count, [&]<int kItems>() {
+    compact_plan_kernel<kItems><<<grid, kPlanThreads, 0, stream>>>(args);
+  });
 }
 
 }  // namespace metrale::cuda::sm90::decode
