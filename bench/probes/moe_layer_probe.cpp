@@ -9,7 +9,10 @@
 //     build/release/src/libmetrale_internal.a -L/usr/local/cuda/lib64 -lfmt -lcublasLt -lcublas \
 //     -lcudart -lpthread -o /tmp/moe_probe
 //   /tmp/moe_probe qwen3 128 8 2048 768 1 8 64 512 4096      # name E k H I T...
-// PROBE_ONCE=1 adds one profiled layer and pair per T (ncu --profile-from-start off).
+// PROBE_ONCE=1 adds one profiled layer and pair per T (ncu --profile-from-start off). Add
+// --clock-control none --cache-control none --metrics gpu__time_duration.sum for each kernel's
+// time at the GPU's own clocks with warm caches (docs/perf.md, 2026-12-02: the T = 1 breakdown);
+// ncu's defaults (base clocks, flushed caches) roughly double the short kernels.
 #include <cuda_runtime.h>
 #include <cuda_profiler_api.h>
 #include <cstdio>
