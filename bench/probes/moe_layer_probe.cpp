@@ -12,7 +12,7 @@
 // PROBE_ONCE=1 adds one profiled layer and pair per T (ncu --profile-from-start off). Add
 // --clock-control none --cache-control none --metrics gpu__time_duration.sum for each kernel's
 // time at the GPU's own clocks with warm caches (docs/perf.md, 2026-12-02: the T = 1 breakdown);
-// ncu's defaults (base clocks, flushed caches) roughly double the short kernels.
+// ncu's defaults (base clocks, flushed caches) made Qwen3's T = 1 kernels 1.3-1.4x longer.
 #include <cuda_runtime.h>
 #include <cuda_profiler_api.h>
 #include <cstdio>
