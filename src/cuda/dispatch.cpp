@@ -49,10 +49,7 @@ struct Launch {
 
 // Whether any expert's row count falls in `window` (host offsets).
 bool has_rows_in(const GroupedNvfp4& a, RowWindow window) {
-  const ExpertGroups& g = a.groups;
-  for (int e = 0; e < g.num_experts; ++e)
-    if (window.contains(g.offsets[e + 1] - g.offsets[e])) return true;
-  return false;
+  return rows_in_window(a.groups, window).experts > 0;
 }
 
 Launch forced_launch(const Problem& problem, const core::ForcedKernel& forced) {
@@ -216,6 +213,18 @@ const Family* find_family(std::string_view name) {
   for (const Family* f : families())
     if (name == f->name()) return f;
   return nullptr;
+}
+
+WindowRows rows_in_window(const ExpertGroups& groups, RowWindow window) {
+  WindowRows w;
+  for (int e = 0; e < groups.num_experts; ++e) {
+    const std::int32_t rows = groups.offsets[e + 1] - groups.offsets[e];
+    if (rows <= 0 || !window.contains(rows)) continue;
+    ++w.experts;
+    w.rows += rows;
+    w.largest = std::max(w.largest, rows);
+  }
+  return w;
 }
 
 int device_sm_count() {

@@ -35,6 +35,15 @@ struct RowWindow {
   bool contains(std::int32_t rows) const { return rows >= min_rows && rows <= max_rows; }
 };
 
+// The experts of a host-offset call whose row counts fall in `window` (experts without rows never
+// do): how many, their rows in all, and the largest.
+struct WindowRows {
+  std::int32_t experts = 0;
+  long rows = 0;
+  std::int32_t largest = 0;
+};
+WindowRows rows_in_window(const ExpertGroups& groups, RowWindow window);
+
 // What a family would launch. `config` indexes the family's configuration table; `splits` is the
 // decode family's K split (0: chosen on the device to fill the GPU).
 struct Plan {

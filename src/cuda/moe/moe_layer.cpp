@@ -53,11 +53,6 @@ ExpertGroups device_groups(const MoeLayer& layer, int tokens, const std::int32_t
                       max_rows_bound(layer, tokens)};
 }
 
-moe::RouteShape route_shape(const MoeLayer& layer, int tokens) {
-  return moe::route_shape(tokens, layer.num_experts, layer.n_group, layer.top_k,
-                          layer.num_local_experts);
-}
-
 std::size_t gemm_bytes(const MoeLayer& layer, int tokens) {
   const ExpertGroups groups = device_groups(layer, tokens, nullptr);
   return std::max(
@@ -66,6 +61,7 @@ std::size_t gemm_bytes(const MoeLayer& layer, int tokens) {
 }
 
 struct Scratch {
+  moe::RouteShape route;  // the routing launch, which the routes' block counts are sized for
   moe::Routes routes;
   std::uint16_t *gate, *up, *down;  // [T·k, I], [T·k, I], [T·k, H]
   core::Buffer gemm;
@@ -87,8 +83,9 @@ Scratch carve(const MoeLayer& layer, int tokens, void* base) {
   r.row_token = c.take<std::int32_t>(slots);
   r.row_expert = c.take<std::int32_t>(slots);
   r.ticket = c.take<std::uint32_t>(1);
-  const moe::RouteShape shape = route_shape(layer, tokens);
-  r.block_counts = c.take<std::int32_t>(static_cast<std::size_t>(shape.blocks) *
+  s.route = moe::route_shape(tokens, layer.num_experts, layer.n_group, layer.top_k,
+                             layer.num_local_experts);
+  r.block_counts = c.take<std::int32_t>(static_cast<std::size_t>(s.route.blocks) *
                                         static_cast<std::size_t>(layer.num_local_experts));
   s.gate = c.take<std::uint16_t>(slots * I);
   s.up = c.take<std::uint16_t>(slots * I);
@@ -154,11 +151,10 @@ void launch_route(const MoeForward& args, const Scratch& s, cudaStream_t stream)
   a.local_experts = layer.num_local_experts;
   a.has_map = layer.expert_map != nullptr;
   if (a.has_map) std::copy(layer.expert_map, layer.expert_map + layer.num_experts, a.map);
-  const moe::RouteShape shape = route_shape(layer, t.num_tokens);
-  a.warps = shape.warps;
-  a.tokens_per_block = shape.tokens_per_block;
+  a.warps = s.route.warps;
+  a.tokens_per_block = s.route.tokens_per_block;
   METRALE_CUDA_CHECK(cudaMemsetAsync(s.routes.ticket, 0, sizeof(std::uint32_t), stream));
-  METRALE_CUDA_CHECK(moe::launch_route(a, shape, stream));
+  METRALE_CUDA_CHECK(moe::launch_route(a, s.route, stream));
 }
 
 // One grouped GEMM of the layer on the routing's device offsets: `a` ([a_rows, k], gathered

@@ -28,16 +28,8 @@ RowStats row_stats(const GroupedNvfp4& a, RowWindow window) {
     const int experts = std::max(1, g.num_experts);
     return {std::min(g.max_rows_per_expert, window.max_rows), (g.m_total + experts - 1) / experts};
   }
-  int largest = 0, active = 0;
-  long total = 0;
-  for (int e = 0; e < g.num_experts; ++e) {
-    const int rows = g.offsets[e + 1] - g.offsets[e];
-    if (rows == 0 || !window.contains(rows)) continue;
-    largest = std::max(largest, rows);
-    total += rows;
-    ++active;
-  }
-  return {largest, active ? static_cast<int>((total + active - 1) / active) : 0};
+  const WindowRows w = rows_in_window(g, window);
+  return {w.largest, w.experts ? static_cast<int>((w.rows + w.experts - 1) / w.experts) : 0};
 }
 
 struct Layout {  // the workspace, carved in this order

@@ -116,10 +116,8 @@ class TiledFamily final : public Family {
   std::string why_not(const Problem& problem) const override {
     const int k = problem.args.k;
     if (problem.nvfp4 && k % 32 != 0)
-      return fmt::format(
-          "K = {} is not a multiple of 32 (packed rows are loaded 16 bytes at a "
-          "time)",
-          k);
+      return fmt::format("K = {} is not a multiple of 32 (packed rows are loaded 16 bytes at a time)",
+                         k);
     if (!problem.nvfp4 && k % 8 != 0)
       return fmt::format("K = {} is not a multiple of 8 (rows are loaded 16 bytes at a time)", k);
     return {};
@@ -136,16 +134,9 @@ class TiledFamily final : public Family {
                                                  static_cast<double>(g.m_total) / spread));
       return plan;
     }
-    long total = 0;
-    int active = 0;
-    for (int e = 0; e < g.num_experts; ++e) {
-      const int r = g.offsets[e + 1] - g.offsets[e];
-      if (r > 0 && rows.contains(r)) {
-        total += r;
-        ++active;
-      }
-    }
-    plan.config = choose_tile(problem, rows, active ? static_cast<double>(total) / active : 1.0);
+    const WindowRows w = rows_in_window(g, rows);
+    plan.config =
+        choose_tile(problem, rows, w.experts ? static_cast<double>(w.rows) / w.experts : 1.0);
     return plan;
   }
 
