@@ -30,6 +30,7 @@
 #include "api/api_test_util.hpp"
 #include "check/buffers.hpp"
 #include "cpu/moe_fixture.hpp"
+#include "cuda/moe/moe_route.hpp"
 #endif
 
 namespace metrale::cuda_test {
@@ -500,6 +501,37 @@ TEST(CudaMoe, HostSideRefusalsNameTheValue) {
                                Status::workspace_too_small, "bytes needed"));
   check::device_synchronize("refusals");
   EXPECT_EQ(d.out.download<bf16_bits>(), f.poisoned_out());
+}
+
+// The routing launch's shape (host logic, no GPU): a single block takes the threads its routing
+// warps and its loops over the experts need, never fewer than four warps; more blocks take the
+// full 1024 (the last block's sums spread over them).
+TEST(CudaMoe, RouteShapeSizesASingleBlockToItsWork) {
+  struct Expected {
+    int tokens, experts, n_group, top_k, blocks, threads;
+  };
+  const Expected cases[] = {
+      {1, 128, 1, 8, 1, 128},  // Qwen3-30B at T = 1: one warp routes, four share the loops
+      {1, 512, 1, 10, 1, 512},  // Qwen3-Next: a thread per expert
+      {1, 256, 8, 8, 1, 256},   // DeepSeek-V3
+      {20, 128, 1, 8, 1, 640},  // a warp per token
+      {1, 8, 1, 2, 1, 128},     // Mixtral
+      {4096, 128, 1, 8, 128, 1024},
+  };
+  for (const Expected& e : cases) {
+    const cuda::moe::RouteShape shape =
+        cuda::moe::route_shape(e.tokens, e.experts, e.n_group, e.top_k, e.experts);
+    EXPECT_EQ(shape.blocks, e.blocks) << "T = " << e.tokens << ", E = " << e.experts;
+    EXPECT_EQ(shape.threads, e.threads) << "T = " << e.tokens << ", E = " << e.experts;
+  }
+  for (int tokens : {1, 2, 7, 31, 32, 33, 100, 4096, 40000})
+    for (int experts : {8, 60, 128, 256, 512, 2048}) {
+      const cuda::moe::RouteShape shape = cuda::moe::route_shape(tokens, experts, 1, 8, experts);
+      EXPECT_GE(shape.threads, 32 * shape.warps) << tokens << " tokens, " << experts;
+      EXPECT_EQ(shape.threads % 32, 0) << tokens << " tokens, " << experts;
+      EXPECT_LE(shape.threads, cuda::moe::kRouteThreads) << tokens << " tokens, " << experts;
+      EXPECT_GE(shape.blocks * shape.tokens_per_block, tokens) << tokens << " tokens, " << experts;
+    }
 }
 
 #else

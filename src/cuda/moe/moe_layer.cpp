@@ -1,7 +1,8 @@
 // The MoE layer on the CUDA backend: the workspace it carves and its launches, all on the caller's
 // stream, none waiting for the host (so a graph captures it, and a replay routes the new logits):
-//   1. a 4-byte memset (the routing kernel's ticket), route + group and, past one routing block,
-//      the placing kernel (moe_route.cu): the expert offsets, each row's token and each slot's row;
+//   1. route + group and, past one routing block, a 4-byte memset before it (the blocks' ticket)
+//      and the placing kernel after it (moe_route.cu): the expert offsets, each row's token and
+//      each slot's row;
 //   2. gate/up: the grouped NVFP4 GEMM with device offsets and the rows gathered by token id;
 //   3. the activation over gate and up (moe_glue.cu);
 //   4. down: the grouped GEMM on the activation rows;
@@ -153,7 +154,8 @@ void launch_route(const MoeForward& args, const Scratch& s, cudaStream_t stream)
   if (a.has_map) std::copy(layer.expert_map, layer.expert_map + layer.num_experts, a.map);
   a.warps = s.route.warps;
   a.tokens_per_block = s.route.tokens_per_block;
-  METRALE_CUDA_CHECK(cudaMemsetAsync(s.routes.ticket, 0, sizeof(std::uint32_t), stream));
+  if (s.route.blocks > 1)  // the blocks' ticket; a single block needs none
+    METRALE_CUDA_CHECK(cudaMemsetAsync(s.routes.ticket, 0, sizeof(std::uint32_t), stream));
   METRALE_CUDA_CHECK(moe::launch_route(a, s.route, stream));
 }
 

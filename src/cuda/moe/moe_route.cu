@@ -266,23 +266,23 @@ __device__ void rank_block_slots(const RouteArgs& a, int* count, int first_token
     }
   }
   __syncthreads();
+  if (gridDim.x == 1) return;  // the only block keeps its counts in shared memory
   int* out = a.out.block_counts + static_cast<std::size_t>(blockIdx.x) * L;
   for (int l = threadIdx.x; l < L; l += blockDim.x) out[l] = count[l];
 }
 
 // The slots of routing block `block` to their rows: row = offsets[l] + (rows of expert l in the
-// blocks before, block_counts after first_rows) + the slot's rank in its block (in slot_row).
-// Every slot is independent of the others; their loads come first, then the scattered stores.
-// `offsets` may be shared or global memory.
-__device__ void place_block_slots(const RouteArgs& a, const int* offsets, int block) {
-  const int L = a.local_experts;
-  const int* before = a.out.block_counts + static_cast<std::size_t>(block) * L;
+// blocks before: `before`, block_counts after first_rows, or null for the only block) + the slot's
+// rank in its block (in slot_row). Every slot is independent of the others; their loads come
+// first, then the scattered stores. `offsets` may be shared or global memory.
+__device__ void place_block_slots(const RouteArgs& a, const int* offsets, const int* before,
+                                  int block) {
   const int first = block * a.tokens_per_block * a.top_k;
   const int end = min(first + a.tokens_per_block * a.top_k, a.tokens * a.top_k);
   for (int s = first + static_cast<int>(threadIdx.x); s < end; s += blockDim.x) {
     const int l = a.out.slot_local[s];
     int row = -1;
-    if (l >= 0) row = a.out.slot_row[s] + offsets[l] + before[l];
+    if (l >= 0) row = a.out.slot_row[s] + offsets[l] + (before ? before[l] : 0);
     a.out.slot_row[s] = row;
     if (row < 0) continue;
     a.out.row_token[row] = s / a.top_k;
@@ -297,6 +297,27 @@ __device__ void clear_tail_rows(const RouteArgs& a, int total, int first_thread,
     a.out.row_token[row] = -1;
     a.out.row_expert[row] = 0;
   }
+}
+
+// Each expert's first row from its row count `rows_of(l)`, into a.out.offsets and the shared
+// `offsets` [L + 1]: each thread a contiguous run of experts, one block-wide scan (`scan`: 33
+// ints). Returns the rows of all experts.
+template <class RowsOf>
+__device__ int write_offsets(const RouteArgs& a, RowsOf rows_of, int* offsets, int* scan) {
+  const int L = a.local_experts, tid = threadIdx.x;
+  const int per_thread = (L + blockDim.x - 1) / blockDim.x;
+  const int l0 = min(L, tid * per_thread), l1 = min(L, l0 + per_thread);
+  int rows = 0;
+  for (int l = l0; l < l1; ++l) rows += rows_of(l);
+  int total = 0;
+  int next = block_exclusive_scan(rows, scan, &total);
+  for (int l = l0; l < l1; ++l) {
+    offsets[l] = a.out.offsets[l] = next;
+    next += rows_of(l);
+  }
+  if (tid == 0) offsets[L] = a.out.offsets[L] = total;
+  __syncthreads();
+  return total;
 }
 
 // The last block. Every routing block left its slots per expert (block_counts) and its slots'
@@ -334,29 +355,27 @@ __device__ void first_rows(const RouteArgs& a, int* shared) {
       before += n;
     }
   }
-  // 2. The expert offsets: each thread a contiguous run of experts, one block-wide scan.
-  const int per_thread = (L + threads - 1) / threads;
-  const int l0 = min(L, tid * per_thread), l1 = min(L, l0 + per_thread);
-  auto expert_rows = [&](int l) {
-    int rows = 0;
-    for (int c = 0; c < chunks; ++c) rows += chunk_rows[c * L + l];
-    return rows;
-  };
-  int rows = 0;
-  for (int l = l0; l < l1; ++l) rows += expert_rows(l);
-  int total = 0;
-  int next = block_exclusive_scan(rows, scan, &total);
-  for (int l = l0; l < l1; ++l) {
-    offsets[l] = a.out.offsets[l] = next;
-    next += expert_rows(l);
-  }
-  if (tid == 0) offsets[L] = a.out.offsets[L] = total;
-  __syncthreads();
-  // 3. A single routing block (small T) places its own slots: no second launch.
-  if (blocks == 1) {
-    place_block_slots(a, offsets, 0);
-    clear_tail_rows(a, total, tid, threads);
-  }
+  // 2. The expert offsets.
+  write_offsets(
+      a,
+      [&](int l) {
+        int rows = 0;
+        for (int c = 0; c < chunks; ++c) rows += chunk_rows[c * L + l];
+        return rows;
+      },
+      offsets, scan);
+}
+
+// The only routing block (every token in one block): its counts are the experts' rows. No
+// ticket, no fence, no second launch: the offsets from one scan, then it places its own slots.
+__device__ void single_block_rows(const RouteArgs& a, int* shared) {
+  const int L = a.local_experts;
+  const int* count = shared;    // rank_block_slots' counts
+  int* offsets = shared + L;    // [L + 1]
+  int* scan = offsets + L + 1;  // [33]
+  const int total = write_offsets(a, [&](int l) { return count[l]; }, offsets, scan);
+  place_block_slots(a, offsets, nullptr, 0);
+  clear_tail_rows(a, total, static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x));
 }
 
 // Every warp takes part in the ranking and the grouping; the first `a.warps` also route (their
@@ -373,6 +392,10 @@ __global__ void __launch_bounds__(kRouteThreads, 1)
       route_token(a, scratch_of(a, shared, warp), token);
   __syncthreads();
   rank_block_slots(a, reinterpret_cast<int*>(shared), first_token, end_token);
+  if (gridDim.x == 1) {
+    single_block_rows(a, reinterpret_cast<int*>(shared));
+    return;
+  }
   __threadfence();
   __syncthreads();
   if (threadIdx.x == 0) last = atomicAdd(a.out.ticket, 1u) == gridDim.x - 1;
@@ -384,7 +407,9 @@ __global__ void __launch_bounds__(kRouteThreads, 1)
 
 // After route_kernel when it ran more than one block: block b places routing block b's slots.
 __global__ void __launch_bounds__(kPlaceThreads) place_kernel(const __grid_constant__ RouteArgs a) {
-  place_block_slots(a, a.out.offsets, blockIdx.x);
+  place_block_slots(a, a.out.offsets,
+                    a.out.block_counts + static_cast<std::size_t>(blockIdx.x) * a.local_experts,
+                    blockIdx.x);
   clear_tail_rows(a, a.out.offsets[a.local_experts],
                   static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x),
                   static_cast<int>(gridDim.x * blockDim.x));
@@ -397,7 +422,7 @@ cudaError_t launch_route(const RouteArgs& args, const RouteShape& shape, cudaStr
           configure_once_per_device(reinterpret_cast<const void*>(route_kernel), kMaxRouteShared);
       err != cudaSuccess)
     return err;
-  route_kernel<<<shape.blocks, kRouteThreads, shape.shared_bytes, stream>>>(args);
+  route_kernel<<<shape.blocks, shape.threads, shape.shared_bytes, stream>>>(args);
   if (shape.blocks == 1) return cudaGetLastError();
   place_kernel<<<shape.blocks, kPlaceThreads, 0, stream>>>(args);
   return cudaGetLastError();

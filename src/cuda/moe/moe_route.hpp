@@ -12,6 +12,8 @@ namespace metrale::cuda::moe {
 
 // The most dynamic shared memory a routing block takes (the host picks its warp count to fit).
 inline constexpr int kMaxRouteShared = 96 * 1024;
+// The fewest threads a single routing block takes (four warps share the grouping's loops).
+inline constexpr int kMinRouteThreads = 128;
 
 // One routing warp's scratch: value and extra [E] fp32, the group scores [n_group] fp32, the
 // chosen ids [k] int32 and their weights [k] fp32, the states [E] and [n_group] bytes; 16-byte
@@ -30,8 +32,11 @@ __host__ __device__
 // holds (but no more than T), at most kMaxRouteBlocks blocks of contiguous tokens, and the dynamic
 // shared memory of either phase: the routing warps' scratch, or the last block's grouping (the
 // per-chunk rows [chunks][L] with chunks * L <= max(L, threads), the offsets [L + 1], a scan [33]).
+// A single block (T within one block's warps) takes only the threads its routing warps and its
+// loops over the L experts need: its phases end at barriers that every warp must reach, and at
+// T = 1 a block of 1024 threads spent most of its 15 us there (docs/perf.md, 2026-12-02).
 struct RouteShape {
-  int warps, tokens_per_block, blocks;
+  int warps, tokens_per_block, blocks, threads;
   std::size_t shared_bytes;
 };
 
@@ -47,6 +52,13 @@ inline RouteShape route_shape(int tokens, int experts, int n_group, int top_k, i
   if (r.tokens_per_block < 1) r.tokens_per_block = 1;
   r.blocks = (tokens + r.tokens_per_block - 1) / r.tokens_per_block;
   if (r.blocks < 1) r.blocks = 1;
+  r.threads = kRouteThreads;
+  if (r.blocks == 1) {
+    const int experts_rounded = (local_experts + 31) / 32 * 32;
+    int threads = 32 * r.warps > experts_rounded ? 32 * r.warps : experts_rounded;
+    threads = threads < kMinRouteThreads ? kMinRouteThreads : threads;
+    r.threads = threads > kRouteThreads ? kRouteThreads : threads;
+  }
   const std::size_t L = static_cast<std::size_t>(local_experts);
   const std::size_t routing = static_cast<std::size_t>(r.warps) * per_warp;
   const std::size_t grouping = 4 * ((L > kRouteThreads ? L : kRouteThreads) + L + 1 + 33);
@@ -55,7 +67,8 @@ inline RouteShape route_shape(int tokens, int experts, int n_group, int top_k, i
 }
 
 // Routes and groups: route_kernel, then place_kernel when the shape has more than one block.
-// `args.out.ticket` must be zero when route_kernel starts (the caller zeroes it on the stream).
+// With more than one block, `args.out.ticket` must be zero when route_kernel starts (the caller
+// zeroes it on the stream); a single block does not use it.
 cudaError_t launch_route(const RouteArgs& args, const RouteShape& shape, cudaStream_t stream);
 // `grid` blocks stride over the bound of rows (the true count is read on the device).
 // `bias`: the layer's tables, or null without biases (the kernels then take none).

@@ -116,8 +116,9 @@ class DecodeFamily final : public Family {
     METRALE_CUDA_CHECK(decode_occupancy(plan.config, experts, &ctas_per_sm, &shared_bytes));
     const PlanShape shape = plan_shape(problem, plan, l, experts, ctas_per_sm);
     const long long groups = 1LL * a.groups.m_total * k_tiles_of(a.k);
+    // CTA 0 plans, the others stage the activations (decode_plan.cu's stage_rest).
     const int plan_grid = static_cast<int>(std::clamp<long long>(
-        (groups + kPlanThreads - 1) / kPlanThreads, 1, 4LL * device_sm_count()));
+        (groups + kPlanThreads - 1) / kPlanThreads + 1, 2, 4LL * device_sm_count()));
     if (compact) {
       compact_args.shape = shape;
       fill_compact(problem, listed, compact_args);

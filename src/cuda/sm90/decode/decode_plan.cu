@@ -3,9 +3,10 @@
 //   - the expert table: the first kTableChunk experts (later chunks: stage_tables), or, in the
 //     compact form, the experts with rows alone;
 //   - the work list (CTA 0): one Segment per expert with rows in the window, the unit prefix, the
-//     split that fills the GPU, and the split tiles' counters zeroed;
-//   - the activations, gathered per group row and put in decode K order
-//     (format::decode_k_source), so the main kernel copies contiguous rows.
+//     split that fills the GPU;
+//   - (the other CTAs) the split tiles' counters zeroed, and the activations, gathered per group
+//     row and put in decode K order (format::decode_k_source), so the main kernel copies
+//     contiguous rows.
 // No host synchronisation: a graph replay re-plans from whatever offsets the device holds.
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
@@ -202,10 +203,14 @@ __device__ void stage_activation_group(const PlanShape& a, int row, int tile) {
   for (int i = 0; i < kPieces; ++i) to[i] = *reinterpret_cast<const uint4*>(&out[4 * i]);
 }
 
-// Counters, activations: spread over every CTA of the grid.
+// Counters, activations: spread over the CTAs after the first, which plans meanwhile (its scans
+// and the staging's dependent loads, token id then row, no longer add up at T = 1); over CTA 0
+// too when it is alone.
 __device__ void stage_rest(const PlanShape& a) {
-  const int thread = blockIdx.x * blockDim.x + threadIdx.x;
-  const int threads = gridDim.x * blockDim.x;
+  const int first_cta = gridDim.x > 1 ? 1 : 0;
+  if (static_cast<int>(blockIdx.x) < first_cta) return;
+  const int thread = (blockIdx.x - first_cta) * blockDim.x + threadIdx.x;
+  const int threads = (gridDim.x - first_cta) * blockDim.x;
   for (int i = thread; i < a.split_capacity; i += threads) a.counters[i] = 0;
   // items < 2^31: the copy is at most kDecodeActivationBudget (128 MB) of 128-byte k-tiles.
   const int tiles = act_stride(a.k) / kKTile;
