@@ -503,10 +503,10 @@ TEST(CudaMoe, HostSideRefusalsNameTheValue) {
   EXPECT_EQ(d.out.download<bf16_bits>(), f.poisoned_out());
 }
 
-// The routing launch's shape (host logic, no GPU): a single block takes the threads its routing
-// warps and its loops over the experts need, never fewer than four warps; more blocks take the
-// full 1024 (the last block's sums spread over them).
-TEST(CudaMoe, RouteShapeSizesASingleBlockToItsWork) {
+// The routing launch's shape (host logic, no GPU): one block up to 16 tokens, else blocks of
+// about 8 tokens; a block takes the threads its routing warps and its loops over the experts
+// need, never fewer than four warps; its slot copies fit the shared memory it asks for.
+TEST(CudaMoe, RouteShapeSizesBlocksToTheirWork) {
   struct Expected {
     int tokens, experts, n_group, top_k, blocks, threads;
   };
@@ -514,7 +514,9 @@ TEST(CudaMoe, RouteShapeSizesASingleBlockToItsWork) {
       {1, 128, 1, 8, 1, 128},  // Qwen3-30B at T = 1: one warp routes, four share the loops
       {1, 512, 1, 10, 1, 512},  // Qwen3-Next: a thread per expert
       {1, 256, 8, 8, 1, 256},   // DeepSeek-V3
-      {20, 128, 1, 8, 1, 640},  // a warp per token
+      {16, 128, 1, 8, 1, 512},  // the most one block routes: a warp per token
+      {20, 128, 1, 8, 3, 224},  // past it, blocks of about 8 tokens
+      {64, 128, 1, 8, 8, 256},
       {1, 8, 1, 2, 1, 128},     // Mixtral
       {4096, 128, 1, 8, 128, 1024},
   };
@@ -531,6 +533,11 @@ TEST(CudaMoe, RouteShapeSizesASingleBlockToItsWork) {
       EXPECT_EQ(shape.threads % 32, 0) << tokens << " tokens, " << experts;
       EXPECT_LE(shape.threads, cuda::moe::kRouteThreads) << tokens << " tokens, " << experts;
       EXPECT_GE(shape.blocks * shape.tokens_per_block, tokens) << tokens << " tokens, " << experts;
+      EXPECT_LE(shape.shared_bytes, static_cast<std::size_t>(cuda::moe::kMaxRouteShared +
+                                                            cuda::moe::kMaxSlotCopyBytes));
+      if (shape.slot_copy_at > 0) {
+        EXPECT_LE(shape.slot_copy_at + 8u * shape.tokens_per_block * 8, shape.shared_bytes);
+      }
     }
 }
 

@@ -49,6 +49,7 @@ struct RouteArgs {
   std::int32_t tokens, experts, top_k, local_experts;
   std::int32_t warps;             // routing warps per block (their scratch fits shared memory)
   std::int32_t tokens_per_block;  // block b routes tokens [b, b + 1) x tokens_per_block
+  std::int32_t slot_copy_at;      // RouteShape::slot_copy_at
   std::int32_t has_map;
   std::int32_t map[kMaxRoutedExperts];  // global -> local id, -1 remote (has_map)
 };

@@ -50,36 +50,49 @@ __device__ TokenScratch scratch_of(const RouteArgs& a, std::uint8_t* shared, int
   return s;
 }
 
-// The free entry of value[0, n) with the largest value, the lower index on ties (-1: none).
-// Every lane returns the same index.
-__device__ int warp_argmax(const float* value, const std::uint8_t* state, int n) {
-  const int lane = threadIdx.x & 31;
-  float best = 0.0f;
-  int id = -1;
-  for (int i = lane; i < n; i += 32) {  // ascending: strict > keeps the lower index
-    if (state[i] != 0) continue;
-    const float v = value[i];
-    if (id < 0 || v > best) best = v, id = i;
-  }
-  for (int offset = 16; offset > 0; offset >>= 1) {
-    const float other = __shfl_xor_sync(kFullWarp, best, offset);
-    const int other_id = __shfl_xor_sync(kFullWarp, id, offset);
-    if (other_id >= 0 && (id < 0 || other > best || (other == best && other_id < id)))
-      best = other, id = other_id;
-  }
-  return id;
+// A float's rank as an unsigned key: a larger value has a larger key, -0 and +0 share one, and
+// no finite or infinite value maps to 0 (0 means "no entry"). Routing never ranks a NaN.
+__device__ std::uint32_t order_key(float v) {
+  const std::uint32_t bits = format::float_to_bits(v == 0.0f ? 0.0f : v);
+  return (bits & 0x80000000u) ? ~bits : (bits | 0x80000000u);
 }
 
-// The k free entries of s.value with the largest values into ids[0, k), best first.
-__device__ void choose_top_k(const TokenScratch& s, int experts, int k, std::int32_t* ids) {
-  for (int j = 0; j < k; ++j) {
-    const int id = warp_argmax(s.value, s.state, experts);
-    if ((threadIdx.x & 31) == 0) {
-      ids[j] = id;
-      s.state[id] = 1;
-    }
-    __syncwarp();
+// A lane's best free entry among the ones it owns (lane, lane + 32, ...): strict > in ascending
+// order keeps the lower index on ties.
+struct LaneBest {
+  std::uint32_t key = 0;
+  int id = -1;
+};
+
+__device__ LaneBest lane_best(const float* value, const std::uint8_t* state, int n) {
+  LaneBest best;
+  for (int i = threadIdx.x & 31; i < n; i += 32) {
+    const std::uint32_t key = state[i] == 0 ? order_key(value[i]) : 0;
+    if (key > best.key) best = LaneBest{key, i};
   }
+  return best;
+}
+
+// Takes the `picks` free entries of value[0, n) with the largest values, best first, the lower
+// index on ties: marks them taken (state 1) and, when `ids` is given, lane 0 writes them there.
+// Each lane keeps the best of the entries it owns; a pick is a warp max of the keys and a warp
+// min of the tied lanes' indices (two redux instructions, where a shuffle tree took ten
+// shuffles), after which only the winning lane rescans its entries.
+__device__ void take_best(const float* value, std::uint8_t* state, int n, int picks,
+                          std::int32_t* ids) {
+  LaneBest mine = lane_best(value, state, n);
+  for (int j = 0; j < picks; ++j) {
+    const std::uint32_t top = __reduce_max_sync(kFullWarp, mine.key);
+    const int id = static_cast<int>(__reduce_min_sync(
+        kFullWarp, top != 0 && mine.key == top ? static_cast<unsigned>(mine.id) : ~0u));
+    if (top == 0) break;  // fewer free entries than picks (validated away for real layers)
+    if (ids && (threadIdx.x & 31) == 0) ids[j] = id;
+    if (mine.id == id) {
+      state[id] = 1;
+      mine = lane_best(value, state, n);
+    }
+  }
+  __syncwarp();
 }
 
 // DeepSeek-V3's group limit: each group scores the sum of its two best choice scores; the
@@ -103,11 +116,7 @@ __device__ void keep_best_groups(const RouteArgs& a, const TokenScratch& s) {
     s.group_state[g] = 0;
   }
   __syncwarp();
-  for (int i = 0; i < a.topk_group; ++i) {
-    const int g = warp_argmax(s.group_score, s.group_state, a.n_group);
-    if (lane == 0) s.group_state[g] = 1;
-    __syncwarp();
-  }
+  take_best(s.group_score, s.group_state, a.n_group, a.topk_group, nullptr);  // 1: kept
   for (int e = lane; e < a.experts; e += 32) s.state[e] = s.group_state[e / size] ? 0 : 1;
   __syncwarp();
 }
@@ -118,23 +127,35 @@ __device__ float logit_at(const RouteArgs& a, std::size_t i) {
 }
 
 // Loads the token's row into s (and the free states); false when a logit or the correction bias
-// is not finite.
+// is not finite. A lane's loads go out kBatch at a time before any is used: one after another,
+// each behind the last one's shared stores, they were a chain of L2 round trips.
 __device__ bool load_scores(const RouteArgs& a, const TokenScratch& s, int token) {
+  constexpr int kBatch = 4;
   const std::size_t row = static_cast<std::size_t>(token) * a.experts;
+  const bool sigmoid = a.kind == RouteKind::sigmoid_grouped_topk;
   bool finite = true;
-  for (int e = threadIdx.x & 31; e < a.experts; e += 32) {
-    const float logit = logit_at(a, row + e);
-    finite = finite && is_finite(logit);
-    if (a.kind == RouteKind::sigmoid_grouped_topk) {
-      const float score = format::sigmoid_f32(logit);
-      const float bias = a.correction_bias ? a.correction_bias[e] : 0.0f;
-      finite = finite && is_finite(bias);
-      s.extra[e] = score;
-      s.value[e] = a.correction_bias ? format::add_rn(score, bias) : score;
-    } else {
-      s.value[e] = logit;
+  for (int e0 = threadIdx.x & 31; e0 < a.experts; e0 += 32 * kBatch) {
+    float logit[kBatch], bias[kBatch];
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) {
+      const int e = e0 + 32 * j;
+      logit[j] = e < a.experts ? logit_at(a, row + e) : 0.0f;
+      bias[j] = sigmoid && a.correction_bias && e < a.experts ? a.correction_bias[e] : 0.0f;
     }
-    s.state[e] = 0;
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) {
+      const int e = e0 + 32 * j;
+      if (e >= a.experts) break;
+      finite = finite && is_finite(logit[j]) && is_finite(bias[j]);
+      if (sigmoid) {
+        const float score = format::sigmoid_f32(logit[j]);
+        s.extra[e] = score;
+        s.value[e] = a.correction_bias ? format::add_rn(score, bias[j]) : score;
+      } else {
+        s.value[e] = logit[j];
+      }
+      s.state[e] = 0;
+    }
   }
   __syncwarp();
   return __all_sync(kFullWarp, finite);
@@ -156,7 +177,7 @@ __device__ void route_from_logits(const RouteArgs& a, const TokenScratch& s) {
   float* w = s.weight;
   const bool sigmoid = a.kind == RouteKind::sigmoid_grouped_topk;
   if (sigmoid && a.topk_group < a.n_group) keep_best_groups(a, s);
-  choose_top_k(s, a.experts, k, ids);
+  take_best(s.value, s.state, a.experts, k, ids);
   if (!sigmoid) {  // e^(l - max), every expert, for the sum in ascending expert order
     const float max = s.value[ids[0]];
     for (int e = lane; e < a.experts; e += 32) s.extra[e] = format::exp_f32(s.value[e] - max);
@@ -185,9 +206,29 @@ __device__ void route_from_logits(const RouteArgs& a, const TokenScratch& s) {
   for (int j = 0; j < k; ++j) w[j] = format::mul_rn(w[j], a.scaling);
 }
 
+// Where a block's slots' local experts and ranks are read and written, indexed from the block's
+// first slot: shared memory when they fit (RouteArgs::slot_copy_at), so that the ranking and a
+// single block's placing read them without an L2 round trip each; else the global arrays.
+struct BlockSlots {
+  std::int32_t* local;
+  std::int32_t* rank;
+  std::int32_t first;  // the block's first slot
+  bool in_shared;
+};
+
+__device__ BlockSlots block_slots(const RouteArgs& a, std::uint8_t* shared, int block) {
+  const int first = block * a.tokens_per_block * a.top_k;
+  if (a.slot_copy_at > 0) {
+    auto* copy = reinterpret_cast<std::int32_t*>(shared + a.slot_copy_at);
+    return {copy, copy + a.tokens_per_block * a.top_k, first, true};
+  }
+  return {a.out.slot_local + first, a.out.slot_row + first, first, false};
+}
+
 // One token: its slots' ids, weights, local experts, and whether it is bad (then its slots go
 // nowhere and the combine writes a NaN row: nothing is read out of bounds).
-__device__ void route_token(const RouteArgs& a, const TokenScratch& s, int token) {
+__device__ void route_token(const RouteArgs& a, const TokenScratch& s, const BlockSlots& slots,
+                            int token) {
   const int lane = threadIdx.x & 31, k = a.top_k;
   const std::size_t first = static_cast<std::size_t>(token) * k;
   bool bad = false;
@@ -212,7 +253,9 @@ __device__ void route_token(const RouteArgs& a, const TokenScratch& s, int token
     a.out.weights[first + j] = weight;
     if (a.topk_ids_out) a.topk_ids_out[first + j] = id;
     if (a.topk_weights_out) a.topk_weights_out[first + j] = weight;
-    a.out.slot_local[first + j] = bad ? -1 : (a.has_map ? a.map[id] : id);
+    const std::int32_t local = bad ? -1 : (a.has_map ? a.map[id] : id);
+    a.out.slot_local[first + j] = local;
+    if (slots.in_shared) slots.local[first + j - slots.first] = local;
   }
   if (lane == 0) a.out.token_bad[token] = bad ? 1 : 0;
 }
@@ -244,22 +287,29 @@ __device__ int block_exclusive_scan(int value, int* scratch, int* total) {
 }
 
 // Each of this block's slots' rank among the block's slots with the same local expert, in
-// (token, slot) order, into slot_row (group_rows adds the rows before the block), and the block's
-// slots per expert into block_counts[blockIdx.x]. One warp walks the slots 32 at a time, a slot's
-// rank among lanes with the same expert from __match_any_sync: stable by construction. The slots
-// were written by this block's warps (visible after the barrier the caller passed).
-__device__ void rank_block_slots(const RouteArgs& a, int* count, int first_token, int end_token) {
+// (token, slot) order, into slots.rank (and the global slot_row, where place_kernel reads it), and
+// the block's slots per expert into `count` and, past one block, block_counts[blockIdx.x]. One
+// warp walks the slots 32 at a time, a slot's rank among lanes with the same expert from
+// __match_any_sync: stable by construction. The slots were written by this block's warps
+// (visible after the barrier the caller passed).
+__device__ void rank_block_slots(const RouteArgs& a, int* count, const BlockSlots& slots,
+                                 int first_token, int end_token) {
   const int L = a.local_experts;
   for (int l = threadIdx.x; l < L; l += blockDim.x) count[l] = 0;
   __syncthreads();
   if (threadIdx.x < 32) {
     const int lane = threadIdx.x;
-    const int end = end_token * a.top_k;
-    for (int base = first_token * a.top_k; base < end; base += 32) {
+    const int n = (end_token - first_token) * a.top_k;
+    const bool to_global = slots.in_shared && gridDim.x > 1;
+    for (int base = 0; base < n; base += 32) {
       const int s = base + lane;
-      const int l = s < end ? a.out.slot_local[s] : -1;
+      const int l = s < n ? slots.local[s] : -1;
       const unsigned peers = __match_any_sync(kFullWarp, l >= 0 ? l : -1 - lane);
-      if (l >= 0) a.out.slot_row[s] = count[l] + __popc(peers & ((1u << lane) - 1u));
+      if (l >= 0) {
+        const int rank = count[l] + __popc(peers & ((1u << lane) - 1u));
+        slots.rank[s] = rank;
+        if (to_global) a.out.slot_row[slots.first + s] = rank;
+      }
       __syncwarp();
       if (l >= 0 && lane == __ffs(peers) - 1) count[l] += __popc(peers);
       __syncwarp();
@@ -273,16 +323,15 @@ __device__ void rank_block_slots(const RouteArgs& a, int* count, int first_token
 
 // The slots of routing block `block` to their rows: row = offsets[l] + (rows of expert l in the
 // blocks before: `before`, block_counts after first_rows, or null for the only block) + the slot's
-// rank in its block (in slot_row). Every slot is independent of the others; their loads come
-// first, then the scattered stores. `offsets` may be shared or global memory.
+// rank in its block. Every slot is independent of the others; their loads come first, then the
+// scattered stores. `offsets` may be shared or global memory.
 __device__ void place_block_slots(const RouteArgs& a, const int* offsets, const int* before,
-                                  int block) {
-  const int first = block * a.tokens_per_block * a.top_k;
-  const int end = min(first + a.tokens_per_block * a.top_k, a.tokens * a.top_k);
-  for (int s = first + static_cast<int>(threadIdx.x); s < end; s += blockDim.x) {
-    const int l = a.out.slot_local[s];
+                                  const BlockSlots& slots) {
+  const int end = min(slots.first + a.tokens_per_block * a.top_k, a.tokens * a.top_k);
+  for (int s = slots.first + static_cast<int>(threadIdx.x); s < end; s += blockDim.x) {
+    const int l = slots.local[s - slots.first];
     int row = -1;
-    if (l >= 0) row = a.out.slot_row[s] + offsets[l] + (before ? before[l] : 0);
+    if (l >= 0) row = slots.rank[s - slots.first] + offsets[l] + (before ? before[l] : 0);
     a.out.slot_row[s] = row;
     if (row < 0) continue;
     a.out.row_token[row] = s / a.top_k;
@@ -368,13 +417,13 @@ __device__ void first_rows(const RouteArgs& a, int* shared) {
 
 // The only routing block (every token in one block): its counts are the experts' rows. No
 // ticket, no fence, no second launch: the offsets from one scan, then it places its own slots.
-__device__ void single_block_rows(const RouteArgs& a, int* shared) {
+__device__ void single_block_rows(const RouteArgs& a, int* shared, const BlockSlots& slots) {
   const int L = a.local_experts;
   const int* count = shared;    // rank_block_slots' counts
   int* offsets = shared + L;    // [L + 1]
   int* scan = offsets + L + 1;  // [33]
   const int total = write_offsets(a, [&](int l) { return count[l]; }, offsets, scan);
-  place_block_slots(a, offsets, nullptr, 0);
+  place_block_slots(a, offsets, nullptr, slots);
   clear_tail_rows(a, total, static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x));
 }
 
@@ -387,13 +436,14 @@ __global__ void __launch_bounds__(kRouteThreads, 1)
   const int warp = threadIdx.x / 32;
   const int first_token = blockIdx.x * a.tokens_per_block;
   const int end_token = min(first_token + a.tokens_per_block, a.tokens);
+  const BlockSlots slots = block_slots(a, shared, blockIdx.x);
   if (warp < a.warps)
     for (int token = first_token + warp; token < end_token; token += a.warps)
-      route_token(a, scratch_of(a, shared, warp), token);
+      route_token(a, scratch_of(a, shared, warp), slots, token);
   __syncthreads();
-  rank_block_slots(a, reinterpret_cast<int*>(shared), first_token, end_token);
+  rank_block_slots(a, reinterpret_cast<int*>(shared), slots, first_token, end_token);
   if (gridDim.x == 1) {
-    single_block_rows(a, reinterpret_cast<int*>(shared));
+    single_block_rows(a, reinterpret_cast<int*>(shared), slots);
     return;
   }
   __threadfence();
@@ -405,11 +455,13 @@ __global__ void __launch_bounds__(kRouteThreads, 1)
   first_rows(a, reinterpret_cast<int*>(shared));
 }
 
-// After route_kernel when it ran more than one block: block b places routing block b's slots.
+// After route_kernel when it ran more than one block: block b places routing block b's slots
+// (read back from the global arrays route_kernel left).
 __global__ void __launch_bounds__(kPlaceThreads) place_kernel(const __grid_constant__ RouteArgs a) {
+  const int first = static_cast<int>(blockIdx.x) * a.tokens_per_block * a.top_k;
   place_block_slots(a, a.out.offsets,
                     a.out.block_counts + static_cast<std::size_t>(blockIdx.x) * a.local_experts,
-                    blockIdx.x);
+                    BlockSlots{a.out.slot_local + first, a.out.slot_row + first, first, false});
   clear_tail_rows(a, a.out.offsets[a.local_experts],
                   static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x),
                   static_cast<int>(gridDim.x * blockDim.x));
@@ -419,7 +471,8 @@ __global__ void __launch_bounds__(kPlaceThreads) place_kernel(const __grid_const
 
 cudaError_t launch_route(const RouteArgs& args, const RouteShape& shape, cudaStream_t stream) {
   if (const cudaError_t err =
-          configure_once_per_device(reinterpret_cast<const void*>(route_kernel), kMaxRouteShared);
+          configure_once_per_device(reinterpret_cast<const void*>(route_kernel),
+                                    kMaxRouteShared + kMaxSlotCopyBytes);
       err != cudaSuccess)
     return err;
   route_kernel<<<shape.blocks, shape.threads, shape.shared_bytes, stream>>>(args);

@@ -28,41 +28,52 @@ __host__ __device__
   return (bytes + 15) / 16 * 16;
 }
 
-// The routing launch's shape for T tokens: as many routing warps per block as shared memory
-// holds (but no more than T), at most kMaxRouteBlocks blocks of contiguous tokens, and the dynamic
-// shared memory of either phase: the routing warps' scratch, or the last block's grouping (the
-// per-chunk rows [chunks][L] with chunks * L <= max(L, threads), the offsets [L + 1], a scan [33]).
-// A single block (T within one block's warps) takes only the threads its routing warps and its
-// loops over the L experts need: its phases end at barriers that every warp must reach, and at
-// T = 1 a block of 1024 threads spent most of its 15 us there (docs/perf.md, 2026-12-02).
+// A block's slots (local expert and rank each) stay in shared memory when they take at most this
+// much; past it the ranking reads them from global memory.
+inline constexpr int kMaxSlotCopyBytes = 32 * 1024;
+// Up to this many tokens one block routes them all (no ticket, no memset, no placing launch);
+// past it, blocks of about kRouteBlockTokens tokens spread the routing over the SMs: 64 tokens on
+// two blocks of 32 routing warps took 21 us, each SM's warps queueing for its issue slots
+// (docs/perf.md, 2026-12-03).
+inline constexpr int kSingleBlockTokens = 16;
+inline constexpr int kRouteBlockTokens = 8;
+
+// The routing launch's shape for T tokens: one block up to kSingleBlockTokens, else blocks of
+// about kRouteBlockTokens tokens (at most kMaxRouteBlocks), each with a routing warp per token
+// where shared memory holds their scratch; the block's threads are what its routing warps and its
+// loops over the L experts need (at least four warps, at most 1024: its phases end at barriers
+// that every warp must reach, and at T = 1 a block of 1024 threads spent most of its 15 us
+// there). The dynamic shared memory is the larger of the routing warps' scratch and the
+// grouping's (the last block's per-chunk rows [chunks][L] with chunks * L <= max(L, 1024), the
+// offsets [L + 1], a scan [33]), then the block's slot copies when they fit.
 struct RouteShape {
   int warps, tokens_per_block, blocks, threads;
+  int slot_copy_at;  // byte offset of the slot copies in shared memory; 0: none
   std::size_t shared_bytes;
 };
+
+inline int clamp_int(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
 inline RouteShape route_shape(int tokens, int experts, int n_group, int top_k, int local_experts) {
   RouteShape r{};
   const int per_warp = static_cast<int>(route_warp_bytes(experts, n_group, top_k));
-  const int fit = kMaxRouteShared / per_warp;
-  r.warps = fit < tokens ? fit : tokens;
-  r.warps = r.warps < 1 ? 1 : (r.warps > kRouteWarps ? kRouteWarps : r.warps);
-  int blocks = (tokens + r.warps - 1) / r.warps;
-  blocks = blocks > kMaxRouteBlocks ? kMaxRouteBlocks : (blocks < 1 ? 1 : blocks);
-  r.tokens_per_block = (tokens + blocks - 1) / blocks;
-  if (r.tokens_per_block < 1) r.tokens_per_block = 1;
-  r.blocks = (tokens + r.tokens_per_block - 1) / r.tokens_per_block;
-  if (r.blocks < 1) r.blocks = 1;
-  r.threads = kRouteThreads;
-  if (r.blocks == 1) {
-    const int experts_rounded = (local_experts + 31) / 32 * 32;
-    int threads = 32 * r.warps > experts_rounded ? 32 * r.warps : experts_rounded;
-    threads = threads < kMinRouteThreads ? kMinRouteThreads : threads;
-    r.threads = threads > kRouteThreads ? kRouteThreads : threads;
-  }
+  const int fit = clamp_int(kMaxRouteShared / per_warp, 1, kRouteWarps);
+  const int T = tokens < 1 ? 1 : tokens;
+  const bool single = T <= kSingleBlockTokens && T <= fit;
+  r.blocks = single ? 1 : clamp_int((T + kRouteBlockTokens - 1) / kRouteBlockTokens, 1, kMaxRouteBlocks);
+  r.tokens_per_block = (T + r.blocks - 1) / r.blocks;
+  r.blocks = (T + r.tokens_per_block - 1) / r.tokens_per_block;
+  r.warps = clamp_int(r.tokens_per_block, 1, fit);
+  const int experts_rounded = (local_experts + 31) / 32 * 32;
+  r.threads = clamp_int(32 * r.warps > experts_rounded ? 32 * r.warps : experts_rounded,
+                        kMinRouteThreads, kRouteThreads);
   const std::size_t L = static_cast<std::size_t>(local_experts);
   const std::size_t routing = static_cast<std::size_t>(r.warps) * per_warp;
   const std::size_t grouping = 4 * ((L > kRouteThreads ? L : kRouteThreads) + L + 1 + 33);
-  r.shared_bytes = routing > grouping ? routing : grouping;
+  const std::size_t phases = ((routing > grouping ? routing : grouping) + 15) / 16 * 16;
+  const std::size_t copies = 2 * 4 * static_cast<std::size_t>(r.tokens_per_block) * top_k;
+  r.slot_copy_at = copies <= kMaxSlotCopyBytes ? static_cast<int>(phases) : 0;
+  r.shared_bytes = phases + (r.slot_copy_at ? copies : 0);
   return r;
 }
 
