@@ -57,39 +57,50 @@ __device__ std::uint32_t order_key(float v) {
   return (bits & 0x80000000u) ? ~bits : (bits | 0x80000000u);
 }
 
-// A lane's best free entry among the ones it owns (lane, lane + 32, ...): strict > in ascending
-// order keeps the lower index on ties.
+// A lane's two best free entries among the ones it owns (lane, lane + 32, ...), best first:
+// strict > in ascending order keeps the lower index ahead on ties. key2 == 0 says "not known"
+// (none, or not looked for since the best was taken).
 struct LaneBest {
-  std::uint32_t key = 0;
-  int id = -1;
+  std::uint32_t key1 = 0, key2 = 0;
+  int id1 = -1, id2 = -1;
 };
 
 __device__ LaneBest lane_best(const float* value, const std::uint8_t* state, int n) {
   LaneBest best;
   for (int i = threadIdx.x & 31; i < n; i += 32) {
     const std::uint32_t key = state[i] == 0 ? order_key(value[i]) : 0;
-    if (key > best.key) best = LaneBest{key, i};
+    if (key > best.key1) {
+      best.key2 = best.key1, best.id2 = best.id1;
+      best.key1 = key, best.id1 = i;
+    } else if (key > best.key2) {
+      best.key2 = key, best.id2 = i;
+    }
   }
   return best;
 }
 
 // Takes the `picks` free entries of value[0, n) with the largest values, best first, the lower
 // index on ties: marks them taken (state 1) and, when `ids` is given, lane 0 writes them there.
-// Each lane keeps the best of the entries it owns; a pick is a warp max of the keys and a warp
-// min of the tied lanes' indices (two redux instructions, where a shuffle tree took ten
-// shuffles), after which only the winning lane rescans its entries.
+// Each lane keeps its two best entries; a pick is a warp max of the lanes' best keys and a warp
+// min of the tied lanes' indices (two redux instructions), and the winning lane moves its second
+// up, rescanning its entries only when it has none. A rescan per pick made this most of the
+// routing warp's instructions at E = 512 (docs/perf.md, 2026-12-03).
 __device__ void take_best(const float* value, std::uint8_t* state, int n, int picks,
                           std::int32_t* ids) {
   LaneBest mine = lane_best(value, state, n);
   for (int j = 0; j < picks; ++j) {
-    const std::uint32_t top = __reduce_max_sync(kFullWarp, mine.key);
-    const int id = static_cast<int>(__reduce_min_sync(
-        kFullWarp, top != 0 && mine.key == top ? static_cast<unsigned>(mine.id) : ~0u));
+    const std::uint32_t top = __reduce_max_sync(kFullWarp, mine.key1);
     if (top == 0) break;  // fewer free entries than picks (validated away for real layers)
+    const int id = static_cast<int>(
+        __reduce_min_sync(kFullWarp, mine.key1 == top ? static_cast<unsigned>(mine.id1) : ~0u));
     if (ids && (threadIdx.x & 31) == 0) ids[j] = id;
-    if (mine.id == id) {
+    if (mine.id1 == id) {
       state[id] = 1;
-      mine = lane_best(value, state, n);
+      if (mine.key2 != 0) {
+        mine = LaneBest{mine.key2, 0, mine.id2, -1};
+      } else {
+        mine = lane_best(value, state, n);
+      }
     }
   }
   __syncwarp();
