@@ -20,11 +20,18 @@ struct ExpertEntry {
 };
 static_assert(sizeof(ExpertEntry) == 24, "the staged table is read as 24-byte entries");
 
-// Experts [first, first + count) of every projection.
-struct TableChunk {
-  alignas(16) ExpertEntry entries[2][kTableChunk];
+// Experts [first, first + count) of every projection, kCapacity at most.
+template <int kCapacity>
+struct TableChunkOf {
+  static constexpr int kExperts = kCapacity;
+  alignas(16) ExpertEntry entries[2][kCapacity];
   std::int32_t first = 0, count = 0;
 };
+using TableChunk = TableChunkOf<kTableChunk>;
+// A launch that carries no host offsets has room for 512 experts of two projections (24 KB of
+// the 32 KB a launch may carry): Qwen3-Next's 512 experts with no staging launch of their own.
+inline constexpr int kWideTableChunk = 512;
+using WideTableChunk = TableChunkOf<kWideTableChunk>;
 
 struct HostOffsets {
   std::int32_t count = 0;  // num_experts + 1, or 0 when the offsets live on the device

@@ -1,5 +1,4 @@
 // Table staging: the API's host arrays -> launch parameters -> the workspace (expert_table.hpp).
-#include <algorithm>
 #include <cstring>
 
 #include "cuda/cuda_check.hpp"
@@ -28,14 +27,6 @@ ExpertEntry expert_entry(const Problem& problem, int p, int e) {
   return ExpertEntry{reinterpret_cast<const void*>(w.packed_ptrs[e]),
                      problem.nvfp4 ? reinterpret_cast<const std::uint8_t*>(w.scale_ptrs[e]) : nullptr,
                      problem.nvfp4 ? w.scale2_vals[e] : 1.0f, 0};
-}
-
-void fill_table_chunk(const Problem& problem, int first, TableChunk& chunk) {
-  const GroupedNvfp4& a = problem.args;
-  chunk.first = first;
-  chunk.count = std::max(0, std::min(kTableChunk, a.groups.num_experts - first));
-  for (int p = 0; p < a.proj_count; ++p)
-    for (int i = 0; i < chunk.count; ++i) chunk.entries[p][i] = expert_entry(problem, p, first + i);
 }
 
 void fill_host_offsets(const Problem& problem, HostOffsets& offsets) {

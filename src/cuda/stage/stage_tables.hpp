@@ -13,8 +13,16 @@ namespace metrale::cuda {
 // Expert e's entry of projection p, from the API's host arrays (no scales for bf16 weights).
 ExpertEntry expert_entry(const Problem& problem, int p, int e);
 
-// Experts [first, first + kTableChunk) of `problem`, as launch parameters.
-void fill_table_chunk(const Problem& problem, int first, TableChunk& chunk);
+// Experts [first, first + the chunk's capacity) of `problem`, as launch parameters.
+template <int kCapacity>
+void fill_table_chunk(const Problem& problem, int first, TableChunkOf<kCapacity>& chunk) {
+  const GroupedNvfp4& a = problem.args;
+  chunk.first = first;
+  const int left = a.groups.num_experts - first;
+  chunk.count = left < 0 ? 0 : (left < kCapacity ? left : kCapacity);
+  for (int p = 0; p < a.proj_count; ++p)
+    for (int i = 0; i < chunk.count; ++i) chunk.entries[p][i] = expert_entry(problem, p, first + i);
+}
 void fill_host_offsets(const Problem& problem, HostOffsets& offsets);
 
 // Copies the chunks of experts [first_expert, num_experts) and, when `offsets` is not null and
@@ -26,8 +34,9 @@ void stage_tables(const Problem& problem, int first_expert, const HostOffsets* o
 #ifdef __CUDACC__
 // Entries travel as 8-byte words: the parameter block serialises a warp's loads of different
 // addresses, so fewer, wider loads per entry (and every CTA of the grid taking a share) matter.
-__device__ inline void copy_table_chunk(const TableChunk& chunk, const StagedTables& dst,
-                                        int thread, int threads) {
+template <int kCapacity>
+__device__ inline void copy_table_chunk(const TableChunkOf<kCapacity>& chunk,
+                                        const StagedTables& dst, int thread, int threads) {
   constexpr int kWords = sizeof(ExpertEntry) / sizeof(unsigned long long);
   for (int i = thread; i < dst.proj_count * chunk.count * kWords; i += threads) {
     const int word = i % kWords, entry = i / kWords;

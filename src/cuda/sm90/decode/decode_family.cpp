@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "cuda/cuda_check.hpp"
@@ -108,7 +109,8 @@ class DecodeFamily final : public Family {
     // Per-thread scratch: a call allocates nothing on the host (the argument blocks are ~21 KB).
     thread_local std::vector<int> listed;
     thread_local CompactPlanArgs compact_args;
-    thread_local PlanArgs general_args;
+    thread_local PlanArgs host_args;
+    thread_local DevicePlanArgs device_args;
     listed.clear();
     const bool compact = list_active(a, plan.rows, listed);
     const int experts = compact ? static_cast<int>(listed.size()) : a.groups.num_experts;
@@ -123,13 +125,10 @@ class DecodeFamily final : public Family {
       compact_args.shape = shape;
       fill_compact(problem, listed, compact_args);
       METRALE_CUDA_CHECK(launch_plan(compact_args, plan_grid, stream));
+    } else if (a.groups.offsets_on_device) {
+      launch_general_plan(problem, shape, device_args, plan_grid, stream);
     } else {
-      if (experts > kTableChunk) stage_tables(problem, kTableChunk, nullptr, shape.tables, stream);
-      general_args.shape = shape;
-      fill_table_chunk(problem, 0, general_args.chunk);
-      fill_host_offsets(problem, general_args.offsets);
-      general_args.device_offsets = a.groups.offsets_on_device ? a.groups.offsets : nullptr;
-      METRALE_CUDA_CHECK(launch_plan(general_args, plan_grid, stream));
+      launch_general_plan(problem, shape, host_args, plan_grid, stream);
     }
     METRALE_CUDA_CHECK(
         launch_decode(plan.config, decode_params(problem, l, shape), shape.grid, shared_bytes, stream));
@@ -147,6 +146,24 @@ class DecodeFamily final : public Family {
       }
     }
     return true;
+  }
+
+  // The plan kernel with the offsets and the table's first chunk in its parameters (the rest of
+  // the table staged before it).
+  template <class Args>
+  static void launch_general_plan(const Problem& problem, const PlanShape& shape, Args& args,
+                                  int grid, cudaStream_t stream) {
+    constexpr int kFirstChunk = decltype(args.chunk)::kExperts;
+    if (shape.tables.num_experts > kFirstChunk)
+      stage_tables(problem, kFirstChunk, nullptr, shape.tables, stream);
+    args.shape = shape;
+    fill_table_chunk(problem, 0, args.chunk);
+    if constexpr (std::is_same_v<Args, PlanArgs>) {
+      fill_host_offsets(problem, args.offsets);
+    } else {
+      args.offsets = problem.args.groups.offsets;
+    }
+    METRALE_CUDA_CHECK(launch_plan(args, grid, stream));
   }
 
   static void fill_compact(const Problem& problem, const std::vector<int>& listed,

@@ -12,6 +12,7 @@
 // and an unsplit run all produce the same bits.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "cuda/stage/expert_table.hpp"
@@ -98,15 +99,27 @@ struct PlanShape {
   std::int32_t k;
 };
 
-// Any expert count: the offsets (host offsets travel here, device offsets are read) and the
-// table's first chunk (later chunks are staged by stage_tables); the expert count is the table's
+// Host offsets, any expert count: the offsets and the table's first chunk travel here (later
+// chunks are staged by stage_tables); the expert count is the table's
 // (shape.tables.num_experts). ~21 KB of parameters.
 struct PlanArgs {
   PlanShape shape;
   TableChunk chunk;
-  HostOffsets offsets;            // host offsets, or count 0
-  const std::int32_t* device_offsets;  // when offsets.count == 0
+  HostOffsets offsets;
 };
+
+// Device offsets (the MoE layer's): no host offsets to carry, so the first chunk is a wide one
+// (kWideTableChunk experts, ~25 KB of parameters).
+struct DevicePlanArgs {
+  PlanShape shape;
+  WideTableChunk chunk;
+  const std::int32_t* offsets;
+};
+
+inline constexpr std::size_t kMaxLaunchParameterBytes = 32764;  // CUDA 12.1+, sm_70+
+static_assert(sizeof(PlanArgs) <= kMaxLaunchParameterBytes &&
+                  sizeof(DevicePlanArgs) <= kMaxLaunchParameterBytes,
+              "a plan launch's parameters must fit the 32764 bytes a launch may carry");
 
 // Host offsets with few experts holding rows (decode sizes): the host lists those experts, and
 // the table holds them alone, indexed 0 .. count - 1, so a launch carries ~4 KB, not ~21 KB, and

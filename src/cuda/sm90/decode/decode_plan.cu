@@ -32,29 +32,37 @@ int items_for(int experts) {
 }
 
 // Each expert's first row (the offsets, clamped into [0, m_total]: device offsets are not
-// validated) and row count into shared memory. Host offsets sit in the parameter block, where
-// loads of different addresses by one warp are serialised: they are read 16 bytes at a time.
-__device__ void stage_rows(const PlanArgs& a, std::int32_t* begin, std::int32_t* rows) {
-  const int experts = a.shape.tables.num_experts, count = experts + 1;
-  const int m_total = a.shape.m_total;
-  if (a.offsets.count > 0) {
-    const auto* wide = reinterpret_cast<const uint4*>(a.offsets.values);
-    for (int i = threadIdx.x; i < (count + 3) / 4; i += blockDim.x) {
-      const uint4 v = wide[i];
-      const std::int32_t four[4] = {static_cast<std::int32_t>(v.x), static_cast<std::int32_t>(v.y),
-                                    static_cast<std::int32_t>(v.z), static_cast<std::int32_t>(v.w)};
-#pragma unroll
-      for (int j = 0; j < 4; ++j)
-        if (4 * i + j < count) begin[4 * i + j] = min(max(four[j], 0), m_total);
-    }
-  } else {
-    for (int i = threadIdx.x; i < count; i += blockDim.x)
-      begin[i] = min(max(__ldg(a.device_offsets + i), 0), m_total);
-  }
-  __syncthreads();
+// validated) and row count into shared memory.
+__device__ void stage_row_counts(int experts, const std::int32_t* begin, std::int32_t* rows) {
   for (int e = threadIdx.x; e < experts; e += blockDim.x)
     rows[e] = max(begin[e + 1] - begin[e], 0);
   __syncthreads();
+}
+
+// Host offsets sit in the parameter block, where loads of different addresses by one warp are
+// serialised: they are read 16 bytes at a time.
+__device__ void stage_rows(const PlanArgs& a, std::int32_t* begin, std::int32_t* rows) {
+  const int experts = a.shape.tables.num_experts, count = experts + 1;
+  const int m_total = a.shape.m_total;
+  const auto* wide = reinterpret_cast<const uint4*>(a.offsets.values);
+  for (int i = threadIdx.x; i < (count + 3) / 4; i += blockDim.x) {
+    const uint4 v = wide[i];
+    const std::int32_t four[4] = {static_cast<std::int32_t>(v.x), static_cast<std::int32_t>(v.y),
+                                  static_cast<std::int32_t>(v.z), static_cast<std::int32_t>(v.w)};
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      if (4 * i + j < count) begin[4 * i + j] = min(max(four[j], 0), m_total);
+  }
+  __syncthreads();
+  stage_row_counts(experts, begin, rows);
+}
+
+__device__ void stage_rows(const DevicePlanArgs& a, std::int32_t* begin, std::int32_t* rows) {
+  const int experts = a.shape.tables.num_experts, m_total = a.shape.m_total;
+  for (int i = threadIdx.x; i <= experts; i += blockDim.x)
+    begin[i] = min(max(__ldg(a.offsets + i), 0), m_total);
+  __syncthreads();
+  stage_row_counts(experts, begin, rows);
 }
 
 // The compact form: the host's list of experts with rows.
@@ -225,8 +233,9 @@ __device__ void plan_on_cta0(const Args& a, int experts) {
   plan_work<kItems>(a.shape, experts, first_row, row_count);
 }
 
-template <int kItems>
-__global__ void __launch_bounds__(kPlanThreads) plan_kernel(const __grid_constant__ PlanArgs a) {
+// PlanArgs or DevicePlanArgs: the offsets and the table's first chunk travel with the launch.
+template <int kItems, class Args>
+__global__ void __launch_bounds__(kPlanThreads) plan_kernel(const __grid_constant__ Args a) {
   // The main kernel may start launching now; it waits for this grid's writes before reading.
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
   if (blockIdx.x == 0) plan_on_cta0<kItems>(a, a.shape.tables.num_experts);
@@ -266,7 +275,13 @@ cudaError_t with_items(int experts, Fn&& fn) {
 
 cudaError_t launch_plan(const PlanArgs& args, int grid, cudaStream_t stream) {
   return with_items(args.shape.tables.num_experts, [&]<int kItems>() {
-    plan_kernel<kItems><<<grid, kPlanThreads, 0, stream>>>(args);
+    plan_kernel<kItems, PlanArgs><<<grid, kPlanThreads, 0, stream>>>(args);
+  });
+}
+
+cudaError_t launch_plan(const DevicePlanArgs& args, int grid, cudaStream_t stream) {
+  return with_items(args.shape.tables.num_experts, [&]<int kItems>() {
+    plan_kernel<kItems, DevicePlanArgs><<<grid, kPlanThreads, 0, stream>>>(args);
   });
 }
 

@@ -11,6 +11,7 @@ namespace metrale::cuda::sm90::decode {
 inline constexpr int kPlanThreads = 256;
 
 cudaError_t launch_plan(const PlanArgs& args, int grid, cudaStream_t stream);
+cudaError_t launch_plan(const DevicePlanArgs& args, int grid, cudaStream_t stream);
 cudaError_t launch_plan(const CompactPlanArgs& args, int grid, cudaStream_t stream);
 
 // Resident CTAs per SM of configuration `config` with the unit table for `max_segments`; the
