@@ -132,7 +132,7 @@ bool any_local_expert(const MoeLayer& layer) {
 void launch_route(const MoeForward& args, const Scratch& s, cudaStream_t stream) {
   const MoeLayer& layer = args.layer;
   const MoeTokens& t = args.tokens;
-  thread_local moe::RouteArgs a;  // ~8 KB of parameters: per-thread scratch, no heap per call
+  moe::RouteArgs a{};
   a.out = s.routes;
   a.topk_ids_out = t.topk_ids_out;
   a.topk_weights_out = t.topk_weights_out;
@@ -150,14 +150,14 @@ void launch_route(const MoeForward& args, const Scratch& s, cudaStream_t stream)
   a.experts = layer.num_experts;
   a.top_k = layer.top_k;
   a.local_experts = layer.num_local_experts;
-  a.has_map = layer.expert_map != nullptr;
-  if (a.has_map) std::copy(layer.expert_map, layer.expert_map + layer.num_experts, a.map);
+  thread_local moe::ExpertMap map;
+  if (layer.expert_map) std::copy(layer.expert_map, layer.expert_map + layer.num_experts, map.local);
   a.warps = s.route.warps;
   a.tokens_per_block = s.route.tokens_per_block;
   a.slot_copy_at = s.route.slot_copy_at;
   if (s.route.blocks > 1)  // the blocks' ticket; a single block needs none
     METRALE_CUDA_CHECK(cudaMemsetAsync(s.routes.ticket, 0, sizeof(std::uint32_t), stream));
-  METRALE_CUDA_CHECK(moe::launch_route(a, s.route, stream));
+  METRALE_CUDA_CHECK(moe::launch_route(a, layer.expert_map ? &map : nullptr, s.route, stream));
 }
 
 // One grouped GEMM of the layer on the routing's device offsets: `a` ([a_rows, k], gathered

@@ -50,8 +50,18 @@ struct RouteArgs {
   std::int32_t warps;             // routing warps per block (their scratch fits shared memory)
   std::int32_t tokens_per_block;  // block b routes tokens [b, b + 1) x tokens_per_block
   std::int32_t slot_copy_at;      // RouteShape::slot_copy_at
-  std::int32_t has_map;
-  std::int32_t map[kMaxRoutedExperts];  // global -> local id, -1 remote (has_map)
+};
+
+// The expert map, global -> local id (-1: remote), when the layer has one. It travels with the
+// routing launch alone (8 KB), so a layer without one launches with ~200 bytes of parameters.
+struct ExpertMap {
+  std::int32_t local[kMaxRoutedExperts];
+};
+struct NoMap {};
+template <class Map>
+struct RouteLaunch {
+  RouteArgs args;
+  Map map;
 };
 
 // Rows [0, offsets[L]) of gate and up: bias, activation, bf16, over gate.

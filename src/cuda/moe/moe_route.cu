@@ -238,8 +238,12 @@ __device__ BlockSlots block_slots(const RouteArgs& a, std::uint8_t* shared, int 
 
 // One token: its slots' ids, weights, local experts, and whether it is bad (then its slots go
 // nowhere and the combine writes a NaN row: nothing is read out of bounds).
-__device__ void route_token(const RouteArgs& a, const TokenScratch& s, const BlockSlots& slots,
-                            int token) {
+__device__ int local_of(NoMap, int id) { return id; }
+__device__ int local_of(const ExpertMap& map, int id) { return map.local[id]; }
+
+template <class Map>
+__device__ void route_token(const RouteArgs& a, const Map& map, const TokenScratch& s,
+                            const BlockSlots& slots, int token) {
   const int lane = threadIdx.x & 31, k = a.top_k;
   const std::size_t first = static_cast<std::size_t>(token) * k;
   bool bad = false;
@@ -264,7 +268,7 @@ __device__ void route_token(const RouteArgs& a, const TokenScratch& s, const Blo
     a.out.weights[first + j] = weight;
     if (a.topk_ids_out) a.topk_ids_out[first + j] = id;
     if (a.topk_weights_out) a.topk_weights_out[first + j] = weight;
-    const std::int32_t local = bad ? -1 : (a.has_map ? a.map[id] : id);
+    const std::int32_t local = bad ? -1 : local_of(map, id);
     a.out.slot_local[first + j] = local;
     if (slots.in_shared) slots.local[first + j - slots.first] = local;
   }
@@ -440,8 +444,10 @@ __device__ void single_block_rows(const RouteArgs& a, int* shared, const BlockSl
 
 // Every warp takes part in the ranking and the grouping; the first `a.warps` also route (their
 // scratch is what fits in shared memory).
+template <class Map>
 __global__ void __launch_bounds__(kRouteThreads, 1)
-    route_kernel(const __grid_constant__ RouteArgs a) {
+    route_kernel(const __grid_constant__ RouteLaunch<Map> launch) {
+  const RouteArgs& a = launch.args;
   extern __shared__ __align__(16) std::uint8_t shared[];
   __shared__ bool last;
   const int warp = threadIdx.x / 32;
@@ -450,7 +456,7 @@ __global__ void __launch_bounds__(kRouteThreads, 1)
   const BlockSlots slots = block_slots(a, shared, blockIdx.x);
   if (warp < a.warps)
     for (int token = first_token + warp; token < end_token; token += a.warps)
-      route_token(a, scratch_of(a, shared, warp), slots, token);
+      route_token(a, launch.map, scratch_of(a, shared, warp), slots, token);
   __syncthreads();
   rank_block_slots(a, reinterpret_cast<int*>(shared), slots, first_token, end_token);
   if (gridDim.x == 1) {
@@ -478,15 +484,32 @@ __global__ void __launch_bounds__(kPlaceThreads) place_kernel(const __grid_const
                   static_cast<int>(gridDim.x * blockDim.x));
 }
 
-}  // namespace
-
-cudaError_t launch_route(const RouteArgs& args, const RouteShape& shape, cudaStream_t stream) {
+template <class Map>
+cudaError_t launch_route_kernel(const RouteLaunch<Map>& launch, const RouteShape& shape,
+                                cudaStream_t stream) {
+  const void* kernel = reinterpret_cast<const void*>(route_kernel<Map>);
   if (const cudaError_t err =
-          configure_once_per_device(reinterpret_cast<const void*>(route_kernel),
-                                    kMaxRouteShared + kMaxSlotCopyBytes);
+          configure_once_per_device(kernel, kMaxRouteShared + kMaxSlotCopyBytes);
       err != cudaSuccess)
     return err;
-  route_kernel<<<shape.blocks, shape.threads, shape.shared_bytes, stream>>>(args);
+  route_kernel<Map><<<shape.blocks, shape.threads, shape.shared_bytes, stream>>>(launch);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t launch_route(const RouteArgs& args, const ExpertMap* map, const RouteShape& shape,
+                         cudaStream_t stream) {
+  if (map) {
+    thread_local RouteLaunch<ExpertMap> launch;  // 8 KB: no heap per call
+    launch.args = args;
+    launch.map = *map;
+    if (const cudaError_t err = launch_route_kernel(launch, shape, stream); err != cudaSuccess)
+      return err;
+  } else if (const cudaError_t err = launch_route_kernel(RouteLaunch<NoMap>{args, {}}, shape, stream);
+             err != cudaSuccess) {
+    return err;
+  }
   if (shape.blocks == 1) return cudaGetLastError();
   place_kernel<<<shape.blocks, kPlaceThreads, 0, stream>>>(args);
   return cudaGetLastError();

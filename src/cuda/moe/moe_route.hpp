@@ -80,7 +80,9 @@ inline RouteShape route_shape(int tokens, int experts, int n_group, int top_k, i
 // Routes and groups: route_kernel, then place_kernel when the shape has more than one block.
 // With more than one block, `args.out.ticket` must be zero when route_kernel starts (the caller
 // zeroes it on the stream); a single block does not use it.
-cudaError_t launch_route(const RouteArgs& args, const RouteShape& shape, cudaStream_t stream);
+// `map`: the layer's expert map, or null without one.
+cudaError_t launch_route(const RouteArgs& args, const ExpertMap* map, const RouteShape& shape,
+                         cudaStream_t stream);
 // `grid` blocks stride over the bound of rows (the true count is read on the device).
 // `bias`: the layer's tables, or null without biases (the kernels then take none).
 cudaError_t launch_activation(const ActivationArgs& args, const BiasTables<2>* bias, int grid,
