@@ -3,7 +3,9 @@
 //   why_not   -> "" when the family can run the problem, else a message naming the reason;
 //   plan      -> the configuration it would launch (a tile, a split), printable;
 //   workspace -> the scratch bytes that plan needs;
-//   launch    -> stage what it needs into the workspace and launch on the caller's stream.
+//   launch    -> stage what it needs into the workspace and launch on the caller's stream;
+//   stages_glu_input -> whether its launch can compute a gated input (the MoE layer's activation)
+//                while it stages the activations.
 // The dispatcher (dispatch.cpp) chooses a family per expert row count; the check harness and the
 // bench enumerate families and configurations through the same calls (families()).
 #pragma once
