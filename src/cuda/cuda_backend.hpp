@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -34,6 +35,23 @@ void pack_nvfp4(std::string_view who, const PackNvfp4& args, core::Buffer ws, vo
 void swizzle_scales(const SwizzleScales& args, void* stream);
 void transpose_packed(const TransposePacked& args, void* stream);
 void nvfp4_grouped(const GroupedNvfp4& args, core::Buffer ws, void* stream);
+
+// A gated input for a grouped GEMM, applied while a family stages its activations: row i of A
+// is act(a[i], up[i]) with a the gate rows ([rows, K], in group order: no token ids), each value
+// silu_mul or swiglu_clamped (format/moe_math.hpp) in fp32 of the bf16 inputs, rounded to bf16:
+// the bits the MoE layer's activation kernel writes when the layer has no gate/up biases.
+struct GluInput {
+  const std::uint16_t* up = nullptr;  // [rows, K] bf16
+  bool clamped = false;               // swiglu_clamped, else silu
+  float alpha = 0, limit = 0;         // swiglu_clamped's
+};
+
+// nvfp4_grouped on the gated input: true when every launch the dispatcher chooses for `args`
+// stages it (the decode family), and then it ran; false when one would not, and then nothing was
+// launched (the caller computes the activation rows and calls nvfp4_grouped). The workspace is
+// nvfp4_grouped's.
+bool nvfp4_grouped_on_glu(const GroupedNvfp4& args, const GluInput& glu, core::Buffer ws,
+                          void* stream);
 
 // The MoE layer (moe/moe_layer.cpp): routing, gate/up, activation, down and combine on `stream`,
 // no host synchronisation. Non-finite logits or weights and ids outside [0, E), which only the

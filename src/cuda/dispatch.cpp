@@ -3,7 +3,8 @@
 // tiled family takes the rest and every bf16 GEMM; with device offsets one family takes every
 // expert, chosen by the mean row count), sizes the workspace as the largest of the
 // launches it will make (they run one after another on the caller's stream, so they share it)
-// and launches. METRALE_CUDA_KERNEL overrides the choice for tuning and tests.
+// and launches. METRALE_CUDA_KERNEL overrides the choice for tuning and tests. A gated input
+// (nvfp4_grouped_on_glu) runs only when every chosen launch stages it; else nothing launches.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -145,23 +146,32 @@ void require_aligned_inputs(const Problem& problem) {
     }
 }
 
-void run(const Problem& problem, core::Buffer ws, void* stream) {
+// A device, and the call's limits and alignments; false when it has no rows (nothing to launch).
+bool has_rows_to_run(const Problem& problem) {
   require_device(problem.op);
   const GroupedNvfp4& a = problem.args;
-  if (a.groups.num_experts == 0 || a.groups.m_total == 0) return;
+  if (a.groups.num_experts == 0 || a.groups.m_total == 0) return false;
   if (a.groups.num_experts > kMaxExperts)
     fail(Status::unsupported,
          "{}: num_experts = {} exceeds the CUDA backend's limit of {} (host offsets and the plan "
          "kernel's expert scan)",
          problem.op, a.groups.num_experts, kMaxExperts);
   require_aligned_inputs(problem);
-  const std::vector<Launch> launches = choose(problem);
+  return true;
+}
+
+void launch_all(const Problem& problem, const std::vector<Launch>& launches, core::Buffer ws,
+                void* stream) {
   const std::size_t needed = workspace_for(problem, launches);
   if (ws.size < needed)
     fail(Status::workspace_too_small, "{}: needs {} bytes of workspace, got {}", problem.op,
          needed, ws.size);
   for (const Launch& l : launches)
     l.family->launch(problem, l.plan, ws, static_cast<cudaStream_t>(stream));
+}
+
+void run(const Problem& problem, core::Buffer ws, void* stream) {
+  if (has_rows_to_run(problem)) launch_all(problem, choose(problem), ws, stream);
 }
 
 // A single GEMM as a one-expert problem; the host arrays live in this object.
@@ -282,6 +292,25 @@ void nvfp4_gemm(const Nvfp4Gemm& args, core::Buffer ws, void* stream) {
 
 void nvfp4_grouped(const GroupedNvfp4& args, core::Buffer ws, void* stream) {
   run(grouped_problem("nvfp4_grouped (CUDA)", args), ws, stream);
+}
+
+bool nvfp4_grouped_on_glu(const GroupedNvfp4& args, const GluInput& glu, core::Buffer ws,
+                          void* stream) {
+  Problem problem = grouped_problem("nvfp4_grouped_on_glu (CUDA)", args);
+  problem.glu = glu;
+  if (glu.up == nullptr || args.token_ids != nullptr)
+    fail(Status::invalid_argument,
+         "{}: the gated input needs the up rows (glu.up = {}) and the gate rows in group order "
+         "(token_ids = {}, expected null)",
+         problem.op, static_cast<const void*>(glu.up), static_cast<const void*>(args.token_ids));
+  if (!has_rows_to_run(problem)) return true;  // no rows: nothing to compute on either path
+  const std::vector<Launch> launches = choose(problem);
+  const bool staged = std::all_of(launches.begin(), launches.end(), [](const Launch& l) {
+    return l.family->stages_glu_input(l.plan);
+  });
+  if (!staged) return false;
+  launch_all(problem, launches, ws, stream);
+  return true;
 }
 
 std::string nvfp4_grouped_plan(const GroupedNvfp4& args) {

@@ -3,7 +3,9 @@
 //   why_not   -> "" when the family can run the problem, else a message naming the reason;
 //   plan      -> the configuration it would launch (a tile, a split), printable;
 //   workspace -> the scratch bytes that plan needs;
-//   launch    -> stage what it needs into the workspace and launch on the caller's stream.
+//   launch    -> stage what it needs into the workspace and launch on the caller's stream;
+//   stages_glu_input -> whether its launch can compute a gated input (the MoE layer's activation)
+//                while it stages the activations.
 // The dispatcher (dispatch.cpp) chooses a family per expert row count; the check harness and the
 // bench enumerate families and configurations through the same calls (families()).
 #pragma once
@@ -16,6 +18,7 @@
 #include <string>
 
 #include "core/workspace.hpp"
+#include "cuda/cuda_backend.hpp"
 #include "metrale/metrale.hpp"
 
 namespace metrale::cuda {
@@ -26,6 +29,7 @@ struct Problem {
   const char* op = "";      // the caller's function name, for messages
   bool nvfp4 = true;        // false: weight pointers are bf16 [N, K]
   GroupedNvfp4 args{};      // shapes, pointers (host arrays of device pointers), routing
+  GluInput glu{};           // glu.up set: A's rows are act(args.a, up) (stages_glu_input)
 };
 
 // Expert row counts a launch covers: experts whose rows fall outside are left to another family.
@@ -65,6 +69,10 @@ class Family {
   virtual std::size_t workspace_bytes(const Problem& problem, const Plan& plan) const = 0;
   virtual void launch(const Problem& problem, const Plan& plan, core::Buffer ws,
                       cudaStream_t stream) const = 0;
+  // Whether `plan`'s launch computes a gated input (Problem::glu) while it stages the activations,
+  // at no extra workspace. A family that does not stage them would need the activation rows
+  // written first, so it is never given a problem with glu set.
+  virtual bool stages_glu_input(const Plan&) const { return false; }
 };
 
 // Every family built into this library, in dispatch order of preference.

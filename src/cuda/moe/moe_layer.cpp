@@ -7,6 +7,9 @@
 //   3. the activation over gate and up (moe_glue.cu);
 //   4. down: the grouped GEMM on the activation rows;
 //   5. the combine (moe_glue.cu).
+// Without gate/up biases, when down runs on the decode family (decode sizes), steps 3 and 4 are
+// one: down's plan kernel computes the activation from the gate and up rows while it stages its
+// input (nvfp4_grouped_on_glu), the same bf16 values, and the activation kernel does not run.
 // The grouped GEMMs are the ones nvfp4_grouped runs (the kernel-family dispatcher), bounded by
 // max_rows_per_expert = T (T·k when a token may name a local expert twice): the layer equals
 // metrale's grouped calls plus the glue, as the CPU oracle computes it.
@@ -39,6 +42,10 @@ std::int64_t slot_count(const MoeLayer& layer, int tokens) {
 
 bool has_bias(const MoeLayer& layer) {
   return layer.gate_bias_ptrs || layer.up_bias_ptrs || layer.down_bias_ptrs;
+}
+
+bool has_gate_up_bias(const MoeLayer& layer) {
+  return layer.gate_bias_ptrs || layer.up_bias_ptrs;
 }
 
 // The grouped GEMMs' row bound per expert: a token names an expert once when routing from logits;
@@ -170,8 +177,7 @@ struct GroupedStep {
   int n, k;
 };
 
-void run_grouped(const MoeForward& args, const Scratch& s, const GroupedStep& step,
-                 cudaStream_t stream) {
+GroupedNvfp4 grouped_args(const MoeForward& args, const Scratch& s, const GroupedStep& step) {
   GroupedNvfp4 g{};
   g.a = step.a;
   g.a_rows = step.a_rows;
@@ -184,7 +190,12 @@ void run_grouped(const MoeForward& args, const Scratch& s, const GroupedStep& st
   g.groups = device_groups(args.layer, args.tokens.num_tokens, s.routes.offsets);
   g.n = step.n;
   g.k = step.k;
-  nvfp4_grouped(g, s.gemm, stream);
+  return g;
+}
+
+void run_grouped(const MoeForward& args, const Scratch& s, const GroupedStep& step,
+                 cudaStream_t stream) {
+  nvfp4_grouped(grouped_args(args, s, step), s.gemm, stream);
 }
 
 void run_gate_up(const MoeForward& args, const Scratch& s, cudaStream_t stream) {
@@ -235,17 +246,33 @@ void run_activation(const MoeForward& args, const Scratch& s, cudaStream_t strea
   METRALE_CUDA_CHECK(moe::launch_activation(a, biased ? &bias : nullptr, grid, stream));
 }
 
-// Down on the activation rows (over gate, in expert order: no gather).
-void run_down(const MoeForward& args, const Scratch& s, cudaStream_t stream) {
+// Down's GEMM: its input is the gate rows, in expert order (no gather); after the activation
+// kernel they hold the activation.
+GroupedNvfp4 down_args(const MoeForward& args, const Scratch& s) {
   const MoeLayer& layer = args.layer;
-  run_grouped(args, s,
-              {s.gate,
-               static_cast<std::int32_t>(slot_count(layer, args.tokens.num_tokens)),
-               nullptr,
-               {{&layer.down, s.down}},
-               layer.hidden_size,
-               layer.intermediate_size},
-              stream);
+  return grouped_args(args, s,
+                      {s.gate,
+                       static_cast<std::int32_t>(slot_count(layer, args.tokens.num_tokens)),
+                       nullptr,
+                       {{&layer.down, s.down}},
+                       layer.hidden_size,
+                       layer.intermediate_size});
+}
+
+// The activation and down: in one pass when down's family stages the activation from gate and
+// up (no gate/up biases: those are added by the activation kernel), else the kernel, then down.
+void run_activation_and_down(const MoeForward& args, const Scratch& s, cudaStream_t stream) {
+  const MoeLayer& layer = args.layer;
+  if (!has_gate_up_bias(layer)) {
+    GluInput glu;
+    glu.up = s.up;
+    glu.clamped = layer.activation == MoeActivation::swiglu_clamped;
+    glu.alpha = layer.swiglu_alpha;
+    glu.limit = layer.swiglu_limit;
+    if (nvfp4_grouped_on_glu(down_args(args, s), glu, s.gemm, stream)) return;
+  }
+  run_activation(args, s, stream);
+  nvfp4_grouped(down_args(args, s), s.gemm, stream);
 }
 
 void run_combine(const MoeForward& args, const Scratch& s, cudaStream_t stream) {
@@ -316,8 +343,7 @@ void moe_forward(std::string_view who, const MoeForward& args, core::Buffer ws, 
   launch_route(args, s, st);
   if (any_local_expert(layer)) {
     run_gate_up(args, s, st);
-    run_activation(args, s, st);
-    run_down(args, s, st);
+    run_activation_and_down(args, s, st);
   }
   run_combine(args, s, st);
 }

@@ -2,8 +2,9 @@
 // arguments and the scratch they share. Plain structs, included by host and device code.
 //
 // The layer runs on the caller's stream (moe_layer.cpp): route + group, the grouped gate/up GEMM,
-// the activation, the grouped down GEMM, the combine. Nothing goes through the host: the grouped
-// GEMMs read the expert offsets the routing kernel wrote (device offsets).
+// the activation, the grouped down GEMM, the combine (at decode sizes without gate/up biases,
+// down's staging computes the activation, and its kernel does not run). Nothing goes through the
+// host: the grouped GEMMs read the expert offsets the routing kernel wrote (device offsets).
 #pragma once
 
 #include <cstdint>

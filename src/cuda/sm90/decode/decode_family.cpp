@@ -46,6 +46,16 @@ struct Layout {  // the workspace, carved in this order
 
 int split_capacity() { return kSplitTilesPerSm * device_sm_count(); }
 
+// The plan kernel's CTAs: CTA 0 plans, the others stage the activations (decode_plan.cu's
+// stage_rest), a thread per k-tile of a group row, or per 16-byte piece of one with a gated input.
+int plan_grid(const Problem& problem) {
+  const GroupedNvfp4& a = problem.args;
+  const int per_tile = problem.glu.up ? kGluPiecesPerTile : 1;
+  const long long items = 1LL * a.groups.m_total * k_tiles_of(a.k) * per_tile;
+  return static_cast<int>(std::clamp<long long>((items + kPlanThreads - 1) / kPlanThreads + 1, 2,
+                                                4LL * device_sm_count()));
+}
+
 Layout carve(const Problem& problem, void* base) {
   const GroupedNvfp4& a = problem.args;
   const std::size_t experts = static_cast<std::size_t>(a.groups.num_experts);
@@ -102,6 +112,9 @@ class DecodeFamily final : public Family {
     return carve(problem, nullptr).bytes;
   }
 
+  // The plan kernel computes the gated rows into the activation copy it writes anyway.
+  bool stages_glu_input(const Plan&) const override { return true; }
+
   void launch(const Problem& problem, const Plan& plan, core::Buffer ws,
               cudaStream_t stream) const override {
     const GroupedNvfp4& a = problem.args;
@@ -117,18 +130,14 @@ class DecodeFamily final : public Family {
     int ctas_per_sm = 0, shared_bytes = 0;
     METRALE_CUDA_CHECK(decode_occupancy(plan.config, experts, &ctas_per_sm, &shared_bytes));
     const PlanShape shape = plan_shape(problem, plan, l, experts, ctas_per_sm);
-    const long long groups = 1LL * a.groups.m_total * k_tiles_of(a.k);
-    // CTA 0 plans, the others stage the activations (decode_plan.cu's stage_rest).
-    const int plan_grid = static_cast<int>(std::clamp<long long>(
-        (groups + kPlanThreads - 1) / kPlanThreads + 1, 2, 4LL * device_sm_count()));
     if (compact) {
       compact_args.shape = shape;
       fill_compact(problem, listed, compact_args);
-      METRALE_CUDA_CHECK(launch_plan(compact_args, plan_grid, stream));
+      METRALE_CUDA_CHECK(launch_plan(compact_args, plan_grid(problem), stream));
     } else if (a.groups.offsets_on_device) {
-      launch_general_plan(problem, shape, device_args, plan_grid, stream);
+      launch_general_plan(problem, shape, device_args, plan_grid(problem), stream);
     } else {
-      launch_general_plan(problem, shape, host_args, plan_grid, stream);
+      launch_general_plan(problem, shape, host_args, plan_grid(problem), stream);
     }
     METRALE_CUDA_CHECK(
         launch_decode(plan.config, decode_params(problem, l, shape), shape.grid, shared_bytes, stream));
@@ -201,6 +210,8 @@ class DecodeFamily final : public Family {
     s.token_ids = a.token_ids;
     s.act = l.act;
     s.k = a.k;
+    const GluInput& glu = problem.glu;
+    s.glu = GluStaging{glu.up, glu.clamped, glu.alpha, glu.limit};
     return s;
   }
 

@@ -79,6 +79,17 @@ struct PlanTotals {
   std::int32_t units;
 };
 
+// A gated input (Problem::glu): staged row i is act(a[i], up[i]), computed in the staging pass.
+// One thread per 64-value k-tile would evaluate 64 exps in a row, so kGluPiecesPerTile threads
+// share a k-tile, each writing one 16-byte piece (8 values in decode order).
+inline constexpr int kGluPiecesPerTile = kKTile / 8;
+
+struct GluStaging {
+  const std::uint16_t* up;  // [m_total, K] bf16; null: a is staged as it is
+  std::int32_t clamped;     // swiglu_clamped, else silu_mul
+  float alpha, limit;       // swiglu_clamped's
+};
+
 // What both plan kernels share: the launch's shape and the workspace arrays they fill.
 struct PlanShape {
   StagedTables tables;            // the expert table: [proj][tables.num_experts]
@@ -97,6 +108,7 @@ struct PlanShape {
   const std::int32_t* token_ids;
   std::uint16_t* act;             // [m_total, act_stride(K)]
   std::int32_t k;
+  GluStaging glu;                 // glu.up set: a holds gate rows (no token ids)
 };
 
 // Host offsets, any expert count: the offsets and the table's first chunk travel here (later

@@ -6,14 +6,17 @@
 //     split that fills the GPU;
 //   - (the other CTAs) the split tiles' counters zeroed, and the activations, gathered per group
 //     row and put in decode K order (format::decode_k_source), so the main kernel copies
-//     contiguous rows.
+//     contiguous rows; with a gated input (PlanShape::glu, the MoE layer's down) each value is
+//     act(gate, up), computed here instead of in an activation kernel.
 // No host synchronisation: a graph replay re-plans from whatever offsets the device holds.
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 
 #include "cuda/sm90/decode/decode_plan.hpp"
 #include "cuda/stage/stage_tables.hpp"
+#include "format/bf16.hpp"
 #include "format/layouts.hpp"
+#include "format/moe_math.hpp"
 
 namespace metrale::cuda::sm90::decode {
 namespace {
@@ -211,19 +214,77 @@ __device__ void stage_activation_group(const PlanShape& a, int row, int tile) {
   for (int i = 0; i < kPieces; ++i) to[i] = *reinterpret_cast<const uint4*>(&out[4 * i]);
 }
 
+// act(gate, up) as the MoE layer's activation kernel computes it without biases (moe_glue.cu):
+// fp32 of the bf16 inputs, one rounding to bf16.
+__device__ std::uint16_t glu_value(const GluStaging& glu, std::uint16_t gate, std::uint16_t up) {
+  const float g = format::bf16_to_float(gate), u = format::bf16_to_float(up);
+  return format::float_to_bf16(glu.clamped ? format::swiglu_clamped(g, u, glu.alpha, glu.limit)
+                                           : format::silu_mul(g, u));
+}
+
+// Piece `piece` (decode columns 8·piece .. 8·piece + 7) of group row `row`'s k-tile `tile` with
+// a gated input: each value act(gate, up) of its source column; past K (the last k-tile when
+// K % 64 == 32) or past a_rows, zeros. The eight values' sources are 4 to 52 apart: single bf16
+// loads, all issued before the arithmetic; the tile's 128 bytes of gate and of up are shared by
+// its eight threads through L1.
+__device__ void stage_glu_piece(const PlanShape& a, int row, int tile, int piece) {
+  const int k0 = tile * kKTile;
+  const bool row_in = a.a_rows == 0 || row < a.a_rows;
+  const std::size_t at = static_cast<std::size_t>(row) * a.k + k0;
+  std::uint16_t gate[8], up[8];
+  bool in[8];
+#pragma unroll
+  for (int h = 0; h < 8; ++h) {
+    const int source = format::decode_k_source(8 * piece + h);
+    in[h] = row_in && k0 + source < a.k;
+    gate[h] = in[h] ? __ldg(a.a + at + source) : 0;
+    up[h] = in[h] ? __ldg(a.glu.up + at + source) : 0;
+  }
+  std::uint32_t out[4];
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    const std::uint32_t low = in[2 * q] ? glu_value(a.glu, gate[2 * q], up[2 * q]) : 0;
+    const std::uint32_t high = in[2 * q + 1] ? glu_value(a.glu, gate[2 * q + 1], up[2 * q + 1]) : 0;
+    out[q] = low | high << 16;
+  }
+  auto* to = reinterpret_cast<uint4*>(a.act + static_cast<std::size_t>(row) * act_stride(a.k) + k0);
+  to[piece] = make_uint4(out[0], out[1], out[2], out[3]);
+}
+
+// How a plan kernel stages the activations: copied (gathered when token ids are given), or
+// computed from a gated input (PlanShape::glu). A template parameter, not a branch: the gated
+// staging's registers would otherwise change how ptxas allocates the copying kernels' planning.
+enum class Staging { copy, glu };
+
+// The activations' staging, one k-tile per thread, or one piece per thread with a gated input.
+// items < 2^31: the copy is at most kDecodeActivationBudget (128 MB) of 128-byte k-tiles, so at
+// most 2^20 k-tiles and 2^23 pieces.
+template <Staging kStaging>
+__device__ void stage_activations(const PlanShape& a, int thread, int threads) {
+  const int tiles = act_stride(a.k) / kKTile;
+  if constexpr (kStaging == Staging::copy) {
+    const int items = a.m_total * tiles;
+    for (int i = thread; i < items; i += threads) stage_activation_group(a, i / tiles, i % tiles);
+    return;
+  }
+  const int items = a.m_total * tiles * kGluPiecesPerTile;
+  for (int i = thread; i < items; i += threads) {
+    const int group = i / kGluPiecesPerTile;
+    stage_glu_piece(a, group / tiles, group % tiles, i % kGluPiecesPerTile);
+  }
+}
+
 // Counters, activations: spread over the CTAs after the first, which plans meanwhile (its scans
 // and the staging's dependent loads, token id then row, no longer add up at T = 1); over CTA 0
 // too when it is alone.
+template <Staging kStaging>
 __device__ void stage_rest(const PlanShape& a) {
   const int first_cta = gridDim.x > 1 ? 1 : 0;
   if (static_cast<int>(blockIdx.x) < first_cta) return;
   const int thread = (blockIdx.x - first_cta) * blockDim.x + threadIdx.x;
   const int threads = (gridDim.x - first_cta) * blockDim.x;
   for (int i = thread; i < a.split_capacity; i += threads) a.counters[i] = 0;
-  // items < 2^31: the copy is at most kDecodeActivationBudget (128 MB) of 128-byte k-tiles.
-  const int tiles = act_stride(a.k) / kKTile;
-  const int items = a.m_total * tiles;
-  for (int i = thread; i < items; i += threads) stage_activation_group(a, i / tiles, i % tiles);
+  stage_activations<kStaging>(a, thread, threads);
 }
 
 template <int kItems, class Args>
@@ -234,17 +295,17 @@ __device__ void plan_on_cta0(const Args& a, int experts) {
 }
 
 // PlanArgs or DevicePlanArgs: the offsets and the table's first chunk travel with the launch.
-template <int kItems, class Args>
+template <int kItems, Staging kStaging, class Args>
 __global__ void __launch_bounds__(kPlanThreads) plan_kernel(const __grid_constant__ Args a) {
   // The main kernel may start launching now; it waits for this grid's writes before reading.
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
   if (blockIdx.x == 0) plan_on_cta0<kItems>(a, a.shape.tables.num_experts);
   copy_table_chunk(a.chunk, a.shape.tables, blockIdx.x * blockDim.x + threadIdx.x,
                    gridDim.x * blockDim.x);
-  stage_rest(a.shape);
+  stage_rest<kStaging>(a.shape);
 }
 
-template <int kItems>
+template <int kItems, Staging kStaging>
 __global__ void __launch_bounds__(kPlanThreads)
     compact_plan_kernel(const __grid_constant__ CompactPlanArgs a) {
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
@@ -254,40 +315,48 @@ __global__ void __launch_bounds__(kPlanThreads)
     for (int i = threadIdx.x; i < a.shape.proj_count * a.count; i += blockDim.x)
       a.shape.tables.table[i] = a.entries[i / a.count][i % a.count];
   }
-  stage_rest(a.shape);
+  stage_rest<kStaging>(a.shape);
 }
 
-// Calls fn.template operator()<kItems>() with the items per thread for `experts`: one
-// instantiation per power of two up to kMaxItems.
-template <class Fn>
-cudaError_t with_items(int experts, Fn&& fn) {
+// Calls fn.template operator()<kItems, kStaging>() with the items per thread for `experts` (one
+// instantiation per power of two up to kMaxItems) and the staging `shape` asks for.
+template <Staging kStaging, class Fn>
+void with_items_staging(int experts, Fn& fn) {
   static_assert(kMaxItems == 8, "one case per power of two up to kMaxItems");
   switch (items_for(experts)) {
-    case 1: fn.template operator()<1>(); break;
-    case 2: fn.template operator()<2>(); break;
-    case 4: fn.template operator()<4>(); break;
-    default: fn.template operator()<8>(); break;
+    case 1: fn.template operator()<1, kStaging>(); break;
+    case 2: fn.template operator()<2, kStaging>(); break;
+    case 4: fn.template operator()<4, kStaging>(); break;
+    default: fn.template operator()<8, kStaging>(); break;
   }
+}
+
+template <class Fn>
+cudaError_t with_items(const PlanShape& shape, int experts, Fn&& fn) {
+  if (shape.glu.up != nullptr)
+    with_items_staging<Staging::glu>(experts, fn);
+  else
+    with_items_staging<Staging::copy>(experts, fn);
   return cudaGetLastError();
 }
 
 }  // namespace
 
 cudaError_t launch_plan(const PlanArgs& args, int grid, cudaStream_t stream) {
-  return with_items(args.shape.tables.num_experts, [&]<int kItems>() {
-    plan_kernel<kItems, PlanArgs><<<grid, kPlanThreads, 0, stream>>>(args);
+  return with_items(args.shape, args.shape.tables.num_experts, [&]<int kItems, Staging kStaging>() {
+    plan_kernel<kItems, kStaging, PlanArgs><<<grid, kPlanThreads, 0, stream>>>(args);
   });
 }
 
 cudaError_t launch_plan(const DevicePlanArgs& args, int grid, cudaStream_t stream) {
-  return with_items(args.shape.tables.num_experts, [&]<int kItems>() {
-    plan_kernel<kItems, DevicePlanArgs><<<grid, kPlanThreads, 0, stream>>>(args);
+  return with_items(args.shape, args.shape.tables.num_experts, [&]<int kItems, Staging kStaging>() {
+    plan_kernel<kItems, kStaging, DevicePlanArgs><<<grid, kPlanThreads, 0, stream>>>(args);
   });
 }
 
 cudaError_t launch_plan(const CompactPlanArgs& args, int grid, cudaStream_t stream) {
-  return with_items(args.count, [&]<int kItems>() {
-    compact_plan_kernel<kItems><<<grid, kPlanThreads, 0, stream>>>(args);
+  return with_items(args.shape, args.count, [&]<int kItems, Staging kStaging>() {
+    compact_plan_kernel<kItems, kStaging><<<grid, kPlanThreads, 0, stream>>>(args);
   });
 }
 
