@@ -84,7 +84,7 @@ __device__ LaneBest lane_best(const float* value, const std::uint8_t* state, int
 // Each lane keeps its two best entries; a pick is a warp max of the lanes' best keys and a warp
 // min of the tied lanes' indices (two redux instructions), and the winning lane moves its second
 // up, rescanning its entries only when it has none. A rescan per pick made this most of the
-// routing warp's instructions at E = 512 (docs/perf.md, 2026-12-03).
+// routing warp's instructions at E = 512 (docs/perf.md, 2026-12-02, second session).
 __device__ void take_best(const float* value, std::uint8_t* state, int n, int picks,
                           std::int32_t* ids) {
   LaneBest mine = lane_best(value, state, n);

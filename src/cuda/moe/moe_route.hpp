@@ -34,7 +34,7 @@ inline constexpr int kMaxSlotCopyBytes = 32 * 1024;
 // Up to this many tokens one block routes them all (no ticket, no memset, no placing launch);
 // past it, blocks of about kRouteBlockTokens tokens spread the routing over the SMs: 64 tokens on
 // two blocks of 32 routing warps took 21 us, each SM's warps queueing for its issue slots
-// (docs/perf.md, 2026-12-03).
+// (docs/perf.md, 2026-12-02, second session).
 inline constexpr int kSingleBlockTokens = 16;
 inline constexpr int kRouteBlockTokens = 8;
 

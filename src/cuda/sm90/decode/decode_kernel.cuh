@@ -40,11 +40,13 @@ struct Shape {
   static constexpr int kThreads = 128;
   // A stage is kSubTiles k-tiles of 64: the barrier, the waits and the loader's bookkeeping are
   // paid once per stage, so narrow tiles (where they dominate) take 256 K a stage.
-  static constexpr int kSubTiles = kTokens <= 32 ? 4 : 2;
-  // Narrow tiles: 3 stages and at most 128 registers, so that 4 CTAs (16 warps) share an SM and
-  // keep its issue slots busy; each still has 2 stages (18 KB of codes) in flight.
-  static constexpr int kStages = kTokens <= 32 ? 3 : kTokens <= 64 ? 4 : 3;
-  static constexpr int kMinCtasPerSm = kTokens <= 16 ? 4 : 1;
+  static constexpr int kSubTiles = kTokens <= 16 ? 4 : 2;
+  // Up to 32 tokens: at most 128 registers and ~55 KB of stages, so that 4 CTAs (16 warps) share
+  // an SM and keep its issue slots busy; each still has 2 stages in flight. 32 tokens at 4
+  // sub-tiles a stage took 81 KB and 192 registers, 2 CTAs an SM: Mixtral gate_up at T = 64 ran
+  // 345 us that way and 320-325 us this way (docs/perf.md, 2026-12-02, second session).
+  static constexpr int kStages = kTokens <= 16 ? 3 : kTokens <= 64 ? 4 : 3;
+  static constexpr int kMinCtasPerSm = kTokens <= 32 ? 4 : 1;
   static constexpr int kActBytes = kTokens * kSwizzleRowBytes;      // kTokens x 64 bf16
   static constexpr int kWeightBytes = kRows * kKTile / 2;          // 64 rows x 64 codes
   static constexpr int kScaleBytes = static_cast<int>(format::kSfbTileBytes);
