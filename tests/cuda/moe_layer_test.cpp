@@ -504,19 +504,22 @@ TEST(CudaMoe, HostSideRefusalsNameTheValue) {
 }
 
 // The routing launch's shape (host logic, no GPU): one block up to 16 tokens, else blocks of
-// about 8 tokens; a block takes the threads its routing warps and its loops over the experts
-// need, never fewer than four warps; its slot copies fit the shared memory it asks for.
+// about 8 tokens, the last placing every slot up to 2048 of them; a block takes the threads its
+// routing warps and its loops over the experts need, never fewer than four warps; its slot
+// copies fit the shared memory it asks for.
 TEST(CudaMoe, RouteShapeSizesBlocksToTheirWork) {
   struct Expected {
     int tokens, experts, n_group, top_k, blocks, threads;
+    bool last_block_places = false;
   };
   const Expected cases[] = {
       {1, 128, 1, 8, 1, 128},  // Qwen3-30B at T = 1: one warp routes, four share the loops
       {1, 512, 1, 10, 1, 512},  // Qwen3-Next: a thread per expert
       {1, 256, 8, 8, 1, 256},   // DeepSeek-V3
       {16, 128, 1, 8, 1, 512},  // the most one block routes: a warp per token
-      {20, 128, 1, 8, 3, 224},  // past it, blocks of about 8 tokens
-      {64, 128, 1, 8, 8, 256},
+      {20, 128, 1, 8, 3, 224, true},  // past it, blocks of about 8 tokens
+      {64, 128, 1, 8, 8, 256, true},  // 512 slots: the last block places them
+      {512, 128, 1, 8, 64, 256},      // 4096 slots: a placing launch
       {1, 8, 1, 2, 1, 128},     // Mixtral
       {4096, 128, 1, 8, 128, 1024},
   };
@@ -525,6 +528,7 @@ TEST(CudaMoe, RouteShapeSizesBlocksToTheirWork) {
         cuda::moe::route_shape(e.tokens, e.experts, e.n_group, e.top_k, e.experts);
     EXPECT_EQ(shape.blocks, e.blocks) << "T = " << e.tokens << ", E = " << e.experts;
     EXPECT_EQ(shape.threads, e.threads) << "T = " << e.tokens << ", E = " << e.experts;
+    EXPECT_EQ(shape.last_block_places, e.last_block_places) << "T = " << e.tokens;
   }
   for (int tokens : {1, 2, 7, 31, 32, 33, 100, 4096, 40000})
     for (int experts : {8, 60, 128, 256, 512, 2048}) {

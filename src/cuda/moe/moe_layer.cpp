@@ -162,6 +162,7 @@ void launch_route(const MoeForward& args, const Scratch& s, cudaStream_t stream)
   a.warps = s.route.warps;
   a.tokens_per_block = s.route.tokens_per_block;
   a.slot_copy_at = s.route.slot_copy_at;
+  a.last_block_places = s.route.last_block_places;
   if (s.route.blocks > 1)  // the blocks' ticket; a single block needs none
     METRALE_CUDA_CHECK(cudaMemsetAsync(s.routes.ticket, 0, sizeof(std::uint32_t), stream));
   METRALE_CUDA_CHECK(moe::launch_route(a, layer.expert_map ? &map : nullptr, s.route, stream));

@@ -51,6 +51,7 @@ struct RouteArgs {
   std::int32_t warps;             // routing warps per block (their scratch fits shared memory)
   std::int32_t tokens_per_block;  // block b routes tokens [b, b + 1) x tokens_per_block
   std::int32_t slot_copy_at;      // RouteShape::slot_copy_at
+  std::int32_t last_block_places; // RouteShape::last_block_places
 };
 
 // The expert map, global -> local id (-1: remote), when the layer has one. It travels with the

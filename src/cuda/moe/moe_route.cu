@@ -6,10 +6,10 @@
 // Grouping, stable, without sorting, in parallel: each block routes a contiguous run of tokens,
 // then ranks its own slots per expert (one warp, __match_any_sync) and publishes its counts per
 // expert. The last block to finish (a ticket, integer atomics only) sums them: a prefix over the
-// blocks per expert, a scan over the experts. A second kernel, a block per routing block, then
-// places each slot at row = offset + rows of the blocks before + rank (one routing block places
-// its own: no second launch at small T). Deterministic: nothing depends on which block finished
-// last.
+// blocks per expert, a scan over the experts. Each slot then goes to row = offset + rows of the
+// blocks before + rank: placed by a second kernel, a block per routing block, or, with few slots,
+// by the last block itself (and a single routing block places its own: no ticket either).
+// Deterministic: nothing depends on which block finished last.
 #include "cuda/family.hpp"
 #include "cuda/moe/moe_route.hpp"
 #include "format/bf16.hpp"
@@ -344,9 +344,13 @@ __device__ void place_block_slots(const RouteArgs& a, const int* offsets, const 
                                   const BlockSlots& slots) {
   const int end = min(slots.first + a.tokens_per_block * a.top_k, a.tokens * a.top_k);
   for (int s = slots.first + static_cast<int>(threadIdx.x); s < end; s += blockDim.x) {
-    const int l = slots.local[s - slots.first];
+    const int i = s - slots.first;
+    // Other blocks' slots are read through L2 (__ldcg): this SM's L1 may hold older lines.
+    const int l = slots.in_shared ? slots.local[i] : __ldcg(slots.local + i);
     int row = -1;
-    if (l >= 0) row = slots.rank[s - slots.first] + offsets[l] + (before ? before[l] : 0);
+    if (l >= 0)
+      row = (slots.in_shared ? slots.rank[i] : __ldcg(slots.rank + i)) + offsets[l] +
+            (before ? before[l] : 0);
     a.out.slot_row[s] = row;
     if (row < 0) continue;
     a.out.row_token[row] = s / a.top_k;
@@ -389,7 +393,7 @@ __device__ int write_offsets(const RouteArgs& a, RowsOf rows_of, int* offsets, i
 // each expert its first row (offsets). Placing the slots is left to place_kernel, a block per
 // routing block: from one SM the scattered stores of every slot took two thirds of the routing
 // time (docs/perf.md, "The MoE glue measured"). What other blocks wrote is read through L2.
-__device__ void first_rows(const RouteArgs& a, int* shared) {
+__device__ const int* first_rows(const RouteArgs& a, int* shared) {
   const int L = a.local_experts, blocks = gridDim.x;
   const int tid = threadIdx.x, threads = blockDim.x;
   int* counts = a.out.block_counts;
@@ -428,6 +432,24 @@ __device__ void first_rows(const RouteArgs& a, int* shared) {
         return rows;
       },
       offsets, scan);
+  return offsets;
+}
+
+// The slots of routing block `block`, read back from the global arrays route_kernel left.
+__device__ BlockSlots global_block_slots(const RouteArgs& a, int block) {
+  const int first = block * a.tokens_per_block * a.top_k;
+  return {a.out.slot_local + first, a.out.slot_row + first, first, false};
+}
+
+// With few slots (RouteShape::last_block_places) the last block places every block's slots
+// itself: the placing kernel's launch costs more than these loads and stores.
+__device__ void place_every_block(const RouteArgs& a, const int* offsets) {
+  for (int b = 0; b < static_cast<int>(gridDim.x); ++b)
+    place_block_slots(a, offsets,
+                      a.out.block_counts + static_cast<std::size_t>(b) * a.local_experts,
+                      global_block_slots(a, b));
+  clear_tail_rows(a, offsets[a.local_experts], static_cast<int>(threadIdx.x),
+                  static_cast<int>(blockDim.x));
 }
 
 // The only routing block (every token in one block): its counts are the experts' rows. No
@@ -469,16 +491,16 @@ __global__ void __launch_bounds__(kRouteThreads, 1)
   __syncthreads();
   if (!last) return;
   __threadfence();
-  first_rows(a, reinterpret_cast<int*>(shared));
+  const int* offsets = first_rows(a, reinterpret_cast<int*>(shared));
+  if (a.last_block_places) place_every_block(a, offsets);
 }
 
 // After route_kernel when it ran more than one block: block b places routing block b's slots
 // (read back from the global arrays route_kernel left).
 __global__ void __launch_bounds__(kPlaceThreads) place_kernel(const __grid_constant__ RouteArgs a) {
-  const int first = static_cast<int>(blockIdx.x) * a.tokens_per_block * a.top_k;
   place_block_slots(a, a.out.offsets,
                     a.out.block_counts + static_cast<std::size_t>(blockIdx.x) * a.local_experts,
-                    BlockSlots{a.out.slot_local + first, a.out.slot_row + first, first, false});
+                    global_block_slots(a, blockIdx.x));
   clear_tail_rows(a, a.out.offsets[a.local_experts],
                   static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x),
                   static_cast<int>(gridDim.x * blockDim.x));
@@ -510,7 +532,7 @@ cudaError_t launch_route(const RouteArgs& args, const ExpertMap* map, const Rout
              err != cudaSuccess) {
     return err;
   }
-  if (shape.blocks == 1) return cudaGetLastError();
+  if (shape.blocks == 1 || shape.last_block_places) return cudaGetLastError();
   place_kernel<<<shape.blocks, kPlaceThreads, 0, stream>>>(args);
   return cudaGetLastError();
 }

@@ -37,6 +37,9 @@ inline constexpr int kMaxSlotCopyBytes = 32 * 1024;
 // (docs/perf.md, 2026-12-02, second session).
 inline constexpr int kSingleBlockTokens = 16;
 inline constexpr int kRouteBlockTokens = 8;
+// Past one block, up to this many slots the last block places them all (a routing block's
+// threads, a few slots each) instead of a placing launch of a block per routing block.
+inline constexpr int kLastBlockPlaceSlots = 2048;
 
 // The routing launch's shape for T tokens: one block up to kSingleBlockTokens, else blocks of
 // about kRouteBlockTokens tokens (at most kMaxRouteBlocks), each with a routing warp per token
@@ -49,6 +52,7 @@ inline constexpr int kRouteBlockTokens = 8;
 struct RouteShape {
   int warps, tokens_per_block, blocks, threads;
   int slot_copy_at;  // byte offset of the slot copies in shared memory; 0: none
+  bool last_block_places;  // past one block: the last places every slot (no placing launch)
   std::size_t shared_bytes;
 };
 
@@ -74,10 +78,12 @@ inline RouteShape route_shape(int tokens, int experts, int n_group, int top_k, i
   const std::size_t copies = 2 * 4 * static_cast<std::size_t>(r.tokens_per_block) * top_k;
   r.slot_copy_at = copies <= kMaxSlotCopyBytes ? static_cast<int>(phases) : 0;
   r.shared_bytes = phases + (r.slot_copy_at ? copies : 0);
+  r.last_block_places = r.blocks > 1 && T * top_k <= kLastBlockPlaceSlots;
   return r;
 }
 
-// Routes and groups: route_kernel, then place_kernel when the shape has more than one block.
+// Routes and groups: route_kernel, then place_kernel when the shape has more than one block and
+// the last one does not place the slots itself.
 // With more than one block, `args.out.ticket` must be zero when route_kernel starts (the caller
 // zeroes it on the stream); a single block does not use it.
 // `map`: the layer's expert map, or null without one.
