@@ -336,6 +336,14 @@ __device__ void rank_block_slots(const RouteArgs& a, int* count, const BlockSlot
   for (int l = threadIdx.x; l < L; l += blockDim.x) out[l] = count[l];
 }
 
+// Slot s (local expert l, or -1) at `row` (-1: none): its row, and the row's token and expert.
+__device__ void store_slot(const RouteArgs& a, int s, int l, int row) {
+  a.out.slot_row[s] = row;
+  if (row < 0) return;
+  a.out.row_token[row] = s / a.top_k;
+  a.out.row_expert[row] = l;
+}
+
 // The slots of routing block `block` to their rows: row = offsets[l] + (rows of expert l in the
 // blocks before: `before`, block_counts after first_rows, or null for the only block) + the slot's
 // rank in its block. Every slot is independent of the others; their loads come first, then the
@@ -345,16 +353,8 @@ __device__ void place_block_slots(const RouteArgs& a, const int* offsets, const 
   const int end = min(slots.first + a.tokens_per_block * a.top_k, a.tokens * a.top_k);
   for (int s = slots.first + static_cast<int>(threadIdx.x); s < end; s += blockDim.x) {
     const int i = s - slots.first;
-    // Other blocks' slots are read through L2 (__ldcg): this SM's L1 may hold older lines.
-    const int l = slots.in_shared ? slots.local[i] : __ldcg(slots.local + i);
-    int row = -1;
-    if (l >= 0)
-      row = (slots.in_shared ? slots.rank[i] : __ldcg(slots.rank + i)) + offsets[l] +
-            (before ? before[l] : 0);
-    a.out.slot_row[s] = row;
-    if (row < 0) continue;
-    a.out.row_token[row] = s / a.top_k;
-    a.out.row_expert[row] = l;
+    const int l = slots.local[i];
+    store_slot(a, s, l, l < 0 ? -1 : slots.rank[i] + offsets[l] + (before ? before[l] : 0));
   }
 }
 
@@ -442,14 +442,30 @@ __device__ BlockSlots global_block_slots(const RouteArgs& a, int block) {
 }
 
 // With few slots (RouteShape::last_block_places) the last block places every block's slots
-// itself: the placing kernel's launch costs more than these loads and stores.
+// itself, kBatch slots a thread at a time so that their loads are in flight together (one block
+// at a time, each a round trip through L2, took longer than the placing launch it saves). Other
+// blocks' slots are read through L2 (__ldcg): this SM's L1 may hold older lines.
 __device__ void place_every_block(const RouteArgs& a, const int* offsets) {
-  for (int b = 0; b < static_cast<int>(gridDim.x); ++b)
-    place_block_slots(a, offsets,
-                      a.out.block_counts + static_cast<std::size_t>(b) * a.local_experts,
-                      global_block_slots(a, b));
-  clear_tail_rows(a, offsets[a.local_experts], static_cast<int>(threadIdx.x),
-                  static_cast<int>(blockDim.x));
+  constexpr int kBatch = 8;
+  const int slots = a.tokens * a.top_k, per_block = a.tokens_per_block * a.top_k;
+  const int threads = static_cast<int>(blockDim.x);
+  for (int base = static_cast<int>(threadIdx.x); base < slots; base += kBatch * threads) {
+    int local[kBatch], rank[kBatch];
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) {
+      const int s = base + j * threads;
+      local[j] = s < slots ? __ldcg(a.out.slot_local + s) : -1;
+      rank[j] = s < slots ? __ldcg(a.out.slot_row + s) : 0;
+    }
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) {
+      const int s = base + j * threads, l = local[j];
+      if (s >= slots) break;
+      const int* before = a.out.block_counts + static_cast<std::size_t>(s / per_block) * a.local_experts;
+      store_slot(a, s, l, l < 0 ? -1 : rank[j] + offsets[l] + before[l]);
+    }
+  }
+  clear_tail_rows(a, offsets[a.local_experts], static_cast<int>(threadIdx.x), threads);
 }
 
 // The only routing block (every token in one block): its counts are the experts' rows. No
