@@ -158,7 +158,8 @@ void launch_route(const MoeForward& args, const Scratch& s, cudaStream_t stream)
   a.top_k = layer.top_k;
   a.local_experts = layer.num_local_experts;
   thread_local moe::ExpertMap map;
-  if (layer.expert_map) std::copy(layer.expert_map, layer.expert_map + layer.num_experts, map.local);
+  if (layer.expert_map)
+    std::copy(layer.expert_map, layer.expert_map + layer.num_experts, map.local);
   a.warps = s.route.warps;
   a.tokens_per_block = s.route.tokens_per_block;
   a.slot_copy_at = s.route.slot_copy_at;

@@ -461,7 +461,8 @@ __device__ void place_every_block(const RouteArgs& a, const int* offsets) {
     for (int j = 0; j < kBatch; ++j) {
       const int s = base + j * threads, l = local[j];
       if (s >= slots) break;
-      const int* before = a.out.block_counts + static_cast<std::size_t>(s / per_block) * a.local_experts;
+      const int* before =
+          a.out.block_counts + static_cast<std::size_t>(s / per_block) * a.local_experts;
       store_slot(a, s, l, l < 0 ? -1 : rank[j] + offsets[l] + before[l]);
     }
   }
@@ -544,7 +545,8 @@ cudaError_t launch_route(const RouteArgs& args, const ExpertMap* map, const Rout
     launch.map = *map;
     if (const cudaError_t err = launch_route_kernel(launch, shape, stream); err != cudaSuccess)
       return err;
-  } else if (const cudaError_t err = launch_route_kernel(RouteLaunch<NoMap>{args, {}}, shape, stream);
+  } else if (const cudaError_t err =
+                 launch_route_kernel(RouteLaunch<NoMap>{args, {}}, shape, stream);
              err != cudaSuccess) {
     return err;
   }

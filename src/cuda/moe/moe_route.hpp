@@ -4,7 +4,9 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 
 #include "cuda/moe/moe_params.hpp"
 
@@ -56,21 +58,19 @@ struct RouteShape {
   std::size_t shared_bytes;
 };
 
-inline int clamp_int(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
-
 inline RouteShape route_shape(int tokens, int experts, int n_group, int top_k, int local_experts) {
   RouteShape r{};
   const int per_warp = static_cast<int>(route_warp_bytes(experts, n_group, top_k));
-  const int fit = clamp_int(kMaxRouteShared / per_warp, 1, kRouteWarps);
-  const int T = tokens < 1 ? 1 : tokens;
+  const int fit = std::clamp(kMaxRouteShared / per_warp, 1, kRouteWarps);
+  const int T = std::max(tokens, 1);
   const bool single = T <= kSingleBlockTokens && T <= fit;
-  r.blocks = single ? 1 : clamp_int((T + kRouteBlockTokens - 1) / kRouteBlockTokens, 1, kMaxRouteBlocks);
+  const int spread = (T + kRouteBlockTokens - 1) / kRouteBlockTokens;
+  r.blocks = single ? 1 : std::clamp(spread, 1, kMaxRouteBlocks);
   r.tokens_per_block = (T + r.blocks - 1) / r.blocks;
   r.blocks = (T + r.tokens_per_block - 1) / r.tokens_per_block;
-  r.warps = clamp_int(r.tokens_per_block, 1, fit);
+  r.warps = std::clamp(r.tokens_per_block, 1, fit);
   const int experts_rounded = (local_experts + 31) / 32 * 32;
-  r.threads = clamp_int(32 * r.warps > experts_rounded ? 32 * r.warps : experts_rounded,
-                        kMinRouteThreads, kRouteThreads);
+  r.threads = std::clamp(std::max(32 * r.warps, experts_rounded), kMinRouteThreads, kRouteThreads);
   const std::size_t L = static_cast<std::size_t>(local_experts);
   const std::size_t routing = static_cast<std::size_t>(r.warps) * per_warp;
   const std::size_t grouping = 4 * ((L > kRouteThreads ? L : kRouteThreads) + L + 1 + 33);
@@ -78,7 +78,7 @@ inline RouteShape route_shape(int tokens, int experts, int n_group, int top_k, i
   const std::size_t copies = 2 * 4 * static_cast<std::size_t>(r.tokens_per_block) * top_k;
   r.slot_copy_at = copies <= kMaxSlotCopyBytes ? static_cast<int>(phases) : 0;
   r.shared_bytes = phases + (r.slot_copy_at ? copies : 0);
-  r.last_block_places = r.blocks > 1 && T * top_k <= kLastBlockPlaceSlots;
+  r.last_block_places = r.blocks > 1 && std::int64_t{T} * top_k <= kLastBlockPlaceSlots;
   return r;
 }
 

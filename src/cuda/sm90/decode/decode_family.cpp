@@ -119,7 +119,8 @@ class DecodeFamily final : public Family {
               cudaStream_t stream) const override {
     const GroupedNvfp4& a = problem.args;
     const Layout l = carve(problem, ws.ptr);
-    // Per-thread scratch: a call allocates nothing on the host (the argument blocks are ~21 KB).
+    // Per-thread scratch: a call allocates nothing on the host (the argument blocks are up to
+    // ~25 KB).
     thread_local std::vector<int> listed;
     thread_local CompactPlanArgs compact_args;
     thread_local PlanArgs host_args;

@@ -1,7 +1,8 @@
 // The decode family's plan kernels: everything the main kernel reads, written into the workspace
 // in one launch, from the host arrays they carry as parameters or from device offsets:
-//   - the expert table: the first kTableChunk experts (later chunks: stage_tables), or, in the
-//     compact form, the experts with rows alone;
+//   - the expert table: its first chunk (kTableChunk experts with host offsets, kWideTableChunk
+//     with device offsets; later chunks: stage_tables), or, in the compact form, the experts with
+//     rows alone;
 //   - the work list (CTA 0): one Segment per expert with rows in the window, the unit prefix, the
 //     split that fills the GPU;
 //   - (the other CTAs) the split tiles' counters zeroed, and the activations, gathered per group
