@@ -1,8 +1,8 @@
 // The MoE layer on the CUDA backend: the workspace it carves and its launches, all on the caller's
 // stream, none waiting for the host (so a graph captures it, and a replay routes the new logits):
 //   1. route + group and, past one routing block, a 4-byte memset before it (the blocks' ticket)
-//      and the placing kernel after it (moe_route.cu): the expert offsets, each row's token and
-//      each slot's row;
+//      and, past 2048 slots, the placing kernel after it (moe_route.cu): the expert offsets, each
+//      row's token and each slot's row;
 //   2. gate/up: the grouped NVFP4 GEMM with device offsets and the rows gathered by token id;
 //   3. the activation over gate and up (moe_glue.cu);
 //   4. down: the grouped GEMM on the activation rows;
