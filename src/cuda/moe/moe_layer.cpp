@@ -40,13 +40,11 @@ std::int64_t slot_count(const MoeLayer& layer, int tokens) {
   return std::int64_t{tokens} * layer.top_k;
 }
 
-bool has_bias(const MoeLayer& layer) {
-  return layer.gate_bias_ptrs || layer.up_bias_ptrs || layer.down_bias_ptrs;
-}
-
 bool has_gate_up_bias(const MoeLayer& layer) {
   return layer.gate_bias_ptrs || layer.up_bias_ptrs;
 }
+
+bool has_bias(const MoeLayer& layer) { return has_gate_up_bias(layer) || layer.down_bias_ptrs; }
 
 // The grouped GEMMs' row bound per expert: a token names an expert once when routing from logits;
 // precomputed ids may repeat one, and a map may send two global experts to one local expert.
@@ -157,16 +155,13 @@ void launch_route(const MoeForward& args, const Scratch& s, cudaStream_t stream)
   a.experts = layer.num_experts;
   a.top_k = layer.top_k;
   a.local_experts = layer.num_local_experts;
-  thread_local moe::ExpertMap map;
-  if (layer.expert_map)
-    std::copy(layer.expert_map, layer.expert_map + layer.num_experts, map.local);
   a.warps = s.route.warps;
   a.tokens_per_block = s.route.tokens_per_block;
   a.slot_copy_at = s.route.slot_copy_at;
   a.last_block_places = s.route.last_block_places;
   if (s.route.blocks > 1)  // the blocks' ticket; a single block needs none
     METRALE_CUDA_CHECK(cudaMemsetAsync(s.routes.ticket, 0, sizeof(std::uint32_t), stream));
-  METRALE_CUDA_CHECK(moe::launch_route(a, layer.expert_map ? &map : nullptr, s.route, stream));
+  METRALE_CUDA_CHECK(moe::launch_route(a, layer.expert_map, s.route, stream));
 }
 
 // One grouped GEMM of the layer on the routing's device offsets: `a` ([a_rows, k], gathered

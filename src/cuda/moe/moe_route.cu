@@ -10,6 +10,8 @@
 // blocks before + rank: placed by a second kernel, a block per routing block, or, with few slots,
 // by the last block itself (and a single routing block places its own: no ticket either).
 // Deterministic: nothing depends on which block finished last.
+#include <algorithm>
+
 #include "cuda/family.hpp"
 #include "cuda/moe/moe_route.hpp"
 #include "format/bf16.hpp"
@@ -227,13 +229,18 @@ struct BlockSlots {
   bool in_shared;
 };
 
-__device__ BlockSlots block_slots(const RouteArgs& a, std::uint8_t* shared, int block) {
+// The slots of routing block `block` in the global arrays (what place_kernel reads back).
+__device__ BlockSlots global_block_slots(const RouteArgs& a, int block) {
   const int first = block * a.tokens_per_block * a.top_k;
-  if (a.slot_copy_at > 0) {
-    auto* copy = reinterpret_cast<std::int32_t*>(shared + a.slot_copy_at);
-    return {copy, copy + a.tokens_per_block * a.top_k, first, true};
-  }
   return {a.out.slot_local + first, a.out.slot_row + first, first, false};
+}
+
+// This block's slots: the shared copies when they fit, else the global arrays.
+__device__ BlockSlots block_slots(const RouteArgs& a, std::uint8_t* shared, int block) {
+  BlockSlots slots = global_block_slots(a, block);
+  if (a.slot_copy_at == 0) return slots;
+  auto* copy = reinterpret_cast<std::int32_t*>(shared + a.slot_copy_at);
+  return {copy, copy + a.tokens_per_block * a.top_k, slots.first, true};
 }
 
 // One token: its slots' ids, weights, local experts, and whether it is bad (then its slots go
@@ -435,12 +442,6 @@ __device__ const int* first_rows(const RouteArgs& a, int* shared) {
   return offsets;
 }
 
-// The slots of routing block `block`, read back from the global arrays route_kernel left.
-__device__ BlockSlots global_block_slots(const RouteArgs& a, int block) {
-  const int first = block * a.tokens_per_block * a.top_k;
-  return {a.out.slot_local + first, a.out.slot_row + first, first, false};
-}
-
 // With few slots (RouteShape::last_block_places) the last block places every block's slots
 // itself, kBatch slots a thread at a time so that their loads are in flight together (one block
 // at a time, each a round trip through L2, took longer than the placing launch it saves). Other
@@ -537,12 +538,12 @@ cudaError_t launch_route_kernel(const RouteLaunch<Map>& launch, const RouteShape
 
 }  // namespace
 
-cudaError_t launch_route(const RouteArgs& args, const ExpertMap* map, const RouteShape& shape,
-                         cudaStream_t stream) {
-  if (map) {
+cudaError_t launch_route(const RouteArgs& args, const std::int32_t* expert_map,
+                         const RouteShape& shape, cudaStream_t stream) {
+  if (expert_map) {
     thread_local RouteLaunch<ExpertMap> launch;  // 8 KB: no heap per call
     launch.args = args;
-    launch.map = *map;
+    std::copy(expert_map, expert_map + args.experts, launch.map.local);
     if (const cudaError_t err = launch_route_kernel(launch, shape, stream); err != cudaSuccess)
       return err;
   } else if (const cudaError_t err =

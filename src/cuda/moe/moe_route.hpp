@@ -86,9 +86,9 @@ inline RouteShape route_shape(int tokens, int experts, int n_group, int top_k, i
 // the last one does not place the slots itself.
 // With more than one block, `args.out.ticket` must be zero when route_kernel starts (the caller
 // zeroes it on the stream); a single block does not use it.
-// `map`: the layer's expert map, or null without one.
-cudaError_t launch_route(const RouteArgs& args, const ExpertMap* map, const RouteShape& shape,
-                         cudaStream_t stream);
+// `expert_map`: the layer's host array [args.experts], or null without one.
+cudaError_t launch_route(const RouteArgs& args, const std::int32_t* expert_map,
+                         const RouteShape& shape, cudaStream_t stream);
 // `grid` blocks stride over the bound of rows (the true count is read on the device).
 // `bias`: the layer's tables, or null without biases (the kernels then take none).
 cudaError_t launch_activation(const ActivationArgs& args, const BiasTables<2>* bias, int grid,

@@ -211,8 +211,7 @@ class DecodeFamily final : public Family {
     s.token_ids = a.token_ids;
     s.act = l.act;
     s.k = a.k;
-    const GluInput& glu = problem.glu;
-    s.glu = GluStaging{glu.up, glu.clamped, glu.alpha, glu.limit};
+    s.glu = problem.glu;
     return s;
   }
 

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "cuda/cuda_backend.hpp"
 #include "cuda/stage/expert_table.hpp"
 #include "format/host_device.hpp"
 #include "format/layouts.hpp"
@@ -84,12 +85,6 @@ struct PlanTotals {
 // share a k-tile, each writing one 16-byte piece (8 values in decode order).
 inline constexpr int kGluPiecesPerTile = kKTile / 8;
 
-struct GluStaging {
-  const std::uint16_t* up;  // [m_total, K] bf16; null: a is staged as it is
-  std::int32_t clamped;     // swiglu_clamped, else silu_mul
-  float alpha, limit;       // swiglu_clamped's
-};
-
 // What both plan kernels share: the launch's shape and the workspace arrays they fill.
 struct PlanShape {
   StagedTables tables;            // the expert table: [proj][tables.num_experts]
@@ -108,7 +103,7 @@ struct PlanShape {
   const std::int32_t* token_ids;
   std::uint16_t* act;             // [m_total, act_stride(K)]
   std::int32_t k;
-  GluStaging glu;                 // glu.up set: a holds gate rows (no token ids)
+  GluInput glu;                   // glu.up set: a holds gate rows (no token ids)
 };
 
 // Host offsets, any expert count: the offsets and the table's first chunk travel here (later

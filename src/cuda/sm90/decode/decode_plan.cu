@@ -217,7 +217,7 @@ __device__ void stage_activation_group(const PlanShape& a, int row, int tile) {
 
 // act(gate, up) as the MoE layer's activation kernel computes it without biases (moe_glue.cu):
 // fp32 of the bf16 inputs, one rounding to bf16.
-__device__ std::uint16_t glu_value(const GluStaging& glu, std::uint16_t gate, std::uint16_t up) {
+__device__ std::uint16_t glu_value(const GluInput& glu, std::uint16_t gate, std::uint16_t up) {
   const float g = format::bf16_to_float(gate), u = format::bf16_to_float(up);
   return format::float_to_bf16(glu.clamped ? format::swiglu_clamped(g, u, glu.alpha, glu.limit)
                                            : format::silu_mul(g, u));

@@ -116,8 +116,8 @@ class TiledFamily final : public Family {
   std::string why_not(const Problem& problem) const override {
     const int k = problem.args.k;
     if (problem.nvfp4 && k % 32 != 0)
-      return fmt::format("K = {} is not a multiple of 32 (packed rows are loaded 16 bytes at a time)",
-                         k);
+      return fmt::format(
+          "K = {} is not a multiple of 32 (packed rows are loaded 16 bytes at a time)", k);
     if (!problem.nvfp4 && k % 8 != 0)
       return fmt::format("K = {} is not a multiple of 8 (rows are loaded 16 bytes at a time)", k);
     return {};
