@@ -17,11 +17,8 @@ fi
 OUT=$(mkdir -p "$1" && cd "$1" && pwd)
 declare -A KERNEL=([a]=$2 [b]=$3)
 shift 3
-for f in .deps/*.deb; do [[ -e $f ]] && dpkg -x "$f" /; done
-export PATH="$PATH:/usr/local/cuda/bin"
-cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a-real \
-  -DMETRALE_CUDA=ON -DMETRALE_CUTLASS=OFF >"$OUT/build.log" 2>&1
-if ! cmake --build build/release --parallel "$(nproc)" --target metrale_cli >>"$OUT/build.log" 2>&1; then
+source scripts/gpu_build.sh
+if ! release_build "$OUT/build.log" --target metrale_cli; then
   grep -m 20 -E "error|FAILED" "$OUT/build.log"
   exit 1
 fi

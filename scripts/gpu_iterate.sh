@@ -15,11 +15,8 @@ fi
 OUT=$(mkdir -p "$1" && cd "$1" && pwd)
 REGEX=$2
 shift 2
-for f in .deps/*.deb; do [[ -e $f ]] && dpkg -x "$f" /; done
-export PATH="$PATH:/usr/local/cuda/bin"
-cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a-real \
-  -DMETRALE_CUDA=ON -DMETRALE_CUTLASS=OFF >"$OUT/build.log" 2>&1
-cmake --build build/release --parallel "$(nproc)" -- -k 0 >>"$OUT/build.log" 2>&1
+source scripts/gpu_build.sh
+release_build "$OUT/build.log" -- -k 0
 build_rc=$?
 ((build_rc != 0)) && grep -m 20 -E "error|FAILED" "$OUT/build.log"
 ctest_summary="not run"

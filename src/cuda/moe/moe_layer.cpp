@@ -190,21 +190,16 @@ GroupedNvfp4 grouped_args(const MoeForward& args, const Scratch& s, const Groupe
   return g;
 }
 
-void run_grouped(const MoeForward& args, const Scratch& s, const GroupedStep& step,
-                 cudaStream_t stream) {
-  nvfp4_grouped(grouped_args(args, s, step), s.gemm, stream);
-}
-
-void run_gate_up(const MoeForward& args, const Scratch& s, cudaStream_t stream) {
+// Gate/up's GEMM: the hidden rows gathered by token, both projections in one call.
+GroupedNvfp4 gate_up_args(const MoeForward& args, const Scratch& s) {
   const MoeLayer& layer = args.layer;
-  run_grouped(args, s,
-              {args.tokens.hidden,
-               args.tokens.num_tokens,
-               s.routes.row_token,
-               {{&layer.gate, s.gate}, {&layer.up, s.up}},
-               layer.intermediate_size,
-               layer.hidden_size},
-              stream);
+  return grouped_args(args, s,
+                      {args.tokens.hidden,
+                       args.tokens.num_tokens,
+                       s.routes.row_token,
+                       {{&layer.gate, s.gate}, {&layer.up, s.up}},
+                       layer.intermediate_size,
+                       layer.hidden_size});
 }
 
 // The tables' device pointers per local expert (null where a table is not given); false when
@@ -339,7 +334,7 @@ void moe_forward(std::string_view who, const MoeForward& args, core::Buffer ws, 
   const auto st = static_cast<cudaStream_t>(stream);
   launch_route(args, s, st);
   if (any_local_expert(layer)) {
-    run_gate_up(args, s, st);
+    nvfp4_grouped(gate_up_args(args, s), s.gemm, st);
     run_activation_and_down(args, s, st);
   }
   run_combine(args, s, st);

@@ -5,6 +5,8 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
+
 #include "cuda/family.hpp"
 #include "cuda/stage/expert_table.hpp"
 
@@ -18,8 +20,7 @@ template <int kCapacity>
 void fill_table_chunk(const Problem& problem, int first, TableChunkOf<kCapacity>& chunk) {
   const GroupedNvfp4& a = problem.args;
   chunk.first = first;
-  const int left = a.groups.num_experts - first;
-  chunk.count = left < 0 ? 0 : (left < kCapacity ? left : kCapacity);
+  chunk.count = std::clamp(a.groups.num_experts - first, 0, kCapacity);
   for (int p = 0; p < a.proj_count; ++p)
     for (int i = 0; i < chunk.count; ++i) chunk.entries[p][i] = expert_entry(problem, p, first + i);
 }

@@ -1,0 +1,14 @@
+# Sourced by the GPU scripts (gpu_iterate.sh, gpu_ab.sh): the carried Debian packages unpacked,
+# nvcc on PATH, and release_build LOG [BUILD_ARGS...], which configures build/release for sm_90a
+# without CUTLASS and builds it (BUILD_ARGS go to `cmake --build`), logging to LOG; its status is
+# the build's.
+for deb in .deps/*.deb; do [[ -e $deb ]] && dpkg -x "$deb" /; done
+export PATH="$PATH:/usr/local/cuda/bin"
+
+release_build() {
+  local log=$1
+  shift
+  cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_CUDA_ARCHITECTURES=90a-real -DMETRALE_CUDA=ON -DMETRALE_CUTLASS=OFF >"$log" 2>&1
+  cmake --build build/release --parallel "$(nproc)" "$@" >>"$log" 2>&1
+}
