@@ -21,9 +21,9 @@ namespace {
 // shapes it picks a tile within 5 % of the fastest, where sizing to the mean lost up to 1.3x.
 // Whether the widest tile is worth it is the grid's question (choose_tile).
 int pick_tile(double rows_per_expert) {
-  for (int i = 0; i < kTileCount; ++i)
+  for (int i = 0; i < kChosenTiles; ++i)
     if (2 * rows_per_expert <= kTiles[i].tokens) return i;
-  return kTileCount - 1;
+  return kChosenTiles - 1;
 }
 
 struct Layout {
@@ -80,7 +80,7 @@ double expected_row_tiles(const ExpertGroups& g, RowWindow window, int tokens, d
 // keeps more multiprocessors busy. Both tiles cut N in 128-row CTAs.
 int choose_tile(const Problem& problem, RowWindow window, double mean) {
   const int tile = pick_tile(mean);
-  const int widest = kTileCount - 1;
+  const int widest = kChosenTiles - 1;
   if (tile != widest) return tile;
   const GroupedNvfp4& a = problem.args;
   const long channel_tiles =
@@ -109,8 +109,9 @@ class TiledFamily final : public Family {
   int config_count() const override { return kTileCount; }
 
   std::string describe(const Plan& plan) const override {
-    return fmt::format("sm90-tiled tokens={} weight_rows={}", kTiles[plan.config].tokens,
-                       kTiles[plan.config].weight_rows);
+    return fmt::format("sm90-tiled tokens={} weight_rows={}{}", kTiles[plan.config].tokens,
+                       kTiles[plan.config].weight_rows,
+                       kTiles[plan.config].specialized ? " warp-specialised" : "");
   }
 
   std::string why_not(const Problem& problem) const override {

@@ -125,14 +125,16 @@ __device__ bool locate_row_tile(const GroupedParams& p, int tile, int& expert, i
 // expert's end, a weight row past N) are skipped: the stages were zeroed at the start. Columns
 // past K are zero-filled, so a partial last k-tile runs all four k16 steps on zeros (SFB scale
 // padding is zero by the layout's contract; [K/16, N] scales past K are zero-filled too).
-template <class Config, bool kNvfp4>
+// Threads 0 .. kThreads - 1 share the copies (the whole CTA, or a warp-specialised kernel's
+// producer warpgroup).
+template <class Config, bool kNvfp4, int kThreads = KernelShape<Config, kNvfp4>::kThreads>
 struct StageLoader {
   using Shape = KernelShape<Config, kNvfp4>;
   static constexpr int kActChunks = Config::tokens * 8;
-  static constexpr int kActPerThread = (kActChunks + Shape::kThreads - 1) / Shape::kThreads;
+  static constexpr int kActPerThread = (kActChunks + kThreads - 1) / kThreads;
   static constexpr int kWeightChunksPerRow = kNvfp4 ? 2 : 8;
   static constexpr int kWeightChunks = Config::weight_rows * kWeightChunksPerRow;
-  static constexpr int kWeightPerThread = (kWeightChunks + Shape::kThreads - 1) / Shape::kThreads;
+  static constexpr int kWeightPerThread = (kWeightChunks + kThreads - 1) / kThreads;
   static constexpr int kWeightStride = kNvfp4 ? kBlockK / 2 : kBlockK * 2;  // bytes per k-tile
 
   const std::uint8_t* act_src[kActPerThread];
@@ -155,7 +157,7 @@ struct StageLoader {
     const int tid = threadIdx.x;
 #pragma unroll
     for (int i = 0; i < kActPerThread; ++i) {
-      const int idx = tid + i * Shape::kThreads, r = idx / 8, c = idx % 8;
+      const int idx = tid + i * kThreads, r = idx / 8, c = idx % 8;
       const int row = idx < kActChunks ? src_rows[r] : -1;
       act_src[i] = row >= 0 ? reinterpret_cast<const std::uint8_t*>(p.a + static_cast<size_t>(row) * p.k) + c * 16
                             : nullptr;
@@ -166,7 +168,7 @@ struct StageLoader {
     weight_row_bytes = kNvfp4 ? p.k / 2 : p.k * 2;
 #pragma unroll
     for (int i = 0; i < kWeightPerThread; ++i) {
-      const int idx = tid + i * Shape::kThreads;
+      const int idx = tid + i * kThreads;
       const int w = idx / kWeightChunksPerRow, c = idx % kWeightChunksPerRow;
       const bool has = idx < kWeightChunks && n0 + w < p.n;
       weight_src[i] = has ? weight + static_cast<size_t>(n0 + w) * weight_row_bytes + c * 16 : nullptr;
@@ -232,7 +234,7 @@ struct StageLoader {
 
   // [K/16, N] scales whose rows are not 16-byte aligned (N % 16 != 0): plain loads.
   __device__ void load_scales_bytewise(const GroupedParams& p, int kt, std::uint8_t* slot) const {
-    for (int idx = threadIdx.x; idx < 4 * Config::weight_rows; idx += Shape::kThreads) {
+    for (int idx = threadIdx.x; idx < 4 * Config::weight_rows; idx += kThreads) {
       const int i = idx / Config::weight_rows, w = idx % Config::weight_rows, b = kt * 4 + i;
       const bool valid = b < p.k / 16 && n0 + w < p.n;
       slot[idx] = valid ? __ldg(expert_scales + static_cast<size_t>(b) * p.n + n0 + w) : 0;
@@ -256,12 +258,15 @@ __device__ __forceinline__ uint32_t stage_scales(const GroupedParams& p, const s
 // codes of rows r0 and r0 + 8, e2m1 -> bf16 by table, times the block scale (exact in bf16).
 // Each thread converts the two block scales of each step itself (measured: a shared conversion
 // one stage ahead was 5% slower, docs/perf.md).
+// `thread`: the caller's index among the consumer warpgroups (threadIdx.x when all of the CTA
+// consumes).
 template <class Config>
 __device__ __forceinline__ void decode_stage(const GroupedParams& p, const std::uint8_t* stage_ptr,
-                                             int n0, uint32_t (&frag)[4][4]) {
+                                             int n0, uint32_t (&frag)[4][4],
+                                             int thread = threadIdx.x) {
   using Shape = KernelShape<Config, true>;
-  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const int r0 = (threadIdx.x / 32) * 16 + g;  // warps of a warpgroup own 16 rows each
+  const int lane = thread % 32, g = lane / 4, t = lane % 4;
+  const int r0 = (thread / 32) * 16 + g;  // warps of a warpgroup own 16 rows each
   const std::uint8_t* weights = stage_ptr + Shape::kActBytes;
   uint32_t words0[8], words1[8];
   *reinterpret_cast<uint4*>(&words0[0]) = *reinterpret_cast<const uint4*>(weights + r0 * 32);
@@ -292,7 +297,8 @@ __device__ __forceinline__ void decode_stage(const GroupedParams& p, const std::
 // or from the stage's weight tile (bf16); B is the stage's activation tile.
 template <class Config, bool kNvfp4>
 __device__ __forceinline__ void issue_stage(uint32_t act, const uint32_t (&frag)[4][4],
-                                            float (&acc)[Config::tokens / 2]) {
+                                            float (&acc)[Config::tokens / 2],
+                                            int thread = threadIdx.x) {
   using Shape = KernelShape<Config, kNvfp4>;
   wgmma_fence();
 #pragma unroll
@@ -301,7 +307,7 @@ __device__ __forceinline__ void issue_stage(uint32_t act, const uint32_t (&frag)
     if constexpr (kNvfp4) {
       Wgmma<Config::tokens>::rs(acc, frag[s], b, 1);
     } else {
-      const uint32_t weights = act + Shape::kActBytes + (threadIdx.x / 128) * 64 * kSwizzleRowBytes;
+      const uint32_t weights = act + Shape::kActBytes + (thread / 128) * 64 * kSwizzleRowBytes;
       Wgmma<Config::tokens>::ss(acc, sw128_descriptor(weights + s * 32), b, 1);
     }
   }
@@ -312,9 +318,10 @@ __device__ __forceinline__ void issue_stage(uint32_t act, const uint32_t (&frag)
 template <class Config>
 __device__ __forceinline__ void store_tile(const GroupedParams& p, std::uint16_t* out, float scale_2,
                                            int n0, int row_begin, int row_end,
-                                           const float (&acc)[Config::tokens / 2]) {
-  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const int channel = n0 + (threadIdx.x / 32) * 16 + g;
+                                           const float (&acc)[Config::tokens / 2],
+                                           int thread = threadIdx.x) {
+  const int lane = thread % 32, g = lane / 4, t = lane % 4;
+  const int channel = n0 + (thread / 32) * 16 + g;
 #pragma unroll
   for (int j = 0; j < Config::tokens / 8; ++j) {
 #pragma unroll

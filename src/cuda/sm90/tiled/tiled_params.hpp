@@ -15,9 +15,10 @@ namespace metrale::cuda::sm90 {
 constexpr int kBlockK = 64;  // K per pipeline stage: one 128-byte swizzled row of bf16
 
 struct TileConfig {
-  int tokens;       // wgmma N: group rows per CTA
-  int weight_rows;  // output channels per CTA, 64 per consumer warpgroup
-  int stages;       // cp.async pipeline depth
+  int tokens;        // wgmma N: group rows per CTA
+  int weight_rows;   // output channels per CTA, 64 per consumer warpgroup
+  int stages;        // cp.async pipeline depth
+  bool specialized;  // a producer warpgroup and mbarriers (ws_kernel.cuh): forced only, so far
 };
 
 // Tiles by expected rows per expert; pick_tile (tiled_family.cpp) takes the smallest holding twice
@@ -29,9 +30,14 @@ struct TileConfig {
 // operation (each decoded weight feeds 256 rows): at prefill the decode, not the tensor core, is
 // what limits the 128-token tile.
 constexpr TileConfig kTiles[] = {
-    {8, 64, 8}, {16, 64, 8}, {32, 64, 6}, {64, 128, 4}, {128, 128, 4}, {256, 128, 4},
+    {8, 64, 8, false},    {16, 64, 8, false},   {32, 64, 6, false},
+    {64, 128, 4, false},  {128, 128, 4, false}, {256, 128, 4, false},
+    {128, 128, 4, true},
 };
 constexpr int kTileCount = sizeof(kTiles) / sizeof(kTiles[0]);
+// The tiles the family picks by itself (pick_tile, choose_tile); the rest are reached by
+// METRALE_CUDA_KERNEL=sm90-tiled:i until measured.
+constexpr int kChosenTiles = 6;
 
 // A kTiles entry as a type: what the kernel templates take (nvcc's launch stubs cannot carry
 // class-type template arguments).
@@ -40,6 +46,7 @@ struct Tile {
   static constexpr int tokens = kTiles[kIndex].tokens;
   static constexpr int weight_rows = kTiles[kIndex].weight_rows;
   static constexpr int stages = kTiles[kIndex].stages;
+  static constexpr bool specialized = kTiles[kIndex].specialized;
 };
 
 struct GroupedParams {

@@ -1,0 +1,182 @@
+// The tiled family's warp-specialised variant (sm_90a): the same tile, stages, decode and
+// epilogue as tiled_kernel.cuh, with the roles split. Measured on the tiled kernel at prefill
+// (ncu, docs/perf.md, "2026-12-02, third session"): the tensor pipe 51-62 % busy, issue slots
+// 40-43 %, and in 56-59 % of cycles no warp of a scheduler eligible: each k-tile every thread
+// copies, waits for the CTA at a barrier, then decodes, so the two warps a scheduler holds stall
+// together. Here:
+//   - a producer warpgroup copies the stages (cp.async) into a ring and signals each stage's
+//     full barrier when its copies land (cp.async.mbarrier.arrive.noinc);
+//   - each consumer warpgroup (64 weight rows) waits for a stage's full barrier, decodes its
+//     fragments, issues its wgmmas and, once the previous stage's wgmmas are done, releases that
+//     stage on its empty barrier; no CTA-wide barrier inside the main loop.
+// The sums run in the same order as the tiled kernel's (k16 steps ascending), so the bits match.
+#pragma once
+
+#include "cuda/sm90/tiled/tiled_kernel.cuh"
+
+namespace metrale::cuda::sm90 {
+
+template <class Config, bool kNvfp4>
+struct WsShape {
+  using Base = KernelShape<Config, kNvfp4>;
+  static constexpr int kProducerThreads = 128;
+  static constexpr int kConsumerThreads = Base::kThreads;  // 128 per 64 weight rows
+  static constexpr int kThreads = kProducerThreads + kConsumerThreads;
+  static constexpr int kSmemBytes = Base::kSmemBytes;
+  static_assert(kThreads <= 384, "one producer and at most two consumer warpgroups");
+  // 384 threads leave 168 registers a thread: enough for the 128-token tile's consumers (64
+  // accumulators). The 256-token tile's need ~200: a register split (setmaxnreg) would have to
+  // give them the producer's share; with it, ptxas still capped the kernel at 168 and spilled
+  // ~300 bytes, so that tile is not here yet.
+};
+
+__device__ __forceinline__ void mbarrier_init(uint64_t* bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_address(bar)), "r"(count)
+               : "memory");
+}
+
+__device__ __forceinline__ void mbarrier_arrive(uint64_t* bar) {
+  asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.shared::cta.b64 state, [%0];\n}\n" ::"r"(
+                   smem_address(bar))
+               : "memory");
+}
+
+// An arrival on `bar` once this thread's earlier cp.async copies have landed; the barrier's
+// expected count includes it (.noinc).
+__device__ __forceinline__ void cp_async_arrive(uint64_t* bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_address(bar))
+               : "memory");
+}
+
+// Whether the phase of parity `parity` of `bar` has completed (waiting a while for it).
+__device__ __forceinline__ bool mbarrier_try_wait(uint64_t* bar, uint32_t parity) {
+  uint32_t done;
+  asm volatile(
+      "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      "selp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(done)
+      : "r"(smem_address(bar)), "r"(parity)
+      : "memory");
+  return done != 0;
+}
+
+__device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity) {
+  while (!mbarrier_try_wait(bar, parity)) {
+  }
+}
+
+template <class Config, bool kNvfp4>
+__global__ void __launch_bounds__(WsShape<Config, kNvfp4>::kThreads, 1)
+    grouped_gemm_ws_kernel(const __grid_constant__ GroupedParams p) {
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using Shape = KernelShape<Config, kNvfp4>;
+  using Ws = WsShape<Config, kNvfp4>;
+  constexpr int kStages = Config::stages;
+  extern __shared__ std::uint8_t smem_raw[];
+  __shared__ int src_rows[Config::tokens];
+  __shared__ uint64_t full[kStages], empty[kStages];
+
+  // 1. locate (every thread takes part in the scan)
+  int expert, row_begin, row_end;
+  if (!locate_row_tile<Ws::kThreads, Config::tokens>(p, blockIdx.y, expert, row_begin, row_end))
+    return;
+  const ExpertEntry entry = p.table[blockIdx.z * p.num_experts + expert];
+  const int n0 = blockIdx.x * Config::weight_rows;
+
+  // 2. gather, zeroed stages, barriers
+  for (int r = threadIdx.x; r < Config::tokens; r += Ws::kThreads) {
+    const int i = row_begin + r;
+    int row = -1;
+    if (i < row_end) {
+      row = p.token_ids ? __ldg(p.token_ids + i) : i;
+      if (row < 0 || (p.a_rows > 0 && row >= p.a_rows)) row = -1;
+    }
+    src_rows[r] = row;
+  }
+  const uint32_t base = (smem_address(smem_raw) + kSwizzleAtomBytes - 1) & ~(kSwizzleAtomBytes - 1);
+  std::uint8_t* base_ptr = smem_raw + (base - smem_address(smem_raw));
+  {
+    auto* words = reinterpret_cast<uint4*>(base_ptr);
+    for (int i = threadIdx.x; i < kStages * Shape::kStageBytes / 16; i += Ws::kThreads)
+      words[i] = make_uint4(0, 0, 0, 0);
+  }
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      // Each producer thread arrives twice a stage: once when its copies land, once after its
+      // plain stores (the bytewise scale path) with the arrive's release.
+      mbarrier_init(&full[s], 2 * Ws::kProducerThreads);
+      mbarrier_init(&empty[s], Shape::kWarpgroups);
+    }
+  }
+  __syncthreads();
+  const int k_tiles = (p.k + kBlockK - 1) / kBlockK;
+
+  if (threadIdx.x < Ws::kProducerThreads) {
+    // 3p. producer: stage kt into slot kt % kStages once the consumers released its last use.
+    const StageLoader<Config, kNvfp4, Ws::kProducerThreads> loader(p, entry, src_rows, n0);
+    for (int kt = 0; kt < k_tiles; ++kt) {
+      const int slot = kt % kStages, round = kt / kStages;
+      if (round > 0) mbarrier_wait(&empty[slot], (round - 1) & 1);
+      loader.load(p, kt, base + slot * Shape::kStageBytes, base_ptr + slot * Shape::kStageBytes);
+      cp_async_arrive(&full[slot]);
+      mbarrier_arrive(&full[slot]);
+    }
+    cp_async_wait<0>();
+    return;
+  }
+
+  // 3c. consumers: warpgroup w owns weight rows n0 + 64 w .. + 63.
+  const int thread = threadIdx.x - Ws::kProducerThreads;
+  float acc[Config::tokens / 2];
+#pragma unroll
+  for (int i = 0; i < Config::tokens / 2; ++i) {
+    acc[i] = 0.f;
+    fence_operand(acc[i]);
+  }
+  uint32_t frag[2][4][4];
+  // Stage kt's full barrier, then its fragments (the stage's weights, this warpgroup's rows).
+  auto receive = [&](int kt, uint32_t(&into)[4][4]) {
+    const int slot = kt % kStages;
+    mbarrier_wait(&full[slot], (kt / kStages) & 1);
+    // cp.async wrote through the generic proxy; wgmma reads through the async proxy.
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    if constexpr (kNvfp4)
+      decode_stage<Config>(p, base_ptr + slot * Shape::kStageBytes, n0, into, thread);
+  };
+  // Software pipeline, as in tiled_kernel.cuh: while the wgmmas of stage kt run, the warpgroup
+  // releases stage kt - 1 and receives stage kt + 1 into the other fragment buffer. The buffers
+  // alternate, so the loop is unrolled by two to keep their indices compile-time.
+  auto step = [&](int kt, uint32_t(&current)[4][4], uint32_t(&other)[4][4]) {
+    issue_stage<Config, kNvfp4>(base + kt % kStages * Shape::kStageBytes, current, acc, thread);
+    wgmma_wait<1>();  // stage kt - 1 is done: its slot and `other` are free
+#pragma unroll
+    for (int s = 0; s < 4; ++s)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) fence_operand(other[s][j]);
+    if (kt > 0 && thread % 128 == 0) mbarrier_arrive(&empty[(kt - 1) % kStages]);
+    if (kt + 1 < k_tiles) receive(kt + 1, other);
+  };
+  receive(0, frag[0]);
+  for (int kt = 0; kt < k_tiles; kt += 2) {
+    step(kt, frag[0], frag[1]);
+    if (kt + 1 < k_tiles) step(kt + 1, frag[1], frag[0]);
+  }
+  wgmma_wait<0>();
+#pragma unroll
+  for (int b = 0; b < 2; ++b)
+#pragma unroll
+    for (int s = 0; s < 4; ++s)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) fence_operand(frag[b][s][j]);
+#pragma unroll
+  for (int i = 0; i < Config::tokens / 2; ++i) fence_operand(acc[i]);
+
+  // 4. epilogue
+  const float scale_2 = kNvfp4 ? entry.scale_2 : 1.0f;
+  store_tile<Config>(p, p.out[blockIdx.z], scale_2, n0, row_begin, row_end, acc, thread);
+#elif defined(__CUDA_ARCH__)
+  __trap();  // built for a target without wgmma: fail loudly instead of leaving `out` unwritten
+#endif
+}
+
+}  // namespace metrale::cuda::sm90
