@@ -126,20 +126,29 @@ __device__ bool locate_row_tile(const GroupedParams& p, int tile, int& expert, i
 // past K are zero-filled, so a partial last k-tile runs all four k16 steps on zeros (SFB scale
 // padding is zero by the layout's contract; [K/16, N] scales past K are zero-filled too).
 // Threads 0 .. kThreads - 1 share the copies (the whole CTA, or a warp-specialised kernel's
-// producer warpgroup).
-template <class Config, bool kNvfp4, int kThreads = KernelShape<Config, kNvfp4>::kThreads>
+// producer warpgroup). kLeanRows: the activation rows' sources are read from the gathered row
+// list in shared memory at each stage instead of being kept in registers (a producer warpgroup
+// runs on few registers).
+template <class Config, bool kNvfp4, int kThreads = KernelShape<Config, kNvfp4>::kThreads,
+          bool kLeanRows = false>
 struct StageLoader {
   using Shape = KernelShape<Config, kNvfp4>;
   static constexpr int kActChunks = Config::tokens * 8;
   static constexpr int kActPerThread = (kActChunks + kThreads - 1) / kThreads;
+  static constexpr int kActArrays = kLeanRows ? 1 : kActPerThread;  // register copies kept
+  // Lean: piece i of a thread is row tid/8 + i x kRowStep, the same 16-byte column and swizzle.
+  static constexpr int kRowStep = kThreads / 8;
+  static_assert(!kLeanRows || (kRowStep % 8 == 0 && kActChunks % kThreads == 0),
+                "lean rows keep one swizzle phase per thread and whole rounds of pieces");
   static constexpr int kWeightChunksPerRow = kNvfp4 ? 2 : 8;
   static constexpr int kWeightChunks = Config::weight_rows * kWeightChunksPerRow;
   static constexpr int kWeightPerThread = (kWeightChunks + kThreads - 1) / kThreads;
   static constexpr int kWeightStride = kNvfp4 ? kBlockK / 2 : kBlockK * 2;  // bytes per k-tile
 
-  const std::uint8_t* act_src[kActPerThread];
-  uint32_t act_dst[kActPerThread];
-  int act_col[kActPerThread];  // first K index of the chunk
+  const std::uint8_t* act_src[kActArrays];
+  uint32_t act_dst[kActArrays];
+  int act_col[kActArrays];  // first K index of the chunk
+  const int* rows = nullptr;  // lean: the gathered rows (shared memory)
   const std::uint8_t* weight_src[kWeightPerThread];
   uint32_t weight_dst[kWeightPerThread];
   int weight_col[kWeightPerThread];  // first byte of the chunk within a weight row
@@ -155,8 +164,13 @@ struct StageLoader {
                          int first_channel)
       : expert_scales(entry.scale), n0(first_channel) {
     const int tid = threadIdx.x;
+    if constexpr (kLeanRows) {
+      rows = src_rows;
+      act_dst[0] = swizzled_offset(tid / 8, tid % 8);
+      act_col[0] = tid % 8 * 8;
+    }
 #pragma unroll
-    for (int i = 0; i < kActPerThread; ++i) {
+    for (int i = 0; i < (kLeanRows ? 0 : kActPerThread); ++i) {
       const int idx = tid + i * kThreads, r = idx / 8, c = idx % 8;
       const int row = idx < kActChunks ? src_rows[r] : -1;
       act_src[i] = row >= 0 ? reinterpret_cast<const std::uint8_t*>(p.a + static_cast<size_t>(row) * p.k) + c * 16
@@ -206,10 +220,22 @@ struct StageLoader {
 
   __device__ __forceinline__ void load(const GroupedParams& p, int kt, uint32_t stage,
                                        std::uint8_t* stage_ptr) const {
+    if constexpr (kLeanRows) {
+      const bool in_k = act_col[0] + kt * kBlockK < p.k;
 #pragma unroll
-    for (int i = 0; i < kActPerThread; ++i)
-      if (act_src[i])
-        cp_async_16(stage + act_dst[i], act_src[i] + kt * kBlockK * 2, act_col[i] + kt * kBlockK < p.k);
+      for (int i = 0; i < kActPerThread; ++i) {
+        const int row = rows[threadIdx.x / 8 + i * kRowStep];
+        if (row >= 0)
+          cp_async_16(stage + act_dst[0] + i * kRowStep * kSwizzleRowBytes,
+                      p.a + static_cast<size_t>(row) * p.k + kt * kBlockK + act_col[0], in_k);
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < kActPerThread; ++i)
+        if (act_src[i])
+          cp_async_16(stage + act_dst[i], act_src[i] + kt * kBlockK * 2,
+                      act_col[i] + kt * kBlockK < p.k);
+    }
 #pragma unroll
     for (int i = 0; i < kWeightPerThread; ++i)
       if (weight_src[i])
@@ -263,7 +289,7 @@ __device__ __forceinline__ uint32_t stage_scales(const GroupedParams& p, const s
 template <class Config>
 __device__ __forceinline__ void decode_stage(const GroupedParams& p, const std::uint8_t* stage_ptr,
                                              int n0, uint32_t (&frag)[4][4],
-                                             int thread = threadIdx.x) {
+                                             unsigned thread = threadIdx.x) {
   using Shape = KernelShape<Config, true>;
   const int lane = thread % 32, g = lane / 4, t = lane % 4;
   const int r0 = (thread / 32) * 16 + g;  // warps of a warpgroup own 16 rows each
@@ -298,7 +324,7 @@ __device__ __forceinline__ void decode_stage(const GroupedParams& p, const std::
 template <class Config, bool kNvfp4>
 __device__ __forceinline__ void issue_stage(uint32_t act, const uint32_t (&frag)[4][4],
                                             float (&acc)[Config::tokens / 2],
-                                            int thread = threadIdx.x) {
+                                            unsigned thread = threadIdx.x) {
   using Shape = KernelShape<Config, kNvfp4>;
   wgmma_fence();
 #pragma unroll
@@ -319,7 +345,7 @@ template <class Config>
 __device__ __forceinline__ void store_tile(const GroupedParams& p, std::uint16_t* out, float scale_2,
                                            int n0, int row_begin, int row_end,
                                            const float (&acc)[Config::tokens / 2],
-                                           int thread = threadIdx.x) {
+                                           unsigned thread = threadIdx.x) {
   const int lane = thread % 32, g = lane / 4, t = lane % 4;
   const int channel = n0 + (thread / 32) * 16 + g;
 #pragma unroll

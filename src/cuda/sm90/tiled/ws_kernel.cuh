@@ -5,7 +5,9 @@
 // copies, waits for the CTA at a barrier, then decodes, so the two warps a scheduler holds stall
 // together. Here:
 //   - a producer warpgroup copies the stages (cp.async) into a ring and signals each stage's
-//     full barrier when its copies land (cp.async.mbarrier.arrive.noinc);
+//     full barrier when its copies land (cp.async.mbarrier.arrive.noinc); it reads the gathered
+//     rows from shared memory at each stage (StageLoader's lean rows), so it runs on few
+//     registers and, for the 256-token tile, hands the rest to the consumers (setmaxnreg);
 //   - each consumer warpgroup (64 weight rows) waits for a stage's full barrier, decodes its
 //     fragments, issues its wgmmas and, once the previous stage's wgmmas are done, releases that
 //     stage on its empty barrier; no CTA-wide barrier inside the main loop.
@@ -23,11 +25,17 @@ struct WsShape {
   static constexpr int kConsumerThreads = Base::kThreads;  // 128 per 64 weight rows
   static constexpr int kThreads = kProducerThreads + kConsumerThreads;
   static constexpr int kSmemBytes = Base::kSmemBytes;
-  static_assert(kThreads <= 384, "one producer and at most two consumer warpgroups");
+  static_assert(kThreads == 384, "one producer and two consumer warpgroups");
   // 384 threads leave 168 registers a thread: enough for the 128-token tile's consumers (64
-  // accumulators). The 256-token tile's need ~200: a register split (setmaxnreg) would have to
-  // give them the producer's share; with it, ptxas still capped the kernel at 168 and spilled
-  // ~300 bytes, so that tile is not here yet.
+  // accumulators). The 256-token NVFP4 tile's consumers hold 128 accumulators and two fragment
+  // buffers, so the producer warpgroup gives them its share (setmaxnreg; ptxas allocates each
+  // role to its count, and the counts must add up to the 168 x 384 the kernel launches with).
+  static constexpr bool kRegisterSplit = kNvfp4 && Config::tokens > 128;
+  static constexpr int kProducerRegisters = 40;
+  static constexpr int kConsumerRegisters = 232;
+  static_assert(kProducerThreads * kProducerRegisters + kConsumerThreads * kConsumerRegisters ==
+                    168 * kThreads,
+                "the split hands the producer's registers to the consumers, no more");
 };
 
 __device__ __forceinline__ void mbarrier_init(uint64_t* bar, uint32_t count) {
@@ -113,7 +121,9 @@ __global__ void __launch_bounds__(WsShape<Config, kNvfp4>::kThreads, 1)
 
   if (threadIdx.x < Ws::kProducerThreads) {
     // 3p. producer: stage kt into slot kt % kStages once the consumers released its last use.
-    const StageLoader<Config, kNvfp4, Ws::kProducerThreads> loader(p, entry, src_rows, n0);
+    if constexpr (Ws::kRegisterSplit)
+      asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Ws::kProducerRegisters));
+    const StageLoader<Config, kNvfp4, Ws::kProducerThreads, true> loader(p, entry, src_rows, n0);
     for (int kt = 0; kt < k_tiles; ++kt) {
       const int slot = kt % kStages, round = kt / kStages;
       if (round > 0) mbarrier_wait(&empty[slot], (round - 1) & 1);
@@ -126,7 +136,9 @@ __global__ void __launch_bounds__(WsShape<Config, kNvfp4>::kThreads, 1)
   }
 
   // 3c. consumers: warpgroup w owns weight rows n0 + 64 w .. + 63.
-  const int thread = threadIdx.x - Ws::kProducerThreads;
+  if constexpr (Ws::kRegisterSplit)
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Ws::kConsumerRegisters));
+  const unsigned thread = threadIdx.x - Ws::kProducerThreads;
   float acc[Config::tokens / 2];
 #pragma unroll
   for (int i = 0; i < Config::tokens / 2; ++i) {
