@@ -5,7 +5,7 @@
 // copies, waits for the CTA at a barrier, then decodes, so the two warps a scheduler holds stall
 // together. Here:
 //   - a producer warpgroup copies the stages (cp.async) into a ring and signals each stage's
-//     full barrier when its copies land (cp.async.mbarrier.arrive.noinc); it reads the gathered
+//     full barrier a few stages later, once its copies have landed; it reads the gathered
 //     rows from shared memory at each stage (StageLoader's lean rows), so it runs on few
 //     registers and, for the 256-token tile, hands the rest to the consumers (setmaxnreg);
 //   - each consumer warpgroup (64 weight rows) waits for a stage's full barrier, decodes its
@@ -13,6 +13,8 @@
 //     stage on its empty barrier; no CTA-wide barrier inside the main loop.
 // The sums run in the same order as the tiled kernel's (k16 steps ascending), so the bits match.
 #pragma once
+
+#include <cuda/ptx>
 
 #include "cuda/sm90/tiled/tiled_kernel.cuh"
 
@@ -38,38 +40,10 @@ struct WsShape {
                 "the split hands the producer's registers to the consumers, no more");
 };
 
-__device__ __forceinline__ void mbarrier_init(uint64_t* bar, uint32_t count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_address(bar)), "r"(count)
-               : "memory");
-}
-
-__device__ __forceinline__ void mbarrier_arrive(uint64_t* bar) {
-  asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.shared::cta.b64 state, [%0];\n}\n" ::"r"(
-                   smem_address(bar))
-               : "memory");
-}
-
-// An arrival on `bar` once this thread's earlier cp.async copies have landed; the barrier's
-// expected count includes it (.noinc).
-__device__ __forceinline__ void cp_async_arrive(uint64_t* bar) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_address(bar))
-               : "memory");
-}
-
-// Whether the phase of parity `parity` of `bar` has completed (waiting a while for it).
-__device__ __forceinline__ bool mbarrier_try_wait(uint64_t* bar, uint32_t parity) {
-  uint32_t done;
-  asm volatile(
-      "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-      "selp.u32 %0, 1, 0, p;\n}\n"
-      : "=r"(done)
-      : "r"(smem_address(bar)), "r"(parity)
-      : "memory");
-  return done != 0;
-}
-
+// Waits until the phase of parity `parity` of `bar` has completed (CCCL's cuda::ptx wrappers;
+// arrive and wait have release and acquire semantics at CTA scope).
 __device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity) {
-  while (!mbarrier_try_wait(bar, parity)) {
+  while (!::cuda::ptx::mbarrier_try_wait_parity(bar, parity)) {
   }
 }
 
@@ -110,10 +84,8 @@ __global__ void __launch_bounds__(WsShape<Config, kNvfp4>::kThreads, 1)
   }
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
-      // Each producer thread arrives twice a stage: once when its copies land, once after its
-      // plain stores (the bytewise scale path) with the arrive's release.
-      mbarrier_init(&full[s], 2 * Ws::kProducerThreads);
-      mbarrier_init(&empty[s], Shape::kWarpgroups);
+      ::cuda::ptx::mbarrier_init(&full[s], Ws::kProducerThreads);
+      ::cuda::ptx::mbarrier_init(&empty[s], Shape::kWarpgroups);
     }
   }
   __syncthreads();
@@ -124,14 +96,27 @@ __global__ void __launch_bounds__(WsShape<Config, kNvfp4>::kThreads, 1)
     if constexpr (Ws::kRegisterSplit)
       asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Ws::kProducerRegisters));
     const StageLoader<Config, kNvfp4, Ws::kProducerThreads, true> loader(p, entry, src_rows, n0);
+    // A stage is signalled kLag stages after its copies were issued, once this thread's copies of
+    // it have landed and are fenced for the async proxy (as each thread of tiled_kernel.cuh
+    // does before its barrier); the arrive's release covers the plain stores of the bytewise
+    // scale path too.
+    constexpr int kLag = kStages - 2;
+    auto signal = [&](int kt) {
+      ::cuda::ptx::fence_proxy_async(::cuda::ptx::space_shared);
+      (void)::cuda::ptx::mbarrier_arrive(&full[kt % kStages]);
+    };
     for (int kt = 0; kt < k_tiles; ++kt) {
       const int slot = kt % kStages, round = kt / kStages;
       if (round > 0) mbarrier_wait(&empty[slot], (round - 1) & 1);
       loader.load(p, kt, base + slot * Shape::kStageBytes, base_ptr + slot * Shape::kStageBytes);
-      cp_async_arrive(&full[slot]);
-      mbarrier_arrive(&full[slot]);
+      cp_async_commit();
+      if (kt >= kLag) {
+        cp_async_wait<kLag>();
+        signal(kt - kLag);
+      }
     }
     cp_async_wait<0>();
+    for (int kt = max(k_tiles - kLag, 0); kt < k_tiles; ++kt) signal(kt);
     return;
   }
 
@@ -150,8 +135,6 @@ __global__ void __launch_bounds__(WsShape<Config, kNvfp4>::kThreads, 1)
   auto receive = [&](int kt, uint32_t(&into)[4][4]) {
     const int slot = kt % kStages;
     mbarrier_wait(&full[slot], (kt / kStages) & 1);
-    // cp.async wrote through the generic proxy; wgmma reads through the async proxy.
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     if constexpr (kNvfp4)
       decode_stage<Config>(p, base_ptr + slot * Shape::kStageBytes, n0, into, thread);
   };
@@ -165,7 +148,7 @@ __global__ void __launch_bounds__(WsShape<Config, kNvfp4>::kThreads, 1)
     for (int s = 0; s < 4; ++s)
 #pragma unroll
       for (int j = 0; j < 4; ++j) fence_operand(other[s][j]);
-    if (kt > 0 && thread % 128 == 0) mbarrier_arrive(&empty[(kt - 1) % kStages]);
+    if (kt > 0 && thread % 128 == 0) (void)::cuda::ptx::mbarrier_arrive(&empty[(kt - 1) % kStages]);
     if (kt + 1 < k_tiles) receive(kt + 1, other);
   };
   receive(0, frag[0]);
