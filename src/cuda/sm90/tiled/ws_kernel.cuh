@@ -93,6 +93,7 @@ __global__ void __launch_bounds__(WsShape<Config, kNvfp4>::kThreads, 1)
 
   if (threadIdx.x < Ws::kProducerThreads) {
     // 3p. producer: stage kt into slot kt % kStages once the consumers released its last use.
+    // (The toolkit's CCCL has no cuda::ptx wrapper for setmaxnreg yet: the instruction itself.)
     if constexpr (Ws::kRegisterSplit)
       asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Ws::kProducerRegisters));
     const StageLoader<Config, kNvfp4, Ws::kProducerThreads, true> loader(p, entry, src_rows, n0);
