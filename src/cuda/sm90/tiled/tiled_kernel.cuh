@@ -361,6 +361,71 @@ __device__ __forceinline__ void store_tile(const GroupedParams& p, std::uint16_t
   }
 }
 
+// Step 1 for a CTA: its row tile's expert, group rows and table entry, and its first channel.
+struct TileSite {
+  int expert, row_begin, row_end, n0;
+  ExpertEntry entry;
+};
+
+template <int kThreads, class Config>
+__device__ __forceinline__ bool locate_tile(const GroupedParams& p, TileSite& site) {
+  if (!locate_row_tile<kThreads, Config::tokens>(p, blockIdx.y, site.expert, site.row_begin,
+                                                 site.row_end))
+    return false;
+  site.entry = p.table[blockIdx.z * p.num_experts + site.expert];
+  site.n0 = blockIdx.x * Config::weight_rows;
+  return true;
+}
+
+// Step 2. The tile's source rows (token_ids[i], or i) into shared memory; negative ids and, when
+// the caller gave a_rows (> 0), ids past it read as zeros.
+template <int kTokens, int kThreads>
+__device__ __forceinline__ void gather_rows(const GroupedParams& p, int row_begin, int row_end,
+                                            int* src_rows) {
+  for (int r = threadIdx.x; r < kTokens; r += kThreads) {
+    const int i = row_begin + r;
+    int row = -1;
+    if (i < row_end) {
+      row = p.token_ids ? __ldg(p.token_ids + i) : i;
+      if (row < 0 || (p.a_rows > 0 && row >= p.a_rows)) row = -1;
+    }
+    src_rows[r] = row;
+  }
+}
+
+// Zero every stage once: rows the loader skips must read as zeros.
+template <int kThreads>
+__device__ __forceinline__ void zero_stages(std::uint8_t* base, int bytes) {
+  auto* words = reinterpret_cast<uint4*>(base);
+  for (int i = threadIdx.x; i < bytes / 16; i += kThreads) words[i] = make_uint4(0, 0, 0, 0);
+}
+
+// After the last wgmma_wait<0>: the fragments and accumulators are no longer the wgmmas'.
+template <int kAcc>
+__device__ __forceinline__ void release_operands(uint32_t (&frag)[2][4][4], float (&acc)[kAcc]) {
+#pragma unroll
+  for (int b = 0; b < 2; ++b)
+#pragma unroll
+    for (int s = 0; s < 4; ++s)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) fence_operand(frag[b][s][j]);
+#pragma unroll
+  for (int i = 0; i < kAcc; ++i) fence_operand(acc[i]);
+}
+
+// Runs step(kt, current, other) over the k-tiles, the two fragment buffers alternating (the
+// loop unrolled by two keeps their indices compile-time), then waits for the last wgmmas.
+template <int kAcc, class Step>
+__device__ __forceinline__ void run_stages(int k_tiles, uint32_t (&frag)[2][4][4],
+                                           float (&acc)[kAcc], Step&& step) {
+  for (int kt = 0; kt < k_tiles; kt += 2) {
+    step(kt, frag[0], frag[1]);
+    if (kt + 1 < k_tiles) step(kt + 1, frag[1], frag[0]);
+  }
+  wgmma_wait<0>();
+  release_operands(frag, acc);
+}
+
 template <class Config, bool kNvfp4>
 __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
     grouped_gemm_kernel(const __grid_constant__ GroupedParams p) {
@@ -370,33 +435,19 @@ __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
   __shared__ int src_rows[Config::tokens];
 
   // 1. locate
-  int expert, row_begin, row_end;
-  if (!locate_row_tile<Shape::kThreads, Config::tokens>(p, blockIdx.y, expert, row_begin, row_end))
-    return;
-  const ExpertEntry entry = p.table[blockIdx.z * p.num_experts + expert];
-  const int n0 = blockIdx.x * Config::weight_rows;
+  TileSite site;
+  if (!locate_tile<Shape::kThreads, Config>(p, site)) return;
+  const int row_begin = site.row_begin, row_end = site.row_end, n0 = site.n0;
+  const ExpertEntry& entry = site.entry;
 
   // 2. gather
-  for (int r = threadIdx.x; r < Config::tokens; r += Shape::kThreads) {
-    const int i = row_begin + r;
-    int row = -1;
-    if (i < row_end) {
-      row = p.token_ids ? __ldg(p.token_ids + i) : i;
-      if (row < 0 || (p.a_rows > 0 && row >= p.a_rows)) row = -1;
-    }
-    src_rows[r] = row;
-  }
+  gather_rows<Config::tokens, Shape::kThreads>(p, row_begin, row_end, src_rows);
   __syncthreads();
 
   // 3. mainloop
   const uint32_t base = (smem_address(smem_raw) + kSwizzleAtomBytes - 1) & ~(kSwizzleAtomBytes - 1);
   std::uint8_t* base_ptr = smem_raw + (base - smem_address(smem_raw));
-  {
-    // Zero every stage once: rows the loader skips must read as zeros.
-    auto* words = reinterpret_cast<uint4*>(base_ptr);
-    for (int i = threadIdx.x; i < Config::stages * Shape::kStageBytes / 16; i += Shape::kThreads)
-      words[i] = make_uint4(0, 0, 0, 0);
-  }
+  zero_stages<Shape::kThreads>(base_ptr, Config::stages * Shape::kStageBytes);
   const StageLoader<Config, kNvfp4> loader(p, entry, src_rows, n0);
   __syncthreads();
   const int k_tiles = (p.k + kBlockK - 1) / kBlockK;
@@ -414,7 +465,7 @@ __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
   }
   // Software pipeline: while the wgmmas of stage kt run, the CTA waits for stage kt + 1, refills
   // the slot stage kt - 1 used, and decodes stage kt + 1 into the other fragment buffer. The
-  // buffers alternate, so the loop is unrolled by two to keep their indices compile-time.
+  // buffers alternate (run_stages).
   uint32_t frag[2][4][4];
   cp_async_wait<Config::stages - 2>();
   // cp.async wrote through the generic proxy; wgmma reads through the async proxy.
@@ -442,19 +493,7 @@ __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
       if (kt + 1 < k_tiles)
         decode_stage<Config>(p, base_ptr + (kt + 1) % Config::stages * Shape::kStageBytes, n0, other);
   };
-  for (int kt = 0; kt < k_tiles; kt += 2) {
-    step(kt, frag[0], frag[1]);
-    if (kt + 1 < k_tiles) step(kt + 1, frag[1], frag[0]);
-  }
-  wgmma_wait<0>();
-#pragma unroll
-  for (int b = 0; b < 2; ++b)
-#pragma unroll
-    for (int s = 0; s < 4; ++s)
-#pragma unroll
-      for (int j = 0; j < 4; ++j) fence_operand(frag[b][s][j]);
-#pragma unroll
-  for (int i = 0; i < Config::tokens / 2; ++i) fence_operand(acc[i]);
+  run_stages(k_tiles, frag, acc, step);
 
   // 4. epilogue
   const float scale_2 = kNvfp4 ? entry.scale_2 : 1.0f;

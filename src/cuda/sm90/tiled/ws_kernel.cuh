@@ -59,29 +59,16 @@ __global__ void __launch_bounds__(WsShape<Config, kNvfp4>::kThreads, 1)
   __shared__ uint64_t full[kStages], empty[kStages];
 
   // 1. locate (every thread takes part in the scan)
-  int expert, row_begin, row_end;
-  if (!locate_row_tile<Ws::kThreads, Config::tokens>(p, blockIdx.y, expert, row_begin, row_end))
-    return;
-  const ExpertEntry entry = p.table[blockIdx.z * p.num_experts + expert];
-  const int n0 = blockIdx.x * Config::weight_rows;
+  TileSite site;
+  if (!locate_tile<Ws::kThreads, Config>(p, site)) return;
+  const int row_begin = site.row_begin, row_end = site.row_end, n0 = site.n0;
+  const ExpertEntry& entry = site.entry;
 
   // 2. gather, zeroed stages, barriers
-  for (int r = threadIdx.x; r < Config::tokens; r += Ws::kThreads) {
-    const int i = row_begin + r;
-    int row = -1;
-    if (i < row_end) {
-      row = p.token_ids ? __ldg(p.token_ids + i) : i;
-      if (row < 0 || (p.a_rows > 0 && row >= p.a_rows)) row = -1;
-    }
-    src_rows[r] = row;
-  }
+  gather_rows<Config::tokens, Ws::kThreads>(p, row_begin, row_end, src_rows);
   const uint32_t base = (smem_address(smem_raw) + kSwizzleAtomBytes - 1) & ~(kSwizzleAtomBytes - 1);
   std::uint8_t* base_ptr = smem_raw + (base - smem_address(smem_raw));
-  {
-    auto* words = reinterpret_cast<uint4*>(base_ptr);
-    for (int i = threadIdx.x; i < kStages * Shape::kStageBytes / 16; i += Ws::kThreads)
-      words[i] = make_uint4(0, 0, 0, 0);
-  }
+  zero_stages<Ws::kThreads>(base_ptr, kStages * Shape::kStageBytes);
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       ::cuda::ptx::mbarrier_init(&full[s], Ws::kProducerThreads);
@@ -141,7 +128,7 @@ __global__ void __launch_bounds__(WsShape<Config, kNvfp4>::kThreads, 1)
   };
   // Software pipeline, as in tiled_kernel.cuh: while the wgmmas of stage kt run, the warpgroup
   // releases stage kt - 1 and receives stage kt + 1 into the other fragment buffer. The buffers
-  // alternate, so the loop is unrolled by two to keep their indices compile-time.
+  // alternate (run_stages).
   auto step = [&](int kt, uint32_t(&current)[4][4], uint32_t(&other)[4][4]) {
     issue_stage<Config, kNvfp4>(base + kt % kStages * Shape::kStageBytes, current, acc, thread);
     wgmma_wait<1>();  // stage kt - 1 is done: its slot and `other` are free
@@ -153,19 +140,7 @@ __global__ void __launch_bounds__(WsShape<Config, kNvfp4>::kThreads, 1)
     if (kt + 1 < k_tiles) receive(kt + 1, other);
   };
   receive(0, frag[0]);
-  for (int kt = 0; kt < k_tiles; kt += 2) {
-    step(kt, frag[0], frag[1]);
-    if (kt + 1 < k_tiles) step(kt + 1, frag[1], frag[0]);
-  }
-  wgmma_wait<0>();
-#pragma unroll
-  for (int b = 0; b < 2; ++b)
-#pragma unroll
-    for (int s = 0; s < 4; ++s)
-#pragma unroll
-      for (int j = 0; j < 4; ++j) fence_operand(frag[b][s][j]);
-#pragma unroll
-  for (int i = 0; i < Config::tokens / 2; ++i) fence_operand(acc[i]);
+  run_stages(k_tiles, frag, acc, step);
 
   // 4. epilogue
   const float scale_2 = kNvfp4 ? entry.scale_2 : 1.0f;
