@@ -3,7 +3,8 @@
 // device offsets with an expert wider than the widest token tile (300 rows: two 256-row tiles, a
 // partial one last), N and K off the tile edges; the dense NVFP4 and bf16 GEMMs at M past each
 // token width. The dispatcher reaches only some tiles for a given shape; this reaches them all.
-// Then the rule that decides for the widest tile, against the measured choices.
+// Then the rule that decides for the widest tile, against the measured choices, and that the
+// family's own choice is never a warp-specialised tile.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -80,6 +81,28 @@ TEST(TiledFamily, WideTileRuleMatchesTheMeasuredChoices) {
                                          m.channel_tiles * m.narrow_row_tiles, 132),
               m.wide_was_faster)
         << m.shape;
+}
+
+// The warp-specialised tiles are reached by METRALE_CUDA_KERNEL only until they are measured: the
+// family's own choice, over expert sizes from one row to past the widest tile, on host and device
+// offsets, is always one of the first kChosenTiles. Host logic: runs anywhere.
+TEST(TiledFamily, PicksNoWarpSpecialisedTileByItself) {
+  const cuda::Family* tiled = cuda::find_family("sm90-tiled");
+  ASSERT_NE(tiled, nullptr);
+  for (int c = 0; c < cuda::sm90::kChosenTiles; ++c) EXPECT_FALSE(cuda::sm90::kTiles[c].specialized);
+  for (int rows : {1, 7, 33, 100, 129, 300, 4096}) {
+    for (bool on_device : {false, true}) {
+      const std::int32_t offsets[3] = {0, rows, 2 * rows};
+      cuda::Problem problem;
+      problem.args.groups = ExpertGroups{offsets, on_device, 2, 2 * rows, rows};
+      problem.args.n = 1024;
+      problem.args.k = 1024;
+      problem.args.proj_count = 2;
+      const cuda::Plan plan = tiled->plan(problem, cuda::RowWindow{});
+      EXPECT_LT(plan.config, cuda::sm90::kChosenTiles) << rows << " rows, device " << on_device;
+      EXPECT_EQ(tiled->describe(plan).find("warp-specialised"), std::string::npos);
+    }
+  }
 }
 
 #endif  // METRALE_HAS_CUDA
