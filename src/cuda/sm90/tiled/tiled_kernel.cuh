@@ -126,9 +126,10 @@ __device__ bool locate_row_tile(const GroupedParams& p, int tile, int& expert, i
 // past K are zero-filled, so a partial last k-tile runs all four k16 steps on zeros (SFB scale
 // padding is zero by the layout's contract; [K/16, N] scales past K are zero-filled too).
 // Threads 0 .. kThreads - 1 share the copies (the whole CTA, or a warp-specialised kernel's
-// producer warpgroup). kLeanRows: the activation rows' sources are read from the gathered row
-// list in shared memory at each stage instead of being kept in registers (a producer warpgroup
-// runs on few registers).
+// producer warpgroup). kLeanRows: each activation piece keeps its 32-bit row id instead of a
+// 64-bit source pointer (a producer warpgroup holds 16 of them at 256 tokens). Measured: reading
+// the ids from shared memory at each stage instead made the producer, not the tensor core, the
+// limit (each load waited behind the previous copy: the copies are "memory"-ordered asm).
 template <class Config, bool kNvfp4, int kThreads = KernelShape<Config, kNvfp4>::kThreads,
           bool kLeanRows = false>
 struct StageLoader {
@@ -148,7 +149,7 @@ struct StageLoader {
   const std::uint8_t* act_src[kActArrays];
   uint32_t act_dst[kActArrays];
   int act_col[kActArrays];  // first K index of the chunk
-  const int* rows = nullptr;  // lean: the gathered rows (shared memory)
+  int row[kLeanRows ? kActPerThread : 1];  // lean: this thread's gathered rows (-1: none)
   const std::uint8_t* weight_src[kWeightPerThread];
   uint32_t weight_dst[kWeightPerThread];
   int weight_col[kWeightPerThread];  // first byte of the chunk within a weight row
@@ -165,7 +166,8 @@ struct StageLoader {
       : expert_scales(entry.scale), n0(first_channel) {
     const int tid = threadIdx.x;
     if constexpr (kLeanRows) {
-      rows = src_rows;
+#pragma unroll
+      for (int i = 0; i < kActPerThread; ++i) row[i] = src_rows[tid / 8 + i * kRowStep];
       act_dst[0] = swizzled_offset(tid / 8, tid % 8);
       act_col[0] = tid % 8 * 8;
     }
@@ -223,12 +225,10 @@ struct StageLoader {
     if constexpr (kLeanRows) {
       const bool in_k = act_col[0] + kt * kBlockK < p.k;
 #pragma unroll
-      for (int i = 0; i < kActPerThread; ++i) {
-        const int row = rows[threadIdx.x / 8 + i * kRowStep];
-        if (row >= 0)
+      for (int i = 0; i < kActPerThread; ++i)
+        if (row[i] >= 0)
           cp_async_16(stage + act_dst[0] + i * kRowStep * kSwizzleRowBytes,
-                      p.a + static_cast<size_t>(row) * p.k + kt * kBlockK + act_col[0], in_k);
-      }
+                      p.a + static_cast<size_t>(row[i]) * p.k + kt * kBlockK + act_col[0], in_k);
     } else {
 #pragma unroll
       for (int i = 0; i < kActPerThread; ++i)

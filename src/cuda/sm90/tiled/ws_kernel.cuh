@@ -4,10 +4,10 @@
 // 40-43 %, and in 56-59 % of cycles no warp of a scheduler eligible: each k-tile every thread
 // copies, waits for the CTA at a barrier, then decodes, so the two warps a scheduler holds stall
 // together. Here:
-//   - a producer warpgroup copies the stages (cp.async) into a ring and signals each stage's
-//     full barrier a few stages later, once its copies have landed; it reads the gathered
-//     rows from shared memory at each stage (StageLoader's lean rows), so it runs on few
-//     registers and, for the 256-token tile, hands the rest to the consumers (setmaxnreg);
+//   - a producer warpgroup copies the stages (cp.async) into a ring; each stage's full barrier
+//     completes when its copies have landed (cp.async.mbarrier.arrive.noinc); it keeps its
+//     gathered rows as 32-bit ids (StageLoader's lean rows) and, for the 256-token tile, hands
+//     the registers it does not need to the consumers (setmaxnreg);
 //   - each consumer warpgroup (64 weight rows) waits for a stage's full barrier, decodes its
 //     fragments, issues its wgmmas and, once the previous stage's wgmmas are done, releases that
 //     stage on its empty barrier; no CTA-wide barrier inside the main loop.
@@ -30,11 +30,13 @@ struct WsShape {
   static_assert(kThreads == 384, "one producer and two consumer warpgroups");
   // 384 threads leave 168 registers a thread: enough for the 128-token tile's consumers (64
   // accumulators). The 256-token NVFP4 tile's consumers hold 128 accumulators and two fragment
-  // buffers, so the producer warpgroup gives them its share (setmaxnreg; ptxas allocates each
-  // role to its count, and the counts must add up to the 168 x 384 the kernel launches with).
+  // buffers, so the producer warpgroup gives them part of its share (setmaxnreg; ptxas allocates
+  // each role to its count, and the counts must add up to the 168 x 384 the kernel launches
+  // with). The producer keeps 120: its 16 row ids and the copies' addresses, hoisted ahead of
+  // the copies, spill below about 100.
   static constexpr bool kRegisterSplit = kNvfp4 && Config::tokens > 128;
-  static constexpr int kProducerRegisters = 40;
-  static constexpr int kConsumerRegisters = 232;
+  static constexpr int kProducerRegisters = 120;
+  static constexpr int kConsumerRegisters = 192;
   static_assert(kProducerThreads * kProducerRegisters + kConsumerThreads * kConsumerRegisters ==
                     168 * kThreads,
                 "the split hands the producer's registers to the consumers, no more");
@@ -84,27 +86,26 @@ __global__ void __launch_bounds__(WsShape<Config, kNvfp4>::kThreads, 1)
     if constexpr (Ws::kRegisterSplit)
       asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Ws::kProducerRegisters));
     const StageLoader<Config, kNvfp4, Ws::kProducerThreads, true> loader(p, entry, src_rows, n0);
-    // A stage is signalled kLag stages after its copies were issued, once this thread's copies of
-    // it have landed and are fenced for the async proxy (as each thread of tiled_kernel.cuh
-    // does before its barrier); the arrive's release covers the plain stores of the bytewise
-    // scale path too.
-    constexpr int kLag = kStages - 2;
-    auto signal = [&](int kt) {
-      ::cuda::ptx::fence_proxy_async(::cuda::ptx::space_shared);
-      (void)::cuda::ptx::mbarrier_arrive(&full[kt % kStages]);
-    };
+    // Each thread signals a stage once: cp.async.mbarrier.arrive.noinc arrives for the thread
+    // when its copies so far have landed, so a stage is ready as soon as its bytes are, whatever
+    // the producer is doing by then (the consumers fence for the async proxy after their wait).
+    // The bytewise scale path also stores to the stage with plain stores, which that arrival
+    // does not order: there the thread waits for its copies and arrives itself (release).
+    const bool plain_stores = kNvfp4 && !p.scale_sfb && !p.scale_vec16;
     for (int kt = 0; kt < k_tiles; ++kt) {
       const int slot = kt % kStages, round = kt / kStages;
       if (round > 0) mbarrier_wait(&empty[slot], (round - 1) & 1);
       loader.load(p, kt, base + slot * Shape::kStageBytes, base_ptr + slot * Shape::kStageBytes);
-      cp_async_commit();
-      if (kt >= kLag) {
-        cp_async_wait<kLag>();
-        signal(kt - kLag);
+      if (plain_stores) {
+        cp_async_commit();
+        cp_async_wait<0>();
+        (void)::cuda::ptx::mbarrier_arrive(&full[slot]);
+      } else {
+        ::cuda::ptx::cp_async_mbarrier_arrive_noinc(&full[slot]);
       }
     }
+    cp_async_commit();
     cp_async_wait<0>();
-    for (int kt = max(k_tiles - kLag, 0); kt < k_tiles; ++kt) signal(kt);
     return;
   }
 
@@ -123,6 +124,8 @@ __global__ void __launch_bounds__(WsShape<Config, kNvfp4>::kThreads, 1)
   auto receive = [&](int kt, uint32_t(&into)[4][4]) {
     const int slot = kt % kStages;
     mbarrier_wait(&full[slot], (kt / kStages) & 1);
+    // The copies wrote through the generic proxy; wgmma reads the stage through the async one.
+    ::cuda::ptx::fence_proxy_async(::cuda::ptx::space_shared);
     if constexpr (kNvfp4)
       decode_stage<Config>(p, base_ptr + slot * Shape::kStageBytes, n0, into, thread);
   };
