@@ -151,7 +151,11 @@ class TiledFamily final : public Family {
     const int tiles = row_tiles(a, plan);
     if (tiles == 0) return;
     const int rows_per_cta = kTiles[plan.config].weight_rows;
-    const dim3 grid((a.n + rows_per_cta - 1) / rows_per_cta, tiles, a.proj_count);
+    dim3 grid((a.n + rows_per_cta - 1) / rows_per_cta, tiles, a.proj_count);
+    const int channel_tiles = static_cast<int>(grid.x);
+    if (kTiles[plan.config].specialized)  // persistent: at most one CTA per multiprocessor
+      grid = dim3(static_cast<unsigned>(
+          std::min<long>(static_cast<long>(grid.x) * grid.y * grid.z, device_sm_count())));
     if (grid.y > 65535)
       fail(Status::unsupported, "{}: {} row tiles exceed the grid limit of 65535", problem.op,
            grid.y);
@@ -177,6 +181,8 @@ class TiledFamily final : public Family {
     p.out[0] = a.out[0];
     p.out[1] = a.proj_count > 1 ? a.out[1] : nullptr;
     p.table = l.table;
+    p.channel_tiles = channel_tiles;
+    p.projections = a.proj_count;
     METRALE_CUDA_CHECK(launch_grouped_gemm(plan.config, problem.nvfp4, p, grid, stream));
   }
 };

@@ -75,12 +75,23 @@ __device__ __forceinline__ int expert_row_tiles(const GroupedParams& p, int e) {
   return rows >= p.min_rows && rows <= p.max_rows ? (rows + kTokens - 1) / kTokens : 0;
 }
 
-// Step 1. Maps row tile `tile` to its expert and group-row range with a block-wide exclusive
-// scan of the experts' row tiles (each thread sums a contiguous run of experts, so any expert
-// count works). Returns false (for every thread) when the tile is past the end.
-template <int kThreads, int kTokens>
+// The barrier among threads 0 .. kThreads - 1 that take part in a scan: the whole CTA, or (a
+// named barrier) a warp-specialised kernel's producer warpgroup.
+template <int kThreads, bool kWholeCta>
+struct ScanSync {
+  __device__ __forceinline__ static void sync() {
+    if constexpr (kWholeCta) __syncthreads();
+    else asm volatile("bar.sync 1, %0;\n" ::"n"(kThreads) : "memory");
+  }
+};
+
+// Step 1. Maps row tile `tile` to its expert and group-row range with an exclusive scan of the
+// experts' row tiles over threads 0 .. kThreads - 1 (each sums a contiguous run of experts, so
+// any expert count works). Returns false (for every thread) when the tile is past the end.
+template <int kThreads, int kTokens, bool kWholeCta = true>
 __device__ bool locate_row_tile(const GroupedParams& p, int tile, int& expert, int& row_begin,
                                 int& row_end) {
+  using Sync = ScanSync<kThreads, kWholeCta>;
   constexpr int kWarps = kThreads / 32;
   __shared__ int warp_totals[kWarps];
   __shared__ int found[3];
@@ -97,7 +108,7 @@ __device__ bool locate_row_tile(const GroupedParams& p, int tile, int& expert, i
     if (lane >= delta) inclusive += up;
   }
   if (lane == 31) warp_totals[warp] = inclusive;
-  __syncthreads();
+  Sync::sync();
   int before = inclusive - local;
   for (int w = 0; w < warp; ++w) before += warp_totals[w];
   if (tile >= before && tile < before + local) {
@@ -112,11 +123,27 @@ __device__ bool locate_row_tile(const GroupedParams& p, int tile, int& expert, i
       before += count;
     }
   }
-  __syncthreads();
+  Sync::sync();
   expert = found[0];
   row_begin = found[1];
   row_end = found[2];
   return expert >= 0;
+}
+
+// The row tiles of every expert (in the family's row window), summed over threads
+// 0 .. kThreads - 1: how many tiles a persistent kernel walks.
+template <int kThreads, int kTokens, bool kWholeCta = true>
+__device__ int count_row_tiles(const GroupedParams& p) {
+  __shared__ int total;
+  if (threadIdx.x == 0) total = 0;
+  ScanSync<kThreads, kWholeCta>::sync();
+  int local = 0;
+  for (int e = threadIdx.x; e < p.num_experts; e += kThreads) local += expert_row_tiles<kTokens>(p, e);
+#pragma unroll
+  for (int delta = 16; delta > 0; delta /= 2) local += __shfl_down_sync(0xFFFFFFFFu, local, delta);
+  if (threadIdx.x % 32 == 0) atomicAdd(&total, local);
+  ScanSync<kThreads, kWholeCta>::sync();
+  return total;
 }
 
 // Step 3a. The cp.async copies of one k-tile. Each thread's share of a tile is the same for
@@ -129,7 +156,9 @@ __device__ bool locate_row_tile(const GroupedParams& p, int tile, int& expert, i
 // producer warpgroup). kLeanRows: each activation piece keeps its 32-bit row id instead of a
 // 64-bit source pointer (a producer warpgroup holds 16 of them at 256 tokens). Measured: reading
 // the ids from shared memory at each stage instead made the producer, not the tensor core, the
-// limit (each load waited behind the previous copy: the copies are "memory"-ordered asm).
+// limit (each load waited behind the previous copy: the copies are "memory"-ordered asm). A
+// persistent kernel reuses its stages from tile to tile, so lean rows with no source are copied
+// as zeros (cp.async's zero fill) rather than skipped.
 template <class Config, bool kNvfp4, int kThreads = KernelShape<Config, kNvfp4>::kThreads,
           bool kLeanRows = false>
 struct StageLoader {
@@ -226,9 +255,9 @@ struct StageLoader {
       const bool in_k = act_col[0] + kt * kBlockK < p.k;
 #pragma unroll
       for (int i = 0; i < kActPerThread; ++i)
-        if (row[i] >= 0)
-          cp_async_16(stage + act_dst[0] + i * kRowStep * kSwizzleRowBytes,
-                      p.a + static_cast<size_t>(row[i]) * p.k + kt * kBlockK + act_col[0], in_k);
+        cp_async_16(stage + act_dst[0] + i * kRowStep * kSwizzleRowBytes,
+                    p.a + static_cast<size_t>(max(row[i], 0)) * p.k + kt * kBlockK + act_col[0],
+                    in_k && row[i] >= 0);
     } else {
 #pragma unroll
       for (int i = 0; i < kActPerThread; ++i)
