@@ -390,22 +390,6 @@ __device__ __forceinline__ void store_tile(const GroupedParams& p, std::uint16_t
   }
 }
 
-// Step 1 for a CTA: its row tile's expert, group rows and table entry, and its first channel.
-struct TileSite {
-  int expert, row_begin, row_end, n0;
-  ExpertEntry entry;
-};
-
-template <int kThreads, class Config>
-__device__ __forceinline__ bool locate_tile(const GroupedParams& p, TileSite& site) {
-  if (!locate_row_tile<kThreads, Config::tokens>(p, blockIdx.y, site.expert, site.row_begin,
-                                                 site.row_end))
-    return false;
-  site.entry = p.table[blockIdx.z * p.num_experts + site.expert];
-  site.n0 = blockIdx.x * Config::weight_rows;
-  return true;
-}
-
 // Step 2. The tile's source rows (token_ids[i], or i) into shared memory; negative ids and, when
 // the caller gave a_rows (> 0), ids past it read as zeros.
 template <int kTokens, int kThreads>
@@ -464,10 +448,11 @@ __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
   __shared__ int src_rows[Config::tokens];
 
   // 1. locate
-  TileSite site;
-  if (!locate_tile<Shape::kThreads, Config>(p, site)) return;
-  const int row_begin = site.row_begin, row_end = site.row_end, n0 = site.n0;
-  const ExpertEntry& entry = site.entry;
+  int expert, row_begin, row_end;
+  if (!locate_row_tile<Shape::kThreads, Config::tokens>(p, blockIdx.y, expert, row_begin, row_end))
+    return;
+  const ExpertEntry entry = p.table[blockIdx.z * p.num_experts + expert];
+  const int n0 = blockIdx.x * Config::weight_rows;
 
   // 2. gather
   gather_rows<Config::tokens, Shape::kThreads>(p, row_begin, row_end, src_rows);

@@ -30,7 +30,7 @@ struct TileConfig {
 // operation (each decoded weight feeds 256 rows): at prefill the decode, not the tensor core, is
 // what limits the 128-token tile. The 128- and 256-token tiles run warp-specialised and
 // persistent (ws_kernel.cuh): measured 5-16 % faster than the same tiles in tiled_kernel.cuh,
-// which stay as configurations 6 and 7 for comparison (docs/perf.md, "warp-specialised tiles").
+// which stay as configurations 6 and 7 for comparison (docs/perf.md, "2026-12-02, fourth session").
 constexpr TileConfig kTiles[] = {
     {8, 64, 8, false},    {16, 64, 8, false},  {32, 64, 6, false},
     {64, 128, 4, false},  {128, 128, 4, true}, {256, 128, 4, true},
