@@ -3,7 +3,8 @@
 // device offsets with an expert wider than the widest token tile (300 rows: two 256-row tiles, a
 // partial one last), N and K off the tile edges; the dense NVFP4 and bf16 GEMMs at M past each
 // token width. The dispatcher reaches only some tiles for a given shape; this reaches them all.
-// Then the rule that decides for the widest tile, against the measured choices.
+// The persistent warp-specialised tiles with several tiles per CTA. Then the rule that decides
+// for the widest tile, against the measured choices, and which tiles the family picks itself.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -52,6 +53,26 @@ TEST(TiledFamily, EveryTileDenseExact) {
       }
 }
 
+// The warp-specialised tiles are persistent: at most one CTA per multiprocessor walks the tiles,
+// so a CTA reuses its stage ring and its tile hand-over from tile to tile. Here every CTA takes
+// several tiles (16 channel tiles x 2 projections x 9 or more row tiles on at most 132 CTAs), on
+// skewed routing (row tiles of different lengths back to back), host and device offsets.
+TEST(TiledFamily, PersistentTilesExact) {
+  METRALE_SKIP_WITHOUT_GPU();
+  int failures = 0;
+  for (int config = 0; config < tiled_configs(); ++config) {
+    if (!cuda::sm90::kTiles[config].specialized) continue;
+    for (Op op : {Op::grouped_gate_up_fused, Op::grouped_down})
+      for (bool device_offsets : {false, true}) {
+        check::Case c = grouped_case(op, Mode::exact, 2048, 96,
+                                     {1100, 8, 2, RoutingKind::skew}, 9300 + config);
+        c.cuda_kernel = fmt::format("sm90-tiled:{}", config);
+        c.device_offsets = device_offsets;
+        if (!expect_pass(c) && ++failures >= kMaxReportedFailures) return;
+      }
+  }
+}
+
 // The widest tile's grid rule against the choices measured on the H200 (132 SMs; docs/perf.md,
 // "the 256-token tile"): the bench's dense shapes (N = channel tiles x 128) at M = 512 and 4096,
 // and the grouped gate_up of Qwen3-Next and DeepSeek-V3 at T = 4096. Host logic: runs anywhere.
@@ -80,6 +101,32 @@ TEST(TiledFamily, WideTileRuleMatchesTheMeasuredChoices) {
                                          m.channel_tiles * m.narrow_row_tiles, 132),
               m.wide_was_faster)
         << m.shape;
+}
+
+// The family's own choice, over expert sizes from one row to past the widest tile, on host and
+// device offsets: one of the first kChosenTiles, and warp-specialised from 128 tokens on (the
+// tiled_kernel.cuh versions of those tiles are reached only when forced). Host logic: runs
+// anywhere.
+TEST(TiledFamily, PicksWarpSpecialisedWideTiles) {
+  const cuda::Family* tiled = cuda::find_family("sm90-tiled");
+  ASSERT_NE(tiled, nullptr);
+  for (int c = cuda::sm90::kChosenTiles; c < cuda::sm90::kTileCount; ++c)
+    EXPECT_FALSE(cuda::sm90::kTiles[c].specialized) << c;
+  for (int rows : {1, 7, 33, 100, 129, 300, 4096}) {
+    for (bool on_device : {false, true}) {
+      const std::int32_t offsets[3] = {0, rows, 2 * rows};
+      cuda::Problem problem;
+      problem.args.groups = ExpertGroups{offsets, on_device, 2, 2 * rows, rows};
+      problem.args.n = 1024;
+      problem.args.k = 1024;
+      problem.args.proj_count = 2;
+      const cuda::Plan plan = tiled->plan(problem, cuda::RowWindow{});
+      EXPECT_LT(plan.config, cuda::sm90::kChosenTiles) << rows << " rows, device " << on_device;
+      const bool wide = cuda::sm90::kTiles[plan.config].tokens >= 128;
+      EXPECT_EQ(tiled->describe(plan).find("warp-specialised") != std::string::npos, wide)
+          << rows << " rows, device " << on_device;
+    }
+  }
 }
 
 #endif  // METRALE_HAS_CUDA

@@ -21,9 +21,9 @@ namespace {
 // shapes it picks a tile within 5 % of the fastest, where sizing to the mean lost up to 1.3x.
 // Whether the widest tile is worth it is the grid's question (choose_tile).
 int pick_tile(double rows_per_expert) {
-  for (int i = 0; i < kTileCount; ++i)
+  for (int i = 0; i < kChosenTiles; ++i)
     if (2 * rows_per_expert <= kTiles[i].tokens) return i;
-  return kTileCount - 1;
+  return kChosenTiles - 1;
 }
 
 struct Layout {
@@ -80,7 +80,7 @@ double expected_row_tiles(const ExpertGroups& g, RowWindow window, int tokens, d
 // keeps more multiprocessors busy. Both tiles cut N in 128-row CTAs.
 int choose_tile(const Problem& problem, RowWindow window, double mean) {
   const int tile = pick_tile(mean);
-  const int widest = kTileCount - 1;
+  const int widest = kChosenTiles - 1;
   if (tile != widest) return tile;
   const GroupedNvfp4& a = problem.args;
   const long channel_tiles =
@@ -109,8 +109,9 @@ class TiledFamily final : public Family {
   int config_count() const override { return kTileCount; }
 
   std::string describe(const Plan& plan) const override {
-    return fmt::format("sm90-tiled tokens={} weight_rows={}", kTiles[plan.config].tokens,
-                       kTiles[plan.config].weight_rows);
+    return fmt::format("sm90-tiled tokens={} weight_rows={}{}", kTiles[plan.config].tokens,
+                       kTiles[plan.config].weight_rows,
+                       kTiles[plan.config].specialized ? " warp-specialised" : "");
   }
 
   std::string why_not(const Problem& problem) const override {
@@ -150,7 +151,11 @@ class TiledFamily final : public Family {
     const int tiles = row_tiles(a, plan);
     if (tiles == 0) return;
     const int rows_per_cta = kTiles[plan.config].weight_rows;
-    const dim3 grid((a.n + rows_per_cta - 1) / rows_per_cta, tiles, a.proj_count);
+    dim3 grid((a.n + rows_per_cta - 1) / rows_per_cta, tiles, a.proj_count);
+    const int channel_tiles = static_cast<int>(grid.x);
+    if (kTiles[plan.config].specialized)  // persistent: at most one CTA per multiprocessor
+      grid = dim3(static_cast<unsigned>(
+          std::min<long>(static_cast<long>(grid.x) * grid.y * grid.z, device_sm_count())));
     if (grid.y > 65535)
       fail(Status::unsupported, "{}: {} row tiles exceed the grid limit of 65535", problem.op,
            grid.y);
@@ -176,6 +181,8 @@ class TiledFamily final : public Family {
     p.out[0] = a.out[0];
     p.out[1] = a.proj_count > 1 ? a.out[1] : nullptr;
     p.table = l.table;
+    p.channel_tiles = channel_tiles;
+    p.projections = a.proj_count;
     METRALE_CUDA_CHECK(launch_grouped_gemm(plan.config, problem.nvfp4, p, grid, stream));
   }
 };

@@ -75,12 +75,23 @@ __device__ __forceinline__ int expert_row_tiles(const GroupedParams& p, int e) {
   return rows >= p.min_rows && rows <= p.max_rows ? (rows + kTokens - 1) / kTokens : 0;
 }
 
-// Step 1. Maps row tile `tile` to its expert and group-row range with a block-wide exclusive
-// scan of the experts' row tiles (each thread sums a contiguous run of experts, so any expert
-// count works). Returns false (for every thread) when the tile is past the end.
-template <int kThreads, int kTokens>
+// The barrier among threads 0 .. kThreads - 1 that take part in a scan: the whole CTA, or (a
+// named barrier) a warp-specialised kernel's producer warpgroup.
+template <int kThreads, bool kWholeCta>
+struct ScanSync {
+  __device__ __forceinline__ static void sync() {
+    if constexpr (kWholeCta) __syncthreads();
+    else asm volatile("bar.sync 1, %0;\n" ::"n"(kThreads) : "memory");
+  }
+};
+
+// Step 1. Maps row tile `tile` to its expert and group-row range with an exclusive scan of the
+// experts' row tiles over threads 0 .. kThreads - 1 (each sums a contiguous run of experts, so
+// any expert count works). Returns false (for every thread) when the tile is past the end.
+template <int kThreads, int kTokens, bool kWholeCta = true>
 __device__ bool locate_row_tile(const GroupedParams& p, int tile, int& expert, int& row_begin,
                                 int& row_end) {
+  using Sync = ScanSync<kThreads, kWholeCta>;
   constexpr int kWarps = kThreads / 32;
   __shared__ int warp_totals[kWarps];
   __shared__ int found[3];
@@ -97,7 +108,7 @@ __device__ bool locate_row_tile(const GroupedParams& p, int tile, int& expert, i
     if (lane >= delta) inclusive += up;
   }
   if (lane == 31) warp_totals[warp] = inclusive;
-  __syncthreads();
+  Sync::sync();
   int before = inclusive - local;
   for (int w = 0; w < warp; ++w) before += warp_totals[w];
   if (tile >= before && tile < before + local) {
@@ -112,11 +123,27 @@ __device__ bool locate_row_tile(const GroupedParams& p, int tile, int& expert, i
       before += count;
     }
   }
-  __syncthreads();
+  Sync::sync();
   expert = found[0];
   row_begin = found[1];
   row_end = found[2];
   return expert >= 0;
+}
+
+// The row tiles of every expert (in the family's row window), summed over threads
+// 0 .. kThreads - 1: how many tiles a persistent kernel walks.
+template <int kThreads, int kTokens, bool kWholeCta = true>
+__device__ int count_row_tiles(const GroupedParams& p) {
+  __shared__ int total;
+  if (threadIdx.x == 0) total = 0;
+  ScanSync<kThreads, kWholeCta>::sync();
+  int local = 0;
+  for (int e = threadIdx.x; e < p.num_experts; e += kThreads) local += expert_row_tiles<kTokens>(p, e);
+#pragma unroll
+  for (int delta = 16; delta > 0; delta /= 2) local += __shfl_down_sync(0xFFFFFFFFu, local, delta);
+  if (threadIdx.x % 32 == 0) atomicAdd(&total, local);
+  ScanSync<kThreads, kWholeCta>::sync();
+  return total;
 }
 
 // Step 3a. The cp.async copies of one k-tile. Each thread's share of a tile is the same for
@@ -125,19 +152,33 @@ __device__ bool locate_row_tile(const GroupedParams& p, int tile, int& expert, i
 // expert's end, a weight row past N) are skipped: the stages were zeroed at the start. Columns
 // past K are zero-filled, so a partial last k-tile runs all four k16 steps on zeros (SFB scale
 // padding is zero by the layout's contract; [K/16, N] scales past K are zero-filled too).
-template <class Config, bool kNvfp4>
+// Threads 0 .. kThreads - 1 share the copies (the whole CTA, or a warp-specialised kernel's
+// producer warpgroup). kLeanRows: each activation piece keeps its 32-bit row id instead of a
+// 64-bit source pointer (a producer warpgroup holds 16 of them at 256 tokens). Measured: reading
+// the ids from shared memory at each stage instead made the producer, not the tensor core, the
+// limit (each load waited behind the previous copy: the copies are "memory"-ordered asm). A
+// persistent kernel reuses its stages from tile to tile, so lean rows with no source are copied
+// as zeros (cp.async's zero fill) rather than skipped.
+template <class Config, bool kNvfp4, int kThreads = KernelShape<Config, kNvfp4>::kThreads,
+          bool kLeanRows = false>
 struct StageLoader {
   using Shape = KernelShape<Config, kNvfp4>;
   static constexpr int kActChunks = Config::tokens * 8;
-  static constexpr int kActPerThread = (kActChunks + Shape::kThreads - 1) / Shape::kThreads;
+  static constexpr int kActPerThread = (kActChunks + kThreads - 1) / kThreads;
+  static constexpr int kActArrays = kLeanRows ? 1 : kActPerThread;  // register copies kept
+  // Lean: piece i of a thread is row tid/8 + i x kRowStep, the same 16-byte column and swizzle.
+  static constexpr int kRowStep = kThreads / 8;
+  static_assert(!kLeanRows || (kRowStep % 8 == 0 && kActChunks % kThreads == 0),
+                "lean rows keep one swizzle phase per thread and whole rounds of pieces");
   static constexpr int kWeightChunksPerRow = kNvfp4 ? 2 : 8;
   static constexpr int kWeightChunks = Config::weight_rows * kWeightChunksPerRow;
-  static constexpr int kWeightPerThread = (kWeightChunks + Shape::kThreads - 1) / Shape::kThreads;
+  static constexpr int kWeightPerThread = (kWeightChunks + kThreads - 1) / kThreads;
   static constexpr int kWeightStride = kNvfp4 ? kBlockK / 2 : kBlockK * 2;  // bytes per k-tile
 
-  const std::uint8_t* act_src[kActPerThread];
-  uint32_t act_dst[kActPerThread];
-  int act_col[kActPerThread];  // first K index of the chunk
+  const std::uint8_t* act_src[kActArrays];
+  uint32_t act_dst[kActArrays];
+  int act_col[kActArrays];  // first K index of the chunk
+  int row[kLeanRows ? kActPerThread : 1];  // lean: this thread's gathered rows (-1: none)
   const std::uint8_t* weight_src[kWeightPerThread];
   uint32_t weight_dst[kWeightPerThread];
   int weight_col[kWeightPerThread];  // first byte of the chunk within a weight row
@@ -153,9 +194,15 @@ struct StageLoader {
                          int first_channel)
       : expert_scales(entry.scale), n0(first_channel) {
     const int tid = threadIdx.x;
+    if constexpr (kLeanRows) {
 #pragma unroll
-    for (int i = 0; i < kActPerThread; ++i) {
-      const int idx = tid + i * Shape::kThreads, r = idx / 8, c = idx % 8;
+      for (int i = 0; i < kActPerThread; ++i) row[i] = src_rows[tid / 8 + i * kRowStep];
+      act_dst[0] = swizzled_offset(tid / 8, tid % 8);
+      act_col[0] = tid % 8 * 8;
+    }
+#pragma unroll
+    for (int i = 0; i < (kLeanRows ? 0 : kActPerThread); ++i) {
+      const int idx = tid + i * kThreads, r = idx / 8, c = idx % 8;
       const int row = idx < kActChunks ? src_rows[r] : -1;
       act_src[i] = row >= 0 ? reinterpret_cast<const std::uint8_t*>(p.a + static_cast<size_t>(row) * p.k) + c * 16
                             : nullptr;
@@ -166,7 +213,7 @@ struct StageLoader {
     weight_row_bytes = kNvfp4 ? p.k / 2 : p.k * 2;
 #pragma unroll
     for (int i = 0; i < kWeightPerThread; ++i) {
-      const int idx = tid + i * Shape::kThreads;
+      const int idx = tid + i * kThreads;
       const int w = idx / kWeightChunksPerRow, c = idx % kWeightChunksPerRow;
       const bool has = idx < kWeightChunks && n0 + w < p.n;
       weight_src[i] = has ? weight + static_cast<size_t>(n0 + w) * weight_row_bytes + c * 16 : nullptr;
@@ -204,10 +251,20 @@ struct StageLoader {
 
   __device__ __forceinline__ void load(const GroupedParams& p, int kt, uint32_t stage,
                                        std::uint8_t* stage_ptr) const {
+    if constexpr (kLeanRows) {
+      const bool in_k = act_col[0] + kt * kBlockK < p.k;
 #pragma unroll
-    for (int i = 0; i < kActPerThread; ++i)
-      if (act_src[i])
-        cp_async_16(stage + act_dst[i], act_src[i] + kt * kBlockK * 2, act_col[i] + kt * kBlockK < p.k);
+      for (int i = 0; i < kActPerThread; ++i)
+        cp_async_16(stage + act_dst[0] + i * kRowStep * kSwizzleRowBytes,
+                    p.a + static_cast<size_t>(max(row[i], 0)) * p.k + kt * kBlockK + act_col[0],
+                    in_k && row[i] >= 0);
+    } else {
+#pragma unroll
+      for (int i = 0; i < kActPerThread; ++i)
+        if (act_src[i])
+          cp_async_16(stage + act_dst[i], act_src[i] + kt * kBlockK * 2,
+                      act_col[i] + kt * kBlockK < p.k);
+    }
 #pragma unroll
     for (int i = 0; i < kWeightPerThread; ++i)
       if (weight_src[i])
@@ -232,7 +289,7 @@ struct StageLoader {
 
   // [K/16, N] scales whose rows are not 16-byte aligned (N % 16 != 0): plain loads.
   __device__ void load_scales_bytewise(const GroupedParams& p, int kt, std::uint8_t* slot) const {
-    for (int idx = threadIdx.x; idx < 4 * Config::weight_rows; idx += Shape::kThreads) {
+    for (int idx = threadIdx.x; idx < 4 * Config::weight_rows; idx += kThreads) {
       const int i = idx / Config::weight_rows, w = idx % Config::weight_rows, b = kt * 4 + i;
       const bool valid = b < p.k / 16 && n0 + w < p.n;
       slot[idx] = valid ? __ldg(expert_scales + static_cast<size_t>(b) * p.n + n0 + w) : 0;
@@ -256,12 +313,15 @@ __device__ __forceinline__ uint32_t stage_scales(const GroupedParams& p, const s
 // codes of rows r0 and r0 + 8, e2m1 -> bf16 by table, times the block scale (exact in bf16).
 // Each thread converts the two block scales of each step itself (measured: a shared conversion
 // one stage ahead was 5% slower, docs/perf.md).
+// `thread`: the caller's index among the consumer warpgroups (threadIdx.x when all of the CTA
+// consumes).
 template <class Config>
 __device__ __forceinline__ void decode_stage(const GroupedParams& p, const std::uint8_t* stage_ptr,
-                                             int n0, uint32_t (&frag)[4][4]) {
+                                             int n0, uint32_t (&frag)[4][4],
+                                             unsigned thread = threadIdx.x) {
   using Shape = KernelShape<Config, true>;
-  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const int r0 = (threadIdx.x / 32) * 16 + g;  // warps of a warpgroup own 16 rows each
+  const int lane = thread % 32, g = lane / 4, t = lane % 4;
+  const int r0 = (thread / 32) * 16 + g;  // warps of a warpgroup own 16 rows each
   const std::uint8_t* weights = stage_ptr + Shape::kActBytes;
   uint32_t words0[8], words1[8];
   *reinterpret_cast<uint4*>(&words0[0]) = *reinterpret_cast<const uint4*>(weights + r0 * 32);
@@ -292,7 +352,8 @@ __device__ __forceinline__ void decode_stage(const GroupedParams& p, const std::
 // or from the stage's weight tile (bf16); B is the stage's activation tile.
 template <class Config, bool kNvfp4>
 __device__ __forceinline__ void issue_stage(uint32_t act, const uint32_t (&frag)[4][4],
-                                            float (&acc)[Config::tokens / 2]) {
+                                            float (&acc)[Config::tokens / 2],
+                                            unsigned thread = threadIdx.x) {
   using Shape = KernelShape<Config, kNvfp4>;
   wgmma_fence();
 #pragma unroll
@@ -301,7 +362,7 @@ __device__ __forceinline__ void issue_stage(uint32_t act, const uint32_t (&frag)
     if constexpr (kNvfp4) {
       Wgmma<Config::tokens>::rs(acc, frag[s], b, 1);
     } else {
-      const uint32_t weights = act + Shape::kActBytes + (threadIdx.x / 128) * 64 * kSwizzleRowBytes;
+      const uint32_t weights = act + Shape::kActBytes + (thread / 128) * 64 * kSwizzleRowBytes;
       Wgmma<Config::tokens>::ss(acc, sw128_descriptor(weights + s * 32), b, 1);
     }
   }
@@ -312,9 +373,10 @@ __device__ __forceinline__ void issue_stage(uint32_t act, const uint32_t (&frag)
 template <class Config>
 __device__ __forceinline__ void store_tile(const GroupedParams& p, std::uint16_t* out, float scale_2,
                                            int n0, int row_begin, int row_end,
-                                           const float (&acc)[Config::tokens / 2]) {
-  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const int channel = n0 + (threadIdx.x / 32) * 16 + g;
+                                           const float (&acc)[Config::tokens / 2],
+                                           unsigned thread = threadIdx.x) {
+  const int lane = thread % 32, g = lane / 4, t = lane % 4;
+  const int channel = n0 + (thread / 32) * 16 + g;
 #pragma unroll
   for (int j = 0; j < Config::tokens / 8; ++j) {
 #pragma unroll
@@ -326,6 +388,55 @@ __device__ __forceinline__ void store_tile(const GroupedParams& p, std::uint16_t
             __bfloat16_as_ushort(__float2bfloat16_rn(__fmul_rn(acc[4 * j + q], scale_2)));
     }
   }
+}
+
+// Step 2. The tile's source rows (token_ids[i], or i) into shared memory; negative ids and, when
+// the caller gave a_rows (> 0), ids past it read as zeros.
+template <int kTokens, int kThreads>
+__device__ __forceinline__ void gather_rows(const GroupedParams& p, int row_begin, int row_end,
+                                            int* src_rows) {
+  for (int r = threadIdx.x; r < kTokens; r += kThreads) {
+    const int i = row_begin + r;
+    int row = -1;
+    if (i < row_end) {
+      row = p.token_ids ? __ldg(p.token_ids + i) : i;
+      if (row < 0 || (p.a_rows > 0 && row >= p.a_rows)) row = -1;
+    }
+    src_rows[r] = row;
+  }
+}
+
+// Zero every stage once: rows the loader skips must read as zeros.
+template <int kThreads>
+__device__ __forceinline__ void zero_stages(std::uint8_t* base, int bytes) {
+  auto* words = reinterpret_cast<uint4*>(base);
+  for (int i = threadIdx.x; i < bytes / 16; i += kThreads) words[i] = make_uint4(0, 0, 0, 0);
+}
+
+// After the last wgmma_wait<0>: the fragments and accumulators are no longer the wgmmas'.
+template <int kAcc>
+__device__ __forceinline__ void release_operands(uint32_t (&frag)[2][4][4], float (&acc)[kAcc]) {
+#pragma unroll
+  for (int b = 0; b < 2; ++b)
+#pragma unroll
+    for (int s = 0; s < 4; ++s)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) fence_operand(frag[b][s][j]);
+#pragma unroll
+  for (int i = 0; i < kAcc; ++i) fence_operand(acc[i]);
+}
+
+// Runs step(kt, current, other) over the k-tiles, the two fragment buffers alternating (the
+// loop unrolled by two keeps their indices compile-time), then waits for the last wgmmas.
+template <int kAcc, class Step>
+__device__ __forceinline__ void run_stages(int k_tiles, uint32_t (&frag)[2][4][4],
+                                           float (&acc)[kAcc], Step&& step) {
+  for (int kt = 0; kt < k_tiles; kt += 2) {
+    step(kt, frag[0], frag[1]);
+    if (kt + 1 < k_tiles) step(kt + 1, frag[1], frag[0]);
+  }
+  wgmma_wait<0>();
+  release_operands(frag, acc);
 }
 
 template <class Config, bool kNvfp4>
@@ -344,26 +455,13 @@ __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
   const int n0 = blockIdx.x * Config::weight_rows;
 
   // 2. gather
-  for (int r = threadIdx.x; r < Config::tokens; r += Shape::kThreads) {
-    const int i = row_begin + r;
-    int row = -1;
-    if (i < row_end) {
-      row = p.token_ids ? __ldg(p.token_ids + i) : i;
-      if (row < 0 || (p.a_rows > 0 && row >= p.a_rows)) row = -1;
-    }
-    src_rows[r] = row;
-  }
+  gather_rows<Config::tokens, Shape::kThreads>(p, row_begin, row_end, src_rows);
   __syncthreads();
 
   // 3. mainloop
   const uint32_t base = (smem_address(smem_raw) + kSwizzleAtomBytes - 1) & ~(kSwizzleAtomBytes - 1);
   std::uint8_t* base_ptr = smem_raw + (base - smem_address(smem_raw));
-  {
-    // Zero every stage once: rows the loader skips must read as zeros.
-    auto* words = reinterpret_cast<uint4*>(base_ptr);
-    for (int i = threadIdx.x; i < Config::stages * Shape::kStageBytes / 16; i += Shape::kThreads)
-      words[i] = make_uint4(0, 0, 0, 0);
-  }
+  zero_stages<Shape::kThreads>(base_ptr, Config::stages * Shape::kStageBytes);
   const StageLoader<Config, kNvfp4> loader(p, entry, src_rows, n0);
   __syncthreads();
   const int k_tiles = (p.k + kBlockK - 1) / kBlockK;
@@ -381,7 +479,7 @@ __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
   }
   // Software pipeline: while the wgmmas of stage kt run, the CTA waits for stage kt + 1, refills
   // the slot stage kt - 1 used, and decodes stage kt + 1 into the other fragment buffer. The
-  // buffers alternate, so the loop is unrolled by two to keep their indices compile-time.
+  // buffers alternate (run_stages).
   uint32_t frag[2][4][4];
   cp_async_wait<Config::stages - 2>();
   // cp.async wrote through the generic proxy; wgmma reads through the async proxy.
@@ -409,19 +507,7 @@ __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
       if (kt + 1 < k_tiles)
         decode_stage<Config>(p, base_ptr + (kt + 1) % Config::stages * Shape::kStageBytes, n0, other);
   };
-  for (int kt = 0; kt < k_tiles; kt += 2) {
-    step(kt, frag[0], frag[1]);
-    if (kt + 1 < k_tiles) step(kt + 1, frag[1], frag[0]);
-  }
-  wgmma_wait<0>();
-#pragma unroll
-  for (int b = 0; b < 2; ++b)
-#pragma unroll
-    for (int s = 0; s < 4; ++s)
-#pragma unroll
-      for (int j = 0; j < 4; ++j) fence_operand(frag[b][s][j]);
-#pragma unroll
-  for (int i = 0; i < Config::tokens / 2; ++i) fence_operand(acc[i]);
+  run_stages(k_tiles, frag, acc, step);
 
   // 4. epilogue
   const float scale_2 = kNvfp4 ? entry.scale_2 : 1.0f;

@@ -15,9 +15,10 @@ namespace metrale::cuda::sm90 {
 constexpr int kBlockK = 64;  // K per pipeline stage: one 128-byte swizzled row of bf16
 
 struct TileConfig {
-  int tokens;       // wgmma N: group rows per CTA
-  int weight_rows;  // output channels per CTA, 64 per consumer warpgroup
-  int stages;       // cp.async pipeline depth
+  int tokens;        // wgmma N: group rows per CTA
+  int weight_rows;   // output channels per CTA, 64 per consumer warpgroup
+  int stages;        // cp.async pipeline depth
+  bool specialized;  // a producer warpgroup, two consumers, mbarriers (ws_kernel.cuh)
 };
 
 // Tiles by expected rows per expert; pick_tile (tiled_family.cpp) takes the smallest holding twice
@@ -27,11 +28,18 @@ struct TileConfig {
 // Small tiles use one warpgroup so that a decode step spreads over more CTAs; large ones share
 // each activation tile between two. The 256-token tile halves the NVFP4 decode per tensor-core
 // operation (each decoded weight feeds 256 rows): at prefill the decode, not the tensor core, is
-// what limits the 128-token tile.
+// what limits the 128-token tile. The 128- and 256-token tiles run warp-specialised and
+// persistent (ws_kernel.cuh): measured 5-16 % faster than the same tiles in tiled_kernel.cuh,
+// which stay as configurations 6 and 7 for comparison (docs/perf.md, "2026-12-02, fourth session").
 constexpr TileConfig kTiles[] = {
-    {8, 64, 8}, {16, 64, 8}, {32, 64, 6}, {64, 128, 4}, {128, 128, 4}, {256, 128, 4},
+    {8, 64, 8, false},    {16, 64, 8, false},  {32, 64, 6, false},
+    {64, 128, 4, false},  {128, 128, 4, true}, {256, 128, 4, true},
+    {128, 128, 4, false}, {256, 128, 4, false},
 };
 constexpr int kTileCount = sizeof(kTiles) / sizeof(kTiles[0]);
+// The tiles the family picks by itself (pick_tile, choose_tile); 6 and 7 are reached only by
+// METRALE_CUDA_KERNEL=sm90-tiled:6|7.
+constexpr int kChosenTiles = 6;
 
 // A kTiles entry as a type: what the kernel templates take (nvcc's launch stubs cannot carry
 // class-type template arguments).
@@ -40,6 +48,7 @@ struct Tile {
   static constexpr int tokens = kTiles[kIndex].tokens;
   static constexpr int weight_rows = kTiles[kIndex].weight_rows;
   static constexpr int stages = kTiles[kIndex].stages;
+  static constexpr bool specialized = kTiles[kIndex].specialized;
 };
 
 struct GroupedParams {
@@ -55,6 +64,8 @@ struct GroupedParams {
   std::int32_t min_rows, max_rows;  // experts whose rows fall outside belong to another family
   std::uint16_t* out[2];            // bf16 [m_total, N] per projection
   const ExpertEntry* table;         // [proj][num_experts]
+  std::int32_t channel_tiles;       // persistent kernels: the tiles of N (the grid's x) ...
+  std::int32_t projections;         // ... and of the projections (its z) they walk
 };
 
 // Whether the widest tile (256 tokens) beats the 128-token one on a grid of `wide_ctas` and

@@ -1,0 +1,224 @@
+// The tiled family's warp-specialised variant (sm_90a): the same tile, stages, decode and
+// epilogue as tiled_kernel.cuh, with the roles split. Measured on the tiled kernel at prefill
+// (ncu, docs/perf.md, "2026-12-02, third session"): the tensor pipe 51-62 % busy, issue slots
+// 40-43 %, and in 56-59 % of cycles no warp of a scheduler eligible: each k-tile every thread
+// copies, waits for the CTA at a barrier, then decodes, so the two warps a scheduler holds stall
+// together. Here:
+//   - a producer warpgroup copies the stages (cp.async) into a ring; each stage's full barrier
+//     completes when its copies have landed (cp.async.mbarrier.arrive.noinc); it keeps its
+//     gathered rows as 32-bit ids (StageLoader's lean rows) and, for the 256-token tile, hands
+//     the registers it does not need to the consumers (setmaxnreg);
+//   - each consumer warpgroup (64 weight rows) waits for a stage's full barrier, decodes its
+//     fragments, issues its wgmmas and, once the previous stage's wgmmas are done, releases that
+//     stage on its empty barrier; no CTA-wide barrier inside the main loop.
+// The sums run in the same order as the tiled kernel's (k16 steps ascending), so the bits match.
+#pragma once
+
+#include <cuda/ptx>
+
+#include "cuda/sm90/tiled/tiled_kernel.cuh"
+
+namespace metrale::cuda::sm90 {
+
+template <class Config, bool kNvfp4>
+struct WsShape {
+  using Base = KernelShape<Config, kNvfp4>;
+  static constexpr int kProducerThreads = 128;
+  static constexpr int kConsumerThreads = Base::kThreads;  // 128 per 64 weight rows
+  static constexpr int kThreads = kProducerThreads + kConsumerThreads;
+  static constexpr int kSmemBytes = Base::kSmemBytes;
+  static_assert(kThreads == 384, "one producer and two consumer warpgroups");
+  // 384 threads leave 168 registers a thread: enough for the 128-token tile's consumers (64
+  // accumulators). The 256-token NVFP4 tile's consumers hold 128 accumulators and two fragment
+  // buffers, so the producer warpgroup gives them part of its share (setmaxnreg; ptxas allocates
+  // each role to its count, and the counts must add up to the 168 x 384 the kernel launches
+  // with). The producer keeps 120: its 16 row ids and the copies' addresses, hoisted ahead of
+  // the copies, spill below about 100.
+  static constexpr bool kRegisterSplit = kNvfp4 && Config::tokens > 128;
+  static constexpr int kProducerRegisters = 120;
+  static constexpr int kConsumerRegisters = 192;
+  static_assert(kProducerThreads * kProducerRegisters + kConsumerThreads * kConsumerRegisters ==
+                    168 * kThreads,
+                "the split hands the producer's registers to the consumers, no more");
+};
+
+// Waits until the phase of parity `parity` of `bar` has completed (CCCL's cuda::ptx wrappers;
+// arrive and wait have release and acquire semantics at CTA scope).
+__device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity) {
+  while (!::cuda::ptx::mbarrier_try_wait_parity(bar, parity)) {
+  }
+}
+
+// A tile as the producer hands it to the consumers (two in flight: the consumers store one
+// while the producer fills the ring with the next).
+struct WsTile {
+  int live;  // 0: no tiles left
+  int n0, row_begin, row_end, projection;
+  float scale_2;
+};
+
+// The shared state of a persistent warp-specialised CTA.
+template <class Config>
+struct WsShared {
+  int src_rows[Config::tokens];
+  WsTile tile[2];
+  uint64_t full[Config::stages], empty[Config::stages];  // the stage ring
+  uint64_t tile_full[2], tile_empty[2];                   // the tile hand-over
+};
+
+// 3p. The producer warpgroup walks the CTA's tiles: locates each, hands it to the consumers,
+// gathers its rows and fills the stage ring with its k-tiles. `stage` counts the stages issued
+// over all tiles (its slot and ring round).
+template <class Config, bool kNvfp4>
+__device__ __forceinline__ void produce(const GroupedParams& p, WsShared<Config>& sh,
+                                        uint32_t base, std::uint8_t* base_ptr, int k_tiles) {
+  using Shape = KernelShape<Config, kNvfp4>;
+  constexpr int kThreads = WsShape<Config, kNvfp4>::kProducerThreads, kStages = Config::stages;
+  const int row_tiles = count_row_tiles<kThreads, Config::tokens, false>(p);
+  const int tiles = p.channel_tiles * row_tiles * p.projections;
+  // Each thread signals a stage once: cp.async.mbarrier.arrive.noinc arrives for the thread
+  // when its copies so far have landed, so a stage is ready as soon as its bytes are, whatever
+  // the producer is doing by then (the consumers fence for the async proxy after their wait).
+  // The bytewise scale path also stores to the stage with plain stores, which that arrival
+  // does not order: there the thread waits for its copies and arrives itself (release).
+  const bool plain_stores = kNvfp4 && !p.scale_sfb && !p.scale_vec16;
+  uint32_t stage = 0;
+  for (int t = blockIdx.x, handed = 0;; t += gridDim.x, ++handed) {
+    // Consecutive tiles share a row tile (N is the fastest index), so the CTAs running at
+    // once read the same activation rows from L2.
+    const int y = t / p.channel_tiles % max(row_tiles, 1);
+    int expert = -1, row_begin = 0, row_end = 0;
+    const bool live = t < tiles && locate_row_tile<kThreads, Config::tokens, false>(
+                                       p, y, expert, row_begin, row_end);
+    const int projection = t / (p.channel_tiles * max(row_tiles, 1));
+    const int n0 = t % p.channel_tiles * Config::weight_rows;
+    const ExpertEntry entry = live ? p.table[projection * p.num_experts + expert] : ExpertEntry{};
+    const int b = handed & 1;
+    if (handed >= 2) mbarrier_wait(&sh.tile_empty[b], ((handed - 2) >> 1) & 1);
+    if (threadIdx.x == 0) {
+      sh.tile[b] = WsTile{live, n0, row_begin, row_end, projection, kNvfp4 ? entry.scale_2 : 1.f};
+      (void)::cuda::ptx::mbarrier_arrive(&sh.tile_full[b]);
+    }
+    if (!live) break;
+    gather_rows<Config::tokens, kThreads>(p, row_begin, row_end, sh.src_rows);
+    ScanSync<kThreads, false>::sync();
+    const StageLoader<Config, kNvfp4, kThreads, true> loader(p, entry, sh.src_rows, n0);
+    for (int kt = 0; kt < k_tiles; ++kt, ++stage) {
+      const uint32_t slot = stage % kStages, round = stage / kStages;
+      if (round > 0) mbarrier_wait(&sh.empty[slot], (round - 1) & 1);
+      loader.load(p, kt, base + slot * Shape::kStageBytes, base_ptr + slot * Shape::kStageBytes);
+      if (plain_stores) {
+        cp_async_commit();
+        cp_async_wait<0>();
+        (void)::cuda::ptx::mbarrier_arrive(&sh.full[slot]);
+      } else {
+        ::cuda::ptx::cp_async_mbarrier_arrive_noinc(&sh.full[slot]);
+      }
+    }
+  }
+  cp_async_commit();
+  cp_async_wait<0>();
+}
+
+// 3c. Each consumer warpgroup (weight rows n0 + 64 w .. + 63 of each tile) takes the tiles the
+// producer hands over until it hands over none: per stage it waits for the full barrier,
+// decodes its fragments, issues its wgmmas and, once the previous stage's wgmmas are done,
+// releases that stage; then it stores the tile while the producer loads the next.
+template <class Config, bool kNvfp4>
+__device__ __forceinline__ void consume(const GroupedParams& p, WsShared<Config>& sh,
+                                        uint32_t base, std::uint8_t* base_ptr, int k_tiles) {
+  using Shape = KernelShape<Config, kNvfp4>;
+  constexpr int kStages = Config::stages;
+  const unsigned thread = threadIdx.x - WsShape<Config, kNvfp4>::kProducerThreads;
+  uint32_t first = 0;  // the ring position of the tile's first stage
+  for (int taken = 0;; ++taken) {
+    const int b = taken & 1;
+    mbarrier_wait(&sh.tile_full[b], (taken >> 1) & 1);
+    const WsTile tile = sh.tile[b];
+    (void)::cuda::ptx::mbarrier_arrive(&sh.tile_empty[b]);
+    if (!tile.live) return;
+    float acc[Config::tokens / 2];
+#pragma unroll
+    for (int i = 0; i < Config::tokens / 2; ++i) {
+      acc[i] = 0.f;
+      fence_operand(acc[i]);
+    }
+    uint32_t frag[2][4][4];
+    // Stage kt's full barrier, then its fragments (the stage's weights, this warpgroup's rows).
+    auto receive = [&](int kt, uint32_t(&into)[4][4]) {
+      const uint32_t slot = (first + kt) % kStages;
+      mbarrier_wait(&sh.full[slot], ((first + kt) / kStages) & 1);
+      // The copies wrote through the generic proxy; wgmma reads the stage through the async one.
+      ::cuda::ptx::fence_proxy_async(::cuda::ptx::space_shared);
+      if constexpr (kNvfp4)
+        decode_stage<Config>(p, base_ptr + slot * Shape::kStageBytes, tile.n0, into, thread);
+    };
+    auto release = [&](int kt) {
+      if (thread % 128 == 0) (void)::cuda::ptx::mbarrier_arrive(&sh.empty[(first + kt) % kStages]);
+    };
+    // Software pipeline, as in tiled_kernel.cuh: while the wgmmas of stage kt run, the
+    // warpgroup releases stage kt - 1 and receives stage kt + 1 into the other fragment buffer.
+    // The buffers alternate (run_stages).
+    auto step = [&](int kt, uint32_t(&current)[4][4], uint32_t(&other)[4][4]) {
+      issue_stage<Config, kNvfp4>(base + (first + kt) % kStages * Shape::kStageBytes, current, acc,
+                                  thread);
+      wgmma_wait<1>();  // stage kt - 1 is done: its slot and `other` are free
+#pragma unroll
+      for (int s = 0; s < 4; ++s)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) fence_operand(other[s][j]);
+      if (kt > 0) release(kt - 1);
+      if (kt + 1 < k_tiles) receive(kt + 1, other);
+    };
+    receive(0, frag[0]);
+    run_stages(k_tiles, frag, acc, step);
+    release(k_tiles - 1);
+    store_tile<Config>(p, p.out[tile.projection], tile.scale_2, tile.n0, tile.row_begin,
+                       tile.row_end, acc, thread);
+    first += k_tiles;
+  }
+}
+
+// Persistent: a grid of at most one CTA per multiprocessor walks the tiles (channel tile
+// fastest, then row tile, then projection), so a tile's epilogue overlaps the next one's loads.
+template <class Config, bool kNvfp4>
+__global__ void __launch_bounds__(WsShape<Config, kNvfp4>::kThreads, 1)
+    grouped_gemm_ws_kernel(const __grid_constant__ GroupedParams p) {
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using Shape = KernelShape<Config, kNvfp4>;
+  using Ws = WsShape<Config, kNvfp4>;
+  extern __shared__ std::uint8_t smem_raw[];
+  __shared__ WsShared<Config> sh;
+
+  // Zeroed stages (rows past N read as zeros on the first tile), the barriers.
+  const uint32_t base = (smem_address(smem_raw) + kSwizzleAtomBytes - 1) & ~(kSwizzleAtomBytes - 1);
+  std::uint8_t* base_ptr = smem_raw + (base - smem_address(smem_raw));
+  zero_stages<Ws::kThreads>(base_ptr, Config::stages * Shape::kStageBytes);
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < Config::stages; ++s) {
+      ::cuda::ptx::mbarrier_init(&sh.full[s], Ws::kProducerThreads);
+      ::cuda::ptx::mbarrier_init(&sh.empty[s], Shape::kWarpgroups);
+    }
+    for (int b = 0; b < 2; ++b) {
+      ::cuda::ptx::mbarrier_init(&sh.tile_full[b], 1);
+      ::cuda::ptx::mbarrier_init(&sh.tile_empty[b], Ws::kConsumerThreads);
+    }
+  }
+  __syncthreads();
+  const int k_tiles = (p.k + kBlockK - 1) / kBlockK;
+  // (The toolkit's CCCL has no cuda::ptx wrapper for setmaxnreg yet: the instruction itself.)
+  if (threadIdx.x < Ws::kProducerThreads) {
+    if constexpr (Ws::kRegisterSplit)
+      asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Ws::kProducerRegisters));
+    produce<Config, kNvfp4>(p, sh, base, base_ptr, k_tiles);
+  } else {
+    if constexpr (Ws::kRegisterSplit)
+      asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Ws::kConsumerRegisters));
+    consume<Config, kNvfp4>(p, sh, base, base_ptr, k_tiles);
+  }
+#elif defined(__CUDA_ARCH__)
+  __trap();  // built for a target without wgmma: fail loudly instead of leaving `out` unwritten
+#endif
+}
+
+}  // namespace metrale::cuda::sm90
