@@ -109,6 +109,8 @@ int run_bench(BenchOptions& opt) {
   report.info.date = bench::utc_now_iso8601();
   report.info.commit = config.commit.empty() ? "unknown" : config.commit;
   report.info.command = command_line();
+  if (!config.json_path.empty())
+    report.after_group = [&] { report.write_json(config.json_path, config, false); };
 
   std::string why = "this build has no CUDA backend";
   bool gpu = false;

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 
 #include <fmt/format.h>
@@ -258,9 +259,10 @@ void Report::finish_group(std::size_t first) {
     if (r.op == Op::moe) print_moe_parts(r);
   }
   std::fflush(stdout);
+  if (after_group) after_group();
 }
 
-void Report::write_json(const std::string& path, const BenchConfig& config) const {
+void Report::write_json(const std::string& path, const BenchConfig& config, bool complete) const {
   ordered_json meta{{"tool", "metrale bench"}, {"version", info.version}, {"date", info.date},
                     {"commit", info.commit},   {"command", info.command}, {"mode", info.mode}};
   if (info.mode == "cuda") {
@@ -279,6 +281,7 @@ void Report::write_json(const std::string& path, const BenchConfig& config) cons
   meta["budget_ms_per_measurement"] = config.budget_ms;
   meta["notes"] = info.notes;
   if (!aborted.empty()) meta["aborted"] = aborted;
+  meta["complete"] = complete;
   ordered_json doc{{"metadata", meta}};
   if (ceilings.measured) {
     doc["ceilings"] = ordered_json{
@@ -289,9 +292,15 @@ void Report::write_json(const std::string& path, const BenchConfig& config) cons
   ordered_json list = ordered_json::array();
   for (const Row& r : rows) list.push_back(row_json(r));
   doc["rows"] = list;
-  std::ofstream file(path, std::ios::trunc);
-  file << doc.dump(1) << "\n";
-  if (!file) fail(Status::invalid_argument, "bench: cannot write --json {}", path);
+  const std::string part = path + ".part";
+  {
+    std::ofstream file(part, std::ios::trunc);
+    file << doc.dump(1) << "\n";
+    if (!file) fail(Status::invalid_argument, "bench: cannot write --json {}", part);
+  }
+  std::error_code error;
+  std::filesystem::rename(part, path, error);
+  if (error) fail(Status::invalid_argument, "bench: cannot write --json {}: {}", path, error.message());
 }
 
 }  // namespace metrale::bench

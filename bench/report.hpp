@@ -3,6 +3,7 @@
 // run's metadata (bench/plot.py reads it). Host only.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -86,13 +87,18 @@ class Report {
   std::vector<Row> rows;
   Progress* progress = nullptr;  // cleared before a group is printed
   std::string aborted;           // why the run stopped early (a sticky CUDA error), or empty
+  // Called after each group is printed: the bench rewrites its --json there, so that a run
+  // stopped from outside (a time box) keeps the rows it measured.
+  std::function<void()> after_group;
 
   void print_ceilings() const;
   void print_table_header() const;
   // Called once the implementations of one (model, op, T) group have run (rows[first..end)):
   // fills the cross-implementation ratios and prints the group.
   void finish_group(std::size_t first);
-  void write_json(const std::string& path, const BenchConfig& config) const;
+  // `complete`: false while the run goes on (metadata.complete); the file is replaced whole,
+  // never left half written.
+  void write_json(const std::string& path, const BenchConfig& config, bool complete = true) const;
 };
 
 std::string utc_now_iso8601();

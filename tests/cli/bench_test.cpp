@@ -223,6 +223,37 @@ TEST(BenchCpuRunner, RunsEveryOpAndWritesJson) {
   }
 }
 
+// --json is rewritten after each group with metadata.complete false, so that a run stopped from
+// outside keeps every row it measured; the last write says complete.
+TEST(BenchCpuRunner, JsonHoldsEachFinishedGroupWhileTheRunGoesOn) {
+  BenchConfig cfg;
+  cfg.models = {ModelShape{"tiny", 64, 32, 6, 2, {}}};
+  cfg.tokens = {1, 5};
+  cfg.ops = {Op::gate_up, Op::down};
+  cfg.impls = {Impl::metrale_cpu};
+  cfg.budget_ms = 1;
+  const std::string path = ::testing::TempDir() + "bench_partial.json";
+  std::remove(path.c_str());
+  Report report;
+  report.info.mode = "cpu";
+  std::vector<std::size_t> rows_on_disk;
+  report.after_group = [&] {
+    report.write_json(path, cfg, false);
+    std::ifstream file(path);
+    const nlohmann::json doc = nlohmann::json::parse(file);
+    EXPECT_EQ(doc["metadata"]["complete"], false);
+    rows_on_disk.push_back(doc["rows"].size());
+  };
+  run_cpu_bench(cfg, report);
+  EXPECT_EQ(rows_on_disk, (std::vector<std::size_t>{1, 2, 3, 4}));  // (gate_up, down) x 2 T
+  report.write_json(path, cfg);
+  std::ifstream file(path);
+  const nlohmann::json doc = nlohmann::json::parse(file);
+  EXPECT_EQ(doc["metadata"]["complete"], true);
+  EXPECT_EQ(doc["rows"].size(), 4u);
+  EXPECT_FALSE(std::ifstream(path + ".part").good());  // replaced whole, nothing left beside it
+}
+
 // The MoE layer's row on the CPU, for each kind of recipe: the layer runs, its routing is the
 // oracle's, the grouped calls run on it, and the JSON says all of it.
 TEST(BenchCpuRunner, MoeRowTimesTheLayerAndItsGroupedCallsOnItsRouting) {
