@@ -3,6 +3,7 @@
 // launches tiled_kernel.cuh on the caller's stream.
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 
 #include <fmt/format.h>
 
@@ -21,9 +22,9 @@ namespace {
 // shapes it picks a tile within 5 % of the fastest, where sizing to the mean lost up to 1.3x.
 // Whether the widest tile is worth it is the grid's question (choose_tile).
 int pick_tile(double rows_per_expert) {
-  for (int i = 0; i < kChosenTiles; ++i)
+  for (int i : kChosenTiles)
     if (2 * rows_per_expert <= kTiles[i].tokens) return i;
-  return kChosenTiles - 1;
+  return std::end(kChosenTiles)[-1];
 }
 
 struct Layout {
@@ -67,12 +68,34 @@ int row_tiles(const GroupedNvfp4& a, const Plan& plan) {
   return static_cast<int>(host_row_tiles(g, plan.rows, tokens));
 }
 
-// Row tiles of `tokens` rows the experts in `window` take: exact for host offsets; for device
-// offsets an estimate from the mean, a partial tile counted as half a tile (and every expert as
-// at least one), so that uneven routing's split tiles are priced in.
-double expected_row_tiles(const ExpertGroups& g, RowWindow window, int tokens, double mean) {
-  if (g.offsets_on_device) return g.num_experts * std::max(1.0, mean / tokens + 0.5);
-  return static_cast<double>(host_row_tiles(g, window, tokens));
+// The load of one expert of `rows` rows cut into row tiles of `tile` (the last one runs at its
+// tile_width).
+void add_expert(TileLoad& load, long rows, const TileConfig& tile) {
+  const long full = rows / tile.tokens, rest = rows % tile.tokens;
+  load.tiles += full + (rest > 0 ? 1 : 0);
+  load.time += full * tile_time(tile.tokens) +
+               (rest > 0 ? tile_time(tile_width(static_cast<int>(rest), tile)) : 0.0);
+}
+
+// The load of the experts in `window` in row tiles of `tile`, over `channel_tiles`:
+// exact for host offsets; for device offsets every expert priced at the mean, with a partial
+// tile counted as half a tile (and every expert as at least one) so that uneven routing's split
+// tiles are priced in.
+TileLoad expected_load(const ExpertGroups& g, RowWindow window, const TileConfig& tile,
+                       double mean, long channel_tiles) {
+  TileLoad load;
+  if (g.offsets_on_device) {
+    TileLoad one;
+    add_expert(one, std::max(1L, std::lround(mean)), tile);
+    load.tiles = std::lround(std::ceil(g.num_experts * std::max(1.0, mean / tile.tokens + 0.5)));
+    load.time = g.num_experts * one.time;
+  } else {
+    for (int e = 0; e < g.num_experts; ++e) {
+      const int rows = g.offsets[e + 1] - g.offsets[e];
+      if (rows > 0 && window.contains(rows)) add_expert(load, rows, tile);
+    }
+  }
+  return TileLoad{load.tiles * channel_tiles, load.time * channel_tiles};
 }
 
 // The widest tile halves the NVFP4 decode per tensor-core operation but also halves the grid: on
@@ -80,25 +103,26 @@ double expected_row_tiles(const ExpertGroups& g, RowWindow window, int tokens, d
 // keeps more multiprocessors busy. Both tiles cut N in 128-row CTAs.
 int choose_tile(const Problem& problem, RowWindow window, double mean) {
   const int tile = pick_tile(mean);
-  const int widest = kChosenTiles - 1;
+  const int widest = std::end(kChosenTiles)[-1], narrower = std::end(kChosenTiles)[-2];
   if (tile != widest) return tile;
   const GroupedNvfp4& a = problem.args;
   const long channel_tiles =
       static_cast<long>((a.n + kTiles[widest].weight_rows - 1) / kTiles[widest].weight_rows) *
       a.proj_count;
-  auto ctas = [&](int t) {
-    return static_cast<long>(
-        std::ceil(channel_tiles * expected_row_tiles(a.groups, window, kTiles[t].tokens, mean)));
+  auto load = [&](int t) {
+    return expected_load(a.groups, window, kTiles[t], mean, channel_tiles);
   };
-  return wide_tile_pays(ctas(widest), ctas(widest - 1), device_sm_count()) ? widest : widest - 1;
+  return wide_tile_pays(load(widest), load(narrower), device_sm_count()) ? widest : narrower;
 }
 
 }  // namespace
 
-bool wide_tile_pays(long wide_ctas, long narrow_ctas, int sm_count) {
+bool wide_tile_pays(TileLoad wide, TileLoad narrow, int sm_count) {
   const long sms = std::max(sm_count, 1);
-  const long wide_waves = (wide_ctas + sms - 1) / sms, narrow_waves = (narrow_ctas + sms - 1) / sms;
-  return wide_waves * kWideCtaTime < static_cast<double>(narrow_waves);
+  auto waves = [&](const TileLoad& l) {
+    return l.tiles > 0 ? static_cast<double>((l.tiles + sms - 1) / sms) * l.time / l.tiles : 0.0;
+  };
+  return waves(wide) < waves(narrow);
 }
 
 namespace {
@@ -109,9 +133,10 @@ class TiledFamily final : public Family {
   int config_count() const override { return kTileCount; }
 
   std::string describe(const Plan& plan) const override {
-    return fmt::format("sm90-tiled tokens={} weight_rows={}{}", kTiles[plan.config].tokens,
-                       kTiles[plan.config].weight_rows,
-                       kTiles[plan.config].specialized ? " warp-specialised" : "");
+    const TileConfig& t = kTiles[plan.config];
+    return fmt::format("sm90-tiled tokens={} weight_rows={}{}{}", t.tokens, t.weight_rows,
+                       t.chunk < t.tokens ? fmt::format(" chunk={}", t.chunk) : "",
+                       t.specialized ? " warp-specialised" : "");
   }
 
   std::string why_not(const Problem& problem) const override {

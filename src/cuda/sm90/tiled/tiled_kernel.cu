@@ -27,7 +27,7 @@ cudaError_t launch_config(const GroupedParams& params, dim3 grid, cudaStream_t s
 
 template <bool kNvfp4>
 cudaError_t launch_format(int tile, const GroupedParams& params, dim3 grid, cudaStream_t stream) {
-  static_assert(kTileCount == 8, "one case per kTiles entry");
+  static_assert(kTileCount == 10, "one case per kTiles entry");
   switch (tile) {
     case 0: return launch_config<Tile<0>, kNvfp4>(params, grid, stream);
     case 1: return launch_config<Tile<1>, kNvfp4>(params, grid, stream);
@@ -36,7 +36,9 @@ cudaError_t launch_format(int tile, const GroupedParams& params, dim3 grid, cuda
     case 4: return launch_config<Tile<4>, kNvfp4>(params, grid, stream);
     case 5: return launch_config<Tile<5>, kNvfp4>(params, grid, stream);
     case 6: return launch_config<Tile<6>, kNvfp4>(params, grid, stream);
-    default: return launch_config<Tile<7>, kNvfp4>(params, grid, stream);
+    case 7: return launch_config<Tile<7>, kNvfp4>(params, grid, stream);
+    case 8: return launch_config<Tile<8>, kNvfp4>(params, grid, stream);
+    default: return launch_config<Tile<9>, kNvfp4>(params, grid, stream);
   }
 }
 

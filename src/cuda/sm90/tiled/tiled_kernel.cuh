@@ -348,22 +348,30 @@ __device__ __forceinline__ void decode_stage(const GroupedParams& p, const std::
   }
 }
 
-// Step 3c. Issues one stage's four k16 wgmmas into the accumulators: A from registers (NVFP4)
-// or from the stage's weight tile (bf16); B is the stage's activation tile.
+// Step 3c. Issues one stage's k16 wgmmas into the accumulators: A from registers (NVFP4) or from
+// the stage's weight tile (bf16); B is the stage's activation tile, Config::chunk tokens per
+// wgmma, the first `chunks` of them (the chunks past a partial tile's rows are skipped). The
+// chunks' accumulators, side by side, are the m64nNk16 layout of the whole tile.
 template <class Config, bool kNvfp4>
 __device__ __forceinline__ void issue_stage(uint32_t act, const uint32_t (&frag)[4][4],
                                             float (&acc)[Config::tokens / 2],
-                                            unsigned thread = threadIdx.x) {
+                                            unsigned thread = threadIdx.x, int chunks = 1) {
   using Shape = KernelShape<Config, kNvfp4>;
+  constexpr int kChunk = Config::chunk;
   wgmma_fence();
 #pragma unroll
-  for (int s = 0; s < 4; ++s) {
-    const uint64_t b = sw128_descriptor(act + s * 32);
-    if constexpr (kNvfp4) {
-      Wgmma<Config::tokens>::rs(acc, frag[s], b, 1);
-    } else {
-      const uint32_t weights = act + Shape::kActBytes + (thread / 128) * 64 * kSwizzleRowBytes;
-      Wgmma<Config::tokens>::ss(acc, sw128_descriptor(weights + s * 32), b, 1);
+  for (int c = 0; c < Config::tokens / kChunk; ++c) {
+    if (c > 0 && c >= chunks) break;
+    float(&part)[kChunk / 2] = *reinterpret_cast<float(*)[kChunk / 2]>(&acc[c * kChunk / 2]);
+#pragma unroll
+    for (int s = 0; s < 4; ++s) {
+      const uint64_t b = sw128_descriptor(act + c * kChunk * kSwizzleRowBytes + s * 32);
+      if constexpr (kNvfp4) {
+        Wgmma<kChunk>::rs(part, frag[s], b, 1);
+      } else {
+        const uint32_t weights = act + Shape::kActBytes + (thread / 128) * 64 * kSwizzleRowBytes;
+        Wgmma<kChunk>::ss(part, sw128_descriptor(weights + s * 32), b, 1);
+      }
     }
   }
   wgmma_commit();
@@ -486,8 +494,10 @@ __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
   __syncthreads();
   if constexpr (kNvfp4) decode_stage<Config>(p, base_ptr, n0, frag[0]);
+  const int chunks = (row_end - row_begin + Config::chunk - 1) / Config::chunk;
   auto step = [&](int kt, uint32_t(&current)[4][4], uint32_t(&other)[4][4]) {
-    issue_stage<Config, kNvfp4>(base + kt % Config::stages * Shape::kStageBytes, current, acc);
+    issue_stage<Config, kNvfp4>(base + kt % Config::stages * Shape::kStageBytes, current, acc,
+                                threadIdx.x, chunks);
     wgmma_wait<1>();  // stage kt - 1 is done: its slot and `other` are free
 #pragma unroll
     for (int s = 0; s < 4; ++s)

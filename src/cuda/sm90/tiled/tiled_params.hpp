@@ -19,6 +19,7 @@ struct TileConfig {
   int weight_rows;   // output channels per CTA, 64 per consumer warpgroup
   int stages;        // cp.async pipeline depth
   bool specialized;  // a producer warpgroup, two consumers, mbarriers (ws_kernel.cuh)
+  int chunk;         // tokens per wgmma: a k16 step issues tokens / chunk, none past the rows
 };
 
 // Tiles by expected rows per expert; pick_tile (tiled_family.cpp) takes the smallest holding twice
@@ -28,18 +29,25 @@ struct TileConfig {
 // Small tiles use one warpgroup so that a decode step spreads over more CTAs; large ones share
 // each activation tile between two. The 256-token tile halves the NVFP4 decode per tensor-core
 // operation (each decoded weight feeds 256 rows): at prefill the decode, not the tensor core, is
-// what limits the 128-token tile. The 128- and 256-token tiles run warp-specialised and
-// persistent (ws_kernel.cuh): measured 5-16 % faster than the same tiles in tiled_kernel.cuh,
-// which stay as configurations 6 and 7 for comparison (docs/perf.md, "2026-12-02, fourth session").
+// what limits the 128-token tile.
+// Reached only when forced (docs/perf.md, "2026-12-02, fifth session"):
+//  4, 5: the 128- and 256-token tiles warp-specialised and persistent (ws_kernel.cuh). Measured
+//        5-20 % faster than 6 and 7, but they hang the GPU now and then; until that is
+//        understood the family does not pick them.
+//  8:    5 with its wgmmas 128 tokens at a time, so that an expert's last, partial tile skips
+//        the half past its rows: measured 4-6 % faster than 5 on DeepSeek-V3 and gpt-oss at
+//        T = 4096, level elsewhere.
+//  9:    7 in 128-token chunks the same way (not measured yet).
 constexpr TileConfig kTiles[] = {
-    {8, 64, 8, false},    {16, 64, 8, false},  {32, 64, 6, false},
-    {64, 128, 4, false},  {128, 128, 4, true}, {256, 128, 4, true},
-    {128, 128, 4, false}, {256, 128, 4, false},
+    {8, 64, 8, false, 8},      {16, 64, 8, false, 16},    {32, 64, 6, false, 32},
+    {64, 128, 4, false, 64},   {128, 128, 4, true, 128},  {256, 128, 4, true, 256},
+    {128, 128, 4, false, 128}, {256, 128, 4, false, 256}, {256, 128, 4, true, 128},
+    {256, 128, 4, false, 128},
 };
 constexpr int kTileCount = sizeof(kTiles) / sizeof(kTiles[0]);
-// The tiles the family picks by itself (pick_tile, choose_tile); 6 and 7 are reached only by
-// METRALE_CUDA_KERNEL=sm90-tiled:6|7.
-constexpr int kChosenTiles = 6;
+// The tiles the family picks by itself (pick_tile, choose_tile), narrowest first; the others are
+// reached only by METRALE_CUDA_KERNEL=sm90-tiled:<index>.
+constexpr int kChosenTiles[] = {0, 1, 2, 3, 6, 7};
 
 // A kTiles entry as a type: what the kernel templates take (nvcc's launch stubs cannot carry
 // class-type template arguments).
@@ -49,7 +57,18 @@ struct Tile {
   static constexpr int weight_rows = kTiles[kIndex].weight_rows;
   static constexpr int stages = kTiles[kIndex].stages;
   static constexpr bool specialized = kTiles[kIndex].specialized;
+  static constexpr int chunk = kTiles[kIndex].chunk;
+  static_assert(tokens % chunk == 0 && chunk % 8 == 0, "whole chunks of whole swizzle atoms");
 };
+
+// The token width a tile of `rows` group rows runs at: whole chunks (the wgmmas of a k16 step),
+// at most the tile's `tokens`. An expert's last row tile is usually partial (routing is
+// uneven): its wgmmas skip the chunks past its rows. The weights' loads and decode do not
+// depend on the width.
+__host__ __device__ constexpr int tile_width(int rows, const TileConfig& tile) {
+  const int width = (rows + tile.chunk - 1) / tile.chunk * tile.chunk;
+  return width < tile.tokens ? width : tile.tokens;
+}
 
 struct GroupedParams {
   const std::uint16_t* a;         // bf16 [a_rows, K]
@@ -68,11 +87,22 @@ struct GroupedParams {
   std::int32_t projections;         // ... and of the projections (its z) they walk
 };
 
-// Whether the widest tile (256 tokens) beats the 128-token one on a grid of `wide_ctas` and
-// `narrow_ctas` CTAs (the same problem cut both ways) on `sm_count` multiprocessors: waves of CTAs
-// times a CTA's time, where a full 256-token CTA takes kWideCtaTime times a 128-token one.
+// The work of a persistent grid: its tiles, and their summed time in units of a full 128-token
+// tile. A tile's time has a part that does not depend on its token width (the weights' loads and
+// decode) and one proportional to it, fitted so that a full 256-token tile takes kWideCtaTime
+// (measured on full tiles, docs/perf.md, "the 256-token tile").
 inline constexpr double kWideCtaTime = 1.45;
-bool wide_tile_pays(long wide_ctas, long narrow_ctas, int sm_count);
+struct TileLoad {
+  long tiles = 0;
+  double time = 0;
+};
+constexpr double tile_time(int width) {
+  return (2 - kWideCtaTime) + (kWideCtaTime - 1) * width / 128.0;
+}
+
+// Whether the widest tile (256 tokens) beats the 128-token one on the same problem cut both ways,
+// on `sm_count` multiprocessors: waves of tiles times a tile's mean time.
+bool wide_tile_pays(TileLoad wide, TileLoad narrow, int sm_count);
 
 // Launches tile kTiles[tile] with NVFP4 (or bf16) weights; returns the launch's CUDA error.
 cudaError_t launch_grouped_gemm(int tile, bool nvfp4, const GroupedParams& params, dim3 grid,

@@ -12,6 +12,9 @@
 //     fragments, issues its wgmmas and, once the previous stage's wgmmas are done, releases that
 //     stage on its empty barrier; no CTA-wide barrier inside the main loop.
 // The sums run in the same order as the tiled kernel's (k16 steps ascending), so the bits match.
+// Known defect: on the H200, some launches never finish (measured: 3 of 4 prefill runs of the
+// bench, docs/perf.md, "2026-12-02, fifth session"; the cause is not found yet). The family
+// reaches these tiles only when forced.
 #pragma once
 
 #include <cuda/ptx>
@@ -144,6 +147,7 @@ __device__ __forceinline__ void consume(const GroupedParams& p, WsShared<Config>
       fence_operand(acc[i]);
     }
     uint32_t frag[2][4][4];
+    const int chunks = (tile.row_end - tile.row_begin + Config::chunk - 1) / Config::chunk;
     // Stage kt's full barrier, then its fragments (the stage's weights, this warpgroup's rows).
     auto receive = [&](int kt, uint32_t(&into)[4][4]) {
       const uint32_t slot = (first + kt) % kStages;
@@ -161,7 +165,7 @@ __device__ __forceinline__ void consume(const GroupedParams& p, WsShared<Config>
     // The buffers alternate (run_stages).
     auto step = [&](int kt, uint32_t(&current)[4][4], uint32_t(&other)[4][4]) {
       issue_stage<Config, kNvfp4>(base + (first + kt) % kStages * Shape::kStageBytes, current, acc,
-                                  thread);
+                                  thread, chunks);
       wgmma_wait<1>();  // stage kt - 1 is done: its slot and `other` are free
 #pragma unroll
       for (int s = 0; s < 4; ++s)
@@ -203,6 +207,9 @@ __global__ void __launch_bounds__(WsShape<Config, kNvfp4>::kThreads, 1)
       ::cuda::ptx::mbarrier_init(&sh.tile_full[b], 1);
       ::cuda::ptx::mbarrier_init(&sh.tile_empty[b], Ws::kConsumerThreads);
     }
+    // The stages' full barriers are also arrived on by the copies (cp.async.mbarrier.arrive):
+    // the initialisations must be visible to those arrivals, not only to this CTA's threads.
+    ::cuda::ptx::fence_mbarrier_init(::cuda::ptx::sem_release, ::cuda::ptx::scope_cluster);
   }
   __syncthreads();
   const int k_tiles = (p.k + kBlockK - 1) / kBlockK;
