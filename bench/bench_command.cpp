@@ -4,6 +4,7 @@
 // (bf16-grouped) and the dequantizing CUTLASS arm (with METRALE_CUTLASS_GEMM=1), on
 // the same device, stream, routing and weights, with the ceilings of PERF.md measured first.
 // Without a usable CUDA device it runs the CPU reference backend on a reduced default and says so.
+#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
@@ -72,6 +73,8 @@ bench::BenchConfig resolve(BenchOptions& opt) {
   if (c.impls.empty()) c.impls = bench::default_impls();
   METRALE_REQUIRE(c.budget_ms > 0, "bench: --budget-ms {} must be positive", c.budget_ms);
   METRALE_REQUIRE(c.skew >= 0, "bench: --skew {} must be >= 0", c.skew);
+  METRALE_REQUIRE(c.step_timeout_s >= 0 && std::isfinite(c.step_timeout_s),
+                  "bench: --step-timeout {} must be a number of seconds >= 0", c.step_timeout_s);
   if (c.commit.empty()) c.commit = METRALE_GIT_COMMIT;
   return c;
 }
@@ -179,6 +182,9 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--seed", c.seed, "seed of routing, activations and weights (default 1)");
   cmd->add_option("--budget-ms", c.budget_ms,
                   "measured time per implementation and shape, after warm-up (default 150)");
+  cmd->add_option("--step-timeout", c.step_timeout_s,
+                  "GPU runs: seconds one step (a row with all its implementations) may take; a "
+                  "longer one ends the run with status 3, naming it (0: no limit; default 600)");
   cmd->add_option("--device", c.device, "CUDA device index (default 0)");
   cmd->add_flag("--cpu", c.force_cpu, "run the CPU reference backend even if a GPU is present");
   cmd->add_option("--json", c.json_path, "write every row and the run's metadata to FILE");

@@ -69,6 +69,7 @@ struct BenchConfig {
   double skew = 0.0;         // 0: uniform routing; larger favours low-numbered experts
   std::uint64_t seed = 1;    // routing, activations and weights derive from it
   double budget_ms = 150.0;  // measured time per implementation and shape, after warm-up
+  double step_timeout_s = 600.0;  // GPU: a step (a row, all implementations) longer ends the run
   int device = 0;
   bool force_cpu = false;
   std::string json_path;

@@ -244,7 +244,8 @@ void run_cuda_bench(const BenchConfig& cfg, Report& report) {
       "budget {:.0f} ms per measurement\n\n",
       kColdL2Multiple, cfg.budget_ms);
 
-  Progress progress(count_steps(cfg) + 1);
+  StepWatchdog watchdog(cfg.step_timeout_s, cfg.json_path);
+  Progress progress(count_steps(cfg) + 1, &watchdog);
   report.progress = &progress;
   try {
     progress.step("ceilings");
@@ -257,7 +258,9 @@ void run_cuda_bench(const BenchConfig& cfg, Report& report) {
     report.print_ceilings();
     report.print_table_header();
     sweep(ctx, report, progress);
+    watchdog.finished();
   } catch (const Error& e) {
+    watchdog.finished();
     progress.clear();
     report.aborted = e.what();
     fmt::print(stderr, "metrale bench: run stopped: {}\n", e.what());
