@@ -30,13 +30,15 @@ TEST(StepWatchdog, EndsTheRunWhenAStepOverstays) {
 TEST(StepWatchdog, StepsInTimeAndAFinishedSweepDoNotEndIt) {
   EXPECT_EXIT(
       {
-        StepWatchdog watchdog(0.5, "");
-        for (int step = 0; step < 4; ++step) {
-          watchdog.started("step");
-          std::this_thread::sleep_for(200ms);
+        {
+          StepWatchdog watchdog(0.5, "");
+          for (int step = 0; step < 4; ++step) {
+            watchdog.started("step");
+            std::this_thread::sleep_for(200ms);
+          }
+          watchdog.finished();
+          std::this_thread::sleep_for(1s);
         }
-        watchdog.finished();
-        std::this_thread::sleep_for(1s);
         std::exit(0);
       },
       ::testing::ExitedWithCode(0), "");
@@ -45,9 +47,11 @@ TEST(StepWatchdog, StepsInTimeAndAFinishedSweepDoNotEndIt) {
 TEST(StepWatchdog, ZeroMeansNoLimit) {
   EXPECT_EXIT(
       {
-        StepWatchdog watchdog(0.0, "");
-        watchdog.started("step");
-        std::this_thread::sleep_for(500ms);
+        {
+          StepWatchdog watchdog(0.0, "");
+          watchdog.started("step");
+          std::this_thread::sleep_for(500ms);
+        }
         std::exit(0);
       },
       ::testing::ExitedWithCode(0), "");
