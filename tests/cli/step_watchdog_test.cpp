@@ -15,46 +15,34 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// In a death test's child: `steps` steps of `each`, then (if `finish`) the sweep's end, then
+// `after` of nothing; the watchdog is destroyed before the child exits with status 0.
+void drive(double limit_s, int steps, std::chrono::milliseconds each, bool finish,
+           std::chrono::milliseconds after) {
+  {
+    StepWatchdog watchdog(limit_s, "sweep.json");
+    for (int step = 0; step < steps; ++step) {
+      watchdog.started(step == 0 ? "[3/9] DeepSeek-V3 gate_up T=4096" : "step");
+      std::this_thread::sleep_for(each);
+    }
+    if (finish) watchdog.finished();
+    std::this_thread::sleep_for(after);
+  }
+  std::exit(0);
+}
+
 TEST(StepWatchdog, EndsTheRunWhenAStepOverstays) {
-  EXPECT_EXIT(
-      {
-        StepWatchdog watchdog(1.0, "sweep.json");
-        watchdog.started("[3/9] DeepSeek-V3 gate_up T=4096");
-        std::this_thread::sleep_for(30s);
-        std::exit(0);
-      },
-      ::testing::ExitedWithCode(kStepTimeoutExit),
-      "step '\\[3/9\\] DeepSeek-V3 gate_up T=4096' has not finished after 1 s.*sweep\\.json");
+  EXPECT_EXIT(drive(1.0, 1, 30s, false, 0ms), ::testing::ExitedWithCode(kStepTimeoutExit),
+              "step '\\[3/9\\] DeepSeek-V3 gate_up T=4096' has not finished after 1 s.*"
+              "sweep\\.json");
 }
 
 TEST(StepWatchdog, StepsInTimeAndAFinishedSweepDoNotEndIt) {
-  EXPECT_EXIT(
-      {
-        {
-          StepWatchdog watchdog(0.5, "");
-          for (int step = 0; step < 4; ++step) {
-            watchdog.started("step");
-            std::this_thread::sleep_for(200ms);
-          }
-          watchdog.finished();
-          std::this_thread::sleep_for(1s);
-        }
-        std::exit(0);
-      },
-      ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(drive(0.5, 4, 200ms, true, 1s), ::testing::ExitedWithCode(0), "");
 }
 
 TEST(StepWatchdog, ZeroMeansNoLimit) {
-  EXPECT_EXIT(
-      {
-        {
-          StepWatchdog watchdog(0.0, "");
-          watchdog.started("step");
-          std::this_thread::sleep_for(500ms);
-        }
-        std::exit(0);
-      },
-      ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(drive(0.0, 1, 500ms, false, 0ms), ::testing::ExitedWithCode(0), "");
 }
 
 TEST(StepWatchdog, TheOptionMustBeSecondsAtLeastZero) {
