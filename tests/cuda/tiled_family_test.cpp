@@ -3,9 +3,9 @@
 // device offsets with an expert wider than the widest token tile (300 rows: two 256-row tiles, a
 // partial one last), N and K off the tile edges; the dense NVFP4 and bf16 GEMMs at M past each
 // token width. The dispatcher reaches only some tiles for a given shape; this reaches them all.
-// The persistent warp-specialised tiles with several tiles per CTA, and at each of their token
-// widths. Then the rule that decides
-// for the widest tile, against the measured choices, and which tiles the family picks itself.
+// The persistent warp-specialised tiles with several tiles per CTA; partial tiles at each token
+// width. Then the rule that decides for the widest tile, against the measured choices, and which
+// tiles the family picks itself.
 #include <algorithm>
 #include <iterator>
 
@@ -78,7 +78,7 @@ TEST(TiledFamily, PersistentTilesExact) {
 }
 
 // A tile runs at its tile_width: an expert's rows cut into full tiles and a last one of whole
-// chunks (the 256-token tiles run 128 tokens a wgmma). One expert per case, its rows chosen to
+// chunks (configurations 8 and 9 run 128 tokens a wgmma). One expert per case, its rows chosen to
 // land on each width, alone and after full tiles; every tile whose wgmmas come in chunks, and the
 // warp-specialised ones (persistent: tiles of different widths back to back).
 TEST(TiledFamily, EveryTileWidthExact) {
@@ -127,7 +127,8 @@ TEST(TiledFamily, WideTileRuleMatchesTheMeasuredChoices) {
   using cuda::sm90::tile_time;
   for (const Measured& m : measured) {
     // Measured with full-width tiles (before tile_width).
-    const long wide = m.channel_tiles * m.wide_row_tiles, narrow = m.channel_tiles * m.narrow_row_tiles;
+    const long wide = m.channel_tiles * m.wide_row_tiles;
+    const long narrow = m.channel_tiles * m.narrow_row_tiles;
     EXPECT_EQ(cuda::sm90::wide_tile_pays(TileLoad{wide, wide * tile_time(256)},
                                          TileLoad{narrow, narrow * tile_time(128)}, 132),
               m.wide_was_faster)

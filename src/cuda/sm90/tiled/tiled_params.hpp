@@ -87,7 +87,7 @@ struct GroupedParams {
   std::int32_t projections;         // ... and of the projections (its z) they walk
 };
 
-// The work of a persistent grid: its tiles, and their summed time in units of a full 128-token
+// The work of a grid of tiles: how many, and their summed time in units of a full 128-token
 // tile. A tile's time has a part that does not depend on its token width (the weights' loads and
 // decode) and one proportional to it, fitted so that a full 256-token tile takes kWideCtaTime
 // (measured on full tiles, docs/perf.md, "the 256-token tile").
