@@ -258,13 +258,12 @@ void run_cuda_bench(const BenchConfig& cfg, Report& report) {
     report.print_ceilings();
     report.print_table_header();
     sweep(ctx, report, progress);
-    watchdog.finished();
   } catch (const Error& e) {
-    watchdog.finished();
     progress.clear();
     report.aborted = e.what();
     fmt::print(stderr, "metrale bench: run stopped: {}\n", e.what());
   }
+  watchdog.finished();
   report.progress = nullptr;
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -28,6 +28,20 @@ int tiled_configs() {
   return cuda::find_family("sm90-tiled")->config_count();
 }
 
+// Grouped gate/up and down at tile `config` in exact mode, on host and device offsets (seeds
+// `seed` onward); counts the failing cases in `failures` and says whether to go on.
+bool grouped_exact(int config, int n, int k, const check::Routing& routing, std::uint64_t seed,
+                   int& failures) {
+  for (Op op : {Op::grouped_gate_up_fused, Op::grouped_down})
+    for (bool device_offsets : {false, true}) {
+      check::Case c = grouped_case(op, Mode::exact, n, k, routing, seed++);
+      c.cuda_kernel = fmt::format("sm90-tiled:{}", config);
+      c.device_offsets = device_offsets;
+      if (!expect_pass(c) && ++failures >= kMaxReportedFailures) return false;
+    }
+  return true;
+}
+
 TEST(TiledFamily, EveryTileGroupedExact) {
   METRALE_SKIP_WITHOUT_GPU();
   const check::Routing routings[] = {{300, 4, 1, RoutingKind::one_expert},
@@ -35,14 +49,8 @@ TEST(TiledFamily, EveryTileGroupedExact) {
   std::uint64_t seed = 9100;
   int failures = 0;
   for (int config = 0; config < tiled_configs(); ++config)
-    for (Op op : {Op::grouped_gate_up_fused, Op::grouped_down})
-      for (const check::Routing& routing : routings)
-        for (bool device_offsets : {false, true}) {
-          check::Case c = grouped_case(op, Mode::exact, 200, 1056, routing, ++seed);
-          c.cuda_kernel = fmt::format("sm90-tiled:{}", config);
-          c.device_offsets = device_offsets;
-          if (!expect_pass(c) && ++failures >= kMaxReportedFailures) return;
-        }
+    for (const check::Routing& routing : routings)
+      if (!grouped_exact(config, 200, 1056, routing, seed += 4, failures)) return;
 }
 
 TEST(TiledFamily, EveryTileDenseExact) {
@@ -66,14 +74,9 @@ TEST(TiledFamily, PersistentTilesExact) {
   int failures = 0;
   for (int config = 0; config < tiled_configs(); ++config) {
     if (!cuda::sm90::kTiles[config].specialized) continue;
-    for (Op op : {Op::grouped_gate_up_fused, Op::grouped_down})
-      for (bool device_offsets : {false, true}) {
-        check::Case c = grouped_case(op, Mode::exact, 2048, 96,
-                                     {1100, 8, 2, RoutingKind::skew}, 9300 + config);
-        c.cuda_kernel = fmt::format("sm90-tiled:{}", config);
-        c.device_offsets = device_offsets;
-        if (!expect_pass(c) && ++failures >= kMaxReportedFailures) return;
-      }
+    if (!grouped_exact(config, 2048, 96, {1100, 8, 2, RoutingKind::skew}, 9300 + 4 * config,
+                       failures))
+      return;
   }
 }
 
@@ -89,14 +92,9 @@ TEST(TiledFamily, EveryTileWidthExact) {
     const cuda::sm90::TileConfig& tile = cuda::sm90::kTiles[config];
     if (tile.chunk == tile.tokens && !tile.specialized) continue;
     for (int rows : {20, 50, 100, 170, 250, 276, 400})
-      for (Op op : {Op::grouped_gate_up_fused, Op::grouped_down})
-        for (bool device_offsets : {false, true}) {
-          check::Case c = grouped_case(op, Mode::exact, 136, 96,
-                                       {rows, 4, 1, RoutingKind::one_expert}, ++seed);
-          c.cuda_kernel = fmt::format("sm90-tiled:{}", config);
-          c.device_offsets = device_offsets;
-          if (!expect_pass(c) && ++failures >= kMaxReportedFailures) return;
-        }
+      if (!grouped_exact(config, 136, 96, {rows, 4, 1, RoutingKind::one_expert}, seed += 4,
+                         failures))
+        return;
   }
 }
 

@@ -354,8 +354,8 @@ __device__ __forceinline__ void decode_stage(const GroupedParams& p, const std::
 // chunks' accumulators, side by side, are the m64nNk16 layout of the whole tile.
 template <class Config, bool kNvfp4>
 __device__ __forceinline__ void issue_stage(uint32_t act, const uint32_t (&frag)[4][4],
-                                            float (&acc)[Config::tokens / 2],
-                                            unsigned thread = threadIdx.x, int chunks = 1) {
+                                            float (&acc)[Config::tokens / 2], unsigned thread,
+                                            int chunks) {
   using Shape = KernelShape<Config, kNvfp4>;
   constexpr int kChunk = Config::chunk;
   wgmma_fence();
@@ -494,7 +494,7 @@ __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
   __syncthreads();
   if constexpr (kNvfp4) decode_stage<Config>(p, base_ptr, n0, frag[0]);
-  const int chunks = (row_end - row_begin + Config::chunk - 1) / Config::chunk;
+  const int chunks = row_chunks(row_end - row_begin, Config::chunk);
   auto step = [&](int kt, uint32_t(&current)[4][4], uint32_t(&other)[4][4]) {
     issue_stage<Config, kNvfp4>(base + kt % Config::stages * Shape::kStageBytes, current, acc,
                                 threadIdx.x, chunks);

@@ -64,9 +64,12 @@ struct Tile {
 // The token width a tile of `rows` group rows runs at: whole chunks (the wgmmas of a k16 step),
 // at most the tile's `tokens`. An expert's last row tile is usually partial (routing is
 // uneven): its wgmmas skip the chunks past its rows. The weights' loads and decode do not
-// depend on the width.
+// depend on the width. row_chunks: the chunks of `chunk` tokens covering `rows` rows.
+__host__ __device__ constexpr int row_chunks(int rows, int chunk) {
+  return (rows + chunk - 1) / chunk;
+}
 __host__ __device__ constexpr int tile_width(int rows, const TileConfig& tile) {
-  const int width = (rows + tile.chunk - 1) / tile.chunk * tile.chunk;
+  const int width = row_chunks(rows, tile.chunk) * tile.chunk;
   return width < tile.tokens ? width : tile.tokens;
 }
 

@@ -147,7 +147,7 @@ __device__ __forceinline__ void consume(const GroupedParams& p, WsShared<Config>
       fence_operand(acc[i]);
     }
     uint32_t frag[2][4][4];
-    const int chunks = (tile.row_end - tile.row_begin + Config::chunk - 1) / Config::chunk;
+    const int chunks = row_chunks(tile.row_end - tile.row_begin, Config::chunk);
     // Stage kt's full barrier, then its fragments (the stage's weights, this warpgroup's rows).
     auto receive = [&](int kt, uint32_t(&into)[4][4]) {
       const uint32_t slot = (first + kt) % kStages;
