@@ -20,6 +20,7 @@
 #include <cuda/ptx>
 
 #include "cuda/sm90/tiled/tiled_kernel.cuh"
+#include "cuda/sm90/tiled/ws_watchdog.cuh"
 
 namespace metrale::cuda::sm90 {
 
@@ -45,13 +46,6 @@ struct WsShape {
                 "the split hands the producer's registers to the consumers, no more");
 };
 
-// Waits until the phase of parity `parity` of `bar` has completed (CCCL's cuda::ptx wrappers;
-// arrive and wait have release and acquire semantics at CTA scope).
-__device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity) {
-  while (!::cuda::ptx::mbarrier_try_wait_parity(bar, parity)) {
-  }
-}
-
 // A tile as the producer hands it to the consumers (two in flight: the consumers store one
 // while the producer fills the ring with the next).
 struct WsTile {
@@ -68,6 +62,23 @@ struct WsShared {
   uint64_t full[Config::stages], empty[Config::stages];  // the stage ring
   uint64_t tile_full[2], tile_empty[2];                   // the tile hand-over
 };
+
+// Waits until the phase of parity `parity` of `bar` has completed (CCCL's cuda::ptx wrappers;
+// arrive and wait have release and acquire semantics at CTA scope). A watchdog build records a
+// wait that lasts seconds, then traps (ws_watchdog.cuh).
+template <class Config>
+__device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity,
+                                              const WsShared<Config>& sh, WaitSite site) {
+#ifdef METRALE_WS_WATCHDOG
+  WsWatch watch;
+  while (!::cuda::ptx::mbarrier_try_wait_parity(bar, parity)) watch.tick(sh, parity, site);
+#else
+  (void)sh;
+  (void)site;
+  while (!::cuda::ptx::mbarrier_try_wait_parity(bar, parity)) {
+  }
+#endif
+}
 
 // 3p. The producer warpgroup walks the CTA's tiles: locates each, hands it to the consumers,
 // gathers its rows and fills the stage ring with its k-tiles. `stage` counts the stages issued
@@ -97,7 +108,9 @@ __device__ __forceinline__ void produce(const GroupedParams& p, WsShared<Config>
     const int n0 = t % p.channel_tiles * Config::weight_rows;
     const ExpertEntry entry = live ? p.table[projection * p.num_experts + expert] : ExpertEntry{};
     const int b = handed & 1;
-    if (handed >= 2) mbarrier_wait(&sh.tile_empty[b], ((handed - 2) >> 1) & 1);
+    if (handed >= 2)
+      mbarrier_wait(&sh.tile_empty[b], ((handed - 2) >> 1) & 1, sh,
+                    WaitSite{kProducerTileEmpty, int(stage), handed, b});
     if (threadIdx.x == 0) {
       sh.tile[b] = WsTile{live, n0, row_begin, row_end, projection, kNvfp4 ? entry.scale_2 : 1.f};
       (void)::cuda::ptx::mbarrier_arrive(&sh.tile_full[b]);
@@ -108,7 +121,9 @@ __device__ __forceinline__ void produce(const GroupedParams& p, WsShared<Config>
     const StageLoader<Config, kNvfp4, kThreads, true> loader(p, entry, sh.src_rows, n0);
     for (int kt = 0; kt < k_tiles; ++kt, ++stage) {
       const uint32_t slot = stage % kStages, round = stage / kStages;
-      if (round > 0) mbarrier_wait(&sh.empty[slot], (round - 1) & 1);
+      if (round > 0)
+        mbarrier_wait(&sh.empty[slot], (round - 1) & 1, sh,
+                      WaitSite{kProducerStageEmpty, int(stage), handed, int(slot)});
       loader.load(p, kt, base + slot * Shape::kStageBytes, base_ptr + slot * Shape::kStageBytes);
       if (plain_stores) {
         cp_async_commit();
@@ -136,7 +151,8 @@ __device__ __forceinline__ void consume(const GroupedParams& p, WsShared<Config>
   uint32_t first = 0;  // the ring position of the tile's first stage
   for (int taken = 0;; ++taken) {
     const int b = taken & 1;
-    mbarrier_wait(&sh.tile_full[b], (taken >> 1) & 1);
+    mbarrier_wait(&sh.tile_full[b], (taken >> 1) & 1, sh,
+                  WaitSite{kConsumerTileFull, int(first), taken, b});
     const WsTile tile = sh.tile[b];
     (void)::cuda::ptx::mbarrier_arrive(&sh.tile_empty[b]);
     if (!tile.live) return;
@@ -151,7 +167,8 @@ __device__ __forceinline__ void consume(const GroupedParams& p, WsShared<Config>
     // Stage kt's full barrier, then its fragments (the stage's weights, this warpgroup's rows).
     auto receive = [&](int kt, uint32_t(&into)[4][4]) {
       const uint32_t slot = (first + kt) % kStages;
-      mbarrier_wait(&sh.full[slot], ((first + kt) / kStages) & 1);
+      mbarrier_wait(&sh.full[slot], ((first + kt) / kStages) & 1, sh,
+                    WaitSite{kConsumerStageFull, int(first + kt), taken, int(slot)});
       // The copies wrote through the generic proxy; wgmma reads the stage through the async one.
       ::cuda::ptx::fence_proxy_async(::cuda::ptx::space_shared);
       if constexpr (kNvfp4)

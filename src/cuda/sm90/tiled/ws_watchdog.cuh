@@ -1,0 +1,92 @@
+// A watchdog for the warp-specialised kernel's mbarrier waits, compiled only into builds
+// configured with -DCMAKE_CUDA_FLAGS=-DMETRALE_WS_WATCHDOG: a kernel of that family hangs now
+// and then on the H200 (docs/perf.md, "2026-12-02, fifth session"). A wait that lasts about a
+// second writes one record per warp (which wait, its position in the walk, every barrier's raw
+// state) to host-mapped memory; after another second the warp traps, so the launch fails instead
+// of hanging and the process prints the records as it exits.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace metrale::cuda::sm90 {
+
+// Which wait, and where in the walk: what a stall record names.
+enum WsWait : int { kProducerTileEmpty, kProducerStageEmpty, kConsumerTileFull, kConsumerStageFull };
+struct WaitSite {
+  int where;     // WsWait
+  int position;  // the ring position: stages issued (producer) or of this stage (consumer)
+  int tile;      // tiles handed or taken before this one
+  int slot;      // the barrier's index in its array
+};
+
+#ifdef METRALE_WS_WATCHDOG
+struct WsStall {
+  std::uint32_t magic;  // kWsStallMagic once written
+  std::uint32_t block, warp, parity;
+  WaitSite site;
+  long long waited;           // clock64 cycles when recorded
+  std::uint64_t barriers[16]; // full[0..s), empty[0..s), tile_full[2], tile_empty[2] (raw)
+};
+inline constexpr std::uint32_t kWsStallMagic = 0x57535441u;
+inline constexpr int kWsStallWarps = 12;      // 384 threads
+inline constexpr int kWsStallBlocks = 1024;   // records kept for blocks below this
+inline constexpr long long kWsStallCycles = 2'000'000'000;  // ~1.1-1.5 s at the H200's clocks
+
+__device__ WsStall* ws_stall_log = nullptr;  // [kWsStallBlocks][kWsStallWarps], host-mapped
+
+__device__ __forceinline__ std::uint64_t raw_barrier(const std::uint64_t* bar) {
+  std::uint64_t state;
+  asm volatile("ld.volatile.shared.u64 %0, [%1];\n"
+               : "=l"(state)
+               : "r"(static_cast<std::uint32_t>(__cvta_generic_to_shared(bar))));
+  return state;
+}
+
+template <class Shared>
+__device__ __noinline__ void record_stall(const Shared& sh, std::uint32_t parity, WaitSite site,
+                                          long long waited) {
+  WsStall* log = ws_stall_log;
+  if (log == nullptr || blockIdx.x >= kWsStallBlocks || threadIdx.x % 32 != 0) return;
+  WsStall& r = log[blockIdx.x * kWsStallWarps + threadIdx.x / 32];
+  constexpr int kStages = sizeof(sh.full) / sizeof(sh.full[0]);
+  int i = 0;
+  for (int s = 0; s < kStages && i < 12; ++s) r.barriers[i++] = raw_barrier(&sh.full[s]);
+  for (int s = 0; s < kStages && i < 12; ++s) r.barriers[i++] = raw_barrier(&sh.empty[s]);
+  for (int b = 0; b < 2; ++b) r.barriers[12 + b] = raw_barrier(&sh.tile_full[b]);
+  for (int b = 0; b < 2; ++b) r.barriers[14 + b] = raw_barrier(&sh.tile_empty[b]);
+  r.block = blockIdx.x;
+  r.warp = threadIdx.x / 32;
+  r.parity = parity;
+  r.site = site;
+  r.waited = waited;
+  __threadfence_system();
+  r.magic = kWsStallMagic;
+  __threadfence_system();
+}
+
+// Counts a wait's failed polls; reads the clock every 256.
+struct WsWatch {
+  std::uint32_t polls = 0;
+  long long start = -1;
+  bool recorded = false;
+  template <class Shared>
+  __device__ __forceinline__ void tick(const Shared& sh, std::uint32_t parity, WaitSite site) {
+    if ((++polls & 255u) != 0) return;
+    const long long now = clock64();
+    if (start < 0) start = now;
+    if (!recorded && now - start > kWsStallCycles) {
+      record_stall(sh, parity, site, now - start);
+      recorded = true;
+    }
+    if (now - start > 2 * kWsStallCycles) __trap();
+  }
+};
+
+// Host: maps the record buffer into the kernel's `ws_stall_log` once (not while `stream` is being
+// captured) and prints the records when the process exits.
+void install_ws_watchdog(cudaStream_t stream);
+#endif
+
+}  // namespace metrale::cuda::sm90
