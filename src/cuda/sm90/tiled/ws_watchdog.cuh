@@ -1,9 +1,9 @@
 // A watchdog for the warp-specialised kernel's mbarrier waits, compiled only into builds
 // configured with -DCMAKE_CUDA_FLAGS=-DMETRALE_WS_WATCHDOG: a kernel of that family hangs now
-// and then on the H200 (docs/perf.md, "2026-12-02, fifth session"). A wait that lasts about a
-// second writes one record per warp (which wait, its position in the walk, every barrier's raw
-// state) to host-mapped memory; after another second the warp traps, so the launch fails instead
-// of hanging and the process prints the records as it exits.
+// and then on the H200 (docs/perf.md, "2026-12-02, fifth session"). A producer wait that polls
+// 2^22 times (seconds) writes a record (which wait, its position in the walk, every barrier's
+// raw state) to host-mapped memory and traps, so the launch fails instead of hanging and the
+// process prints the records as it exits.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -26,13 +26,13 @@ struct WsStall {
   std::uint32_t magic;  // kWsStallMagic once written
   std::uint32_t block, warp, parity;
   WaitSite site;
-  long long waited;           // clock64 cycles when recorded
+  long long waited;           // failed polls when recorded
   std::uint64_t barriers[16]; // full[0..s), empty[0..s), tile_full[2], tile_empty[2] (raw)
 };
 inline constexpr std::uint32_t kWsStallMagic = 0x57535441u;
 inline constexpr int kWsStallWarps = 12;      // 384 threads
 inline constexpr int kWsStallBlocks = 1024;   // records kept for blocks below this
-inline constexpr long long kWsStallCycles = 2'000'000'000;  // ~1.1-1.5 s at the H200's clocks
+inline constexpr std::uint32_t kWsStallPolls = 1u << 22;  // try_wait polls: seconds, not microseconds
 
 __device__ WsStall* ws_stall_log = nullptr;  // [kWsStallBlocks][kWsStallWarps], host-mapped
 
@@ -45,7 +45,7 @@ __device__ __forceinline__ std::uint64_t raw_barrier(const std::uint64_t* bar) {
 }
 
 template <class Shared>
-__device__ __noinline__ void record_stall(const Shared& sh, std::uint32_t parity, WaitSite site,
+__device__ __forceinline__ void record_stall(const Shared& sh, std::uint32_t parity, WaitSite site,
                                           long long waited) {
   WsStall* log = ws_stall_log;
   if (log == nullptr || blockIdx.x >= kWsStallBlocks || threadIdx.x % 32 != 0) return;
@@ -66,21 +66,16 @@ __device__ __noinline__ void record_stall(const Shared& sh, std::uint32_t parity
   __threadfence_system();
 }
 
-// Counts a wait's failed polls; reads the clock every 256.
+// Counts a producer wait's failed polls: at kWsStallPolls the warp records and traps. The
+// consumers' waits are not watched: one more live register in them makes ptxas serialise the
+// 256-token tile's wgmmas (C7512), which changes the timing under study.
 struct WsWatch {
   std::uint32_t polls = 0;
-  long long start = -1;
-  bool recorded = false;
   template <class Shared>
   __device__ __forceinline__ void tick(const Shared& sh, std::uint32_t parity, WaitSite site) {
-    if ((++polls & 255u) != 0) return;
-    const long long now = clock64();
-    if (start < 0) start = now;
-    if (!recorded && now - start > kWsStallCycles) {
-      record_stall(sh, parity, site, now - start);
-      recorded = true;
-    }
-    if (now - start > 2 * kWsStallCycles) __trap();
+    if (site.where >= kConsumerTileFull || ++polls < kWsStallPolls) return;
+    record_stall(sh, parity, site, polls);
+    __trap();
   }
 };
 
