@@ -2,9 +2,11 @@
 // launch switch its host side (tiled_family.cpp) calls.
 #include <type_traits>
 #ifdef METRALE_WS_WATCHDOG
+#include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
+#include <thread>
+#include <vector>
 #endif
 
 #include "cuda/family.hpp"
@@ -16,22 +18,64 @@ namespace metrale::cuda::sm90 {
 #ifdef METRALE_WS_WATCHDOG
 namespace {
 WsStall* ws_stall_host = nullptr;
+WsBeat* ws_beats_host = nullptr;
 
-void print_ws_stalls() {
-  int count = 0;
-  for (int i = 0; i < kWsStallBlocks * kWsStallWarps; ++i) {
-    const WsStall& r = ws_stall_host[i];
-    if (r.magic != kWsStallMagic) continue;
-    ++count;
-    std::fprintf(stderr,
-                 "WS-STALL block %u warp %u where %d parity %u position %d tile %d slot %d "
-                 "waited %lld cycles; barriers:",
-                 r.block, r.warp, r.site.where, r.parity, r.site.position, r.site.tile, r.site.slot,
-                 r.waited);
-    for (std::uint64_t b : r.barriers) std::fprintf(stderr, " %016llx", static_cast<unsigned long long>(b));
-    std::fprintf(stderr, "\n");
+void print_stall(const WsStall& r) {
+  std::fprintf(stderr,
+               "WS-STALL block %u warp %u where %d parity %u position %d tile %d slot %d waited "
+               "%lld cycles; barriers:",
+               r.block, r.warp, r.site.where, r.parity, r.site.position, r.site.tile, r.site.slot,
+               r.waited);
+  for (std::uint64_t b : r.barriers) std::fprintf(stderr, " %016llx", static_cast<unsigned long long>(b));
+  std::fprintf(stderr, "\n");
+}
+
+// Prints each stall record once, and the beats of every CTA that has any whenever they have
+// stopped changing for a second (a hang, or the host between launches).
+void monitor() {
+  std::vector<bool> printed(kWsStallBlocks * kWsStallWarps, false);
+  std::vector<WsBeat> last(kWsStallBlocks * kWsRoles), now(last.size());
+  bool frozen_printed = true;
+  for (;;) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    for (int i = 0; i < kWsStallBlocks * kWsStallWarps; ++i) {
+      const volatile WsStall& r = ws_stall_host[i];
+      if (r.magic == kWsStallMagic && !printed[i]) {
+        printed[i] = true;
+        print_stall(const_cast<const WsStall&>(ws_stall_host[i]));
+      }
+    }
+    for (std::size_t i = 0; i < now.size(); ++i) {
+      const volatile WsBeat& b = ws_beats_host[i];
+      now[i] = WsBeat{b.tiles, b.position};
+    }
+    const bool same = std::memcmp(now.data(), last.data(), now.size() * sizeof(WsBeat)) == 0;
+    if (!same) frozen_printed = false;
+    if (same && !frozen_printed) {
+      frozen_printed = true;
+      std::fprintf(stderr, "WS-BEATS (unchanged for 1 s): block: producer tiles/position, consumers");
+      for (int c = 0; c < kWsStallBlocks; ++c) {
+        const WsBeat* b = &now[c * kWsRoles];
+        if (b[0].tiles == 0 && b[0].position == 0 && b[1].tiles == 0 && b[2].tiles == 0) continue;
+        std::fprintf(stderr, " | %d: %u/%u %u/%u %u/%u", c, b[0].tiles, b[0].position, b[1].tiles,
+                     b[1].position, b[2].tiles, b[2].position);
+      }
+      std::fprintf(stderr, "\n");
+    }
+    last.swap(now);
   }
-  std::fprintf(stderr, "WS-WATCHDOG: %d stall records\n", count);
+}
+
+template <class T>
+T* mapped(std::size_t count, const void* symbol) {
+  void* host = nullptr;
+  if (cudaHostAlloc(&host, count * sizeof(T), cudaHostAllocMapped) != cudaSuccess) return nullptr;
+  std::memset(host, 0, count * sizeof(T));
+  void* device = nullptr;
+  if (cudaHostGetDevicePointer(&device, host, 0) != cudaSuccess ||
+      cudaMemcpyToSymbol(symbol, &device, sizeof device) != cudaSuccess)
+    return nullptr;
+  return static_cast<T*>(host);
 }
 }  // namespace
 
@@ -41,16 +85,10 @@ void install_ws_watchdog(cudaStream_t stream) {
   if (cudaStreamIsCapturing(stream, &capturing) != cudaSuccess ||
       capturing != cudaStreamCaptureStatusNone)
     return;
-  const std::size_t bytes = sizeof(WsStall) * kWsStallBlocks * kWsStallWarps;
-  void* host = nullptr;
-  if (cudaHostAlloc(&host, bytes, cudaHostAllocMapped) != cudaSuccess) return;
-  std::memset(host, 0, bytes);
-  void* device = nullptr;
-  if (cudaHostGetDevicePointer(&device, host, 0) != cudaSuccess ||
-      cudaMemcpyToSymbol(ws_stall_log, &device, sizeof device) != cudaSuccess)
-    return;
-  ws_stall_host = static_cast<WsStall*>(host);
-  std::atexit(print_ws_stalls);
+  ws_beats_host = mapped<WsBeat>(kWsStallBlocks * kWsRoles, &ws_beats);
+  ws_stall_host = mapped<WsStall>(kWsStallBlocks * kWsStallWarps, &ws_stall_log);
+  if (ws_beats_host == nullptr || ws_stall_host == nullptr) return;
+  std::thread(monitor).detach();
   std::fprintf(stderr, "WS-WATCHDOG: installed\n");
 }
 #endif

@@ -114,6 +114,7 @@ __device__ __forceinline__ void produce(const GroupedParams& p, WsShared<Config>
     if (threadIdx.x == 0) {
       sh.tile[b] = WsTile{live, n0, row_begin, row_end, projection, kNvfp4 ? entry.scale_2 : 1.f};
       (void)::cuda::ptx::mbarrier_arrive(&sh.tile_full[b]);
+      ws_beat(0, handed, stage);
     }
     if (!live) break;
     gather_rows<Config::tokens, kThreads>(p, row_begin, row_end, sh.src_rows);
@@ -155,6 +156,7 @@ __device__ __forceinline__ void consume(const GroupedParams& p, WsShared<Config>
                   WaitSite{kConsumerTileFull, int(first), taken, b});
     const WsTile tile = sh.tile[b];
     (void)::cuda::ptx::mbarrier_arrive(&sh.tile_empty[b]);
+    if (thread % 128 == 0) ws_beat(1 + thread / 128, taken, first);
     if (!tile.live) return;
     float acc[Config::tokens / 2];
 #pragma unroll

@@ -1,9 +1,9 @@
 // A watchdog for the warp-specialised kernel's mbarrier waits, compiled only into builds
 // configured with -DCMAKE_CUDA_FLAGS=-DMETRALE_WS_WATCHDOG: a kernel of that family hangs now
-// and then on the H200 (docs/perf.md, "2026-12-02, fifth session"). A producer wait that polls
-// 2^22 times (seconds) writes a record (which wait, its position in the walk, every barrier's
-// raw state) to host-mapped memory and traps, so the launch fails instead of hanging and the
-// process prints the records as it exits.
+// and then on the H200 (docs/perf.md, "2026-12-02, fifth session"). A producer wait that lasts
+// about a second writes a record (which wait, its position in the walk, every barrier's raw
+// state) to host-mapped memory and traps, so that the launch fails instead of hanging; each role
+// of each CTA writes its progress there too; a host thread prints both as they stop moving.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -26,13 +26,13 @@ struct WsStall {
   std::uint32_t magic;  // kWsStallMagic once written
   std::uint32_t block, warp, parity;
   WaitSite site;
-  long long waited;           // failed polls when recorded
+  long long waited;           // clock64 cycles when recorded
   std::uint64_t barriers[16]; // full[0..s), empty[0..s), tile_full[2], tile_empty[2] (raw)
 };
 inline constexpr std::uint32_t kWsStallMagic = 0x57535441u;
 inline constexpr int kWsStallWarps = 12;      // 384 threads
 inline constexpr int kWsStallBlocks = 1024;   // records kept for blocks below this
-inline constexpr std::uint32_t kWsStallPolls = 1u << 22;  // try_wait polls: seconds, not microseconds
+inline constexpr long long kWsStallCycles = 2'000'000'000;  // about a second at the H200's clocks
 
 __device__ WsStall* ws_stall_log = nullptr;  // [kWsStallBlocks][kWsStallWarps], host-mapped
 
@@ -66,22 +66,46 @@ __device__ __forceinline__ void record_stall(const Shared& sh, std::uint32_t par
   __threadfence_system();
 }
 
-// Counts a producer wait's failed polls: at kWsStallPolls the warp records and traps. The
-// consumers' waits are not watched: one more live register in them makes ptxas serialise the
-// 256-token tile's wgmmas (C7512), which changes the timing under study.
+// Times a producer wait (the clock read every 16 failed polls: a poll may suspend the thread):
+// after kWsStallCycles the warp records and traps. The consumers' waits are not watched: one
+// more live register in them makes ptxas serialise the 256-token tile's wgmmas (C7512), which
+// changes the timing under study.
 struct WsWatch {
   std::uint32_t polls = 0;
+  long long start = 0;
   template <class Shared>
   __device__ __forceinline__ void tick(const Shared& sh, std::uint32_t parity, WaitSite site) {
-    if (site.where >= kConsumerTileFull || ++polls < kWsStallPolls) return;
-    record_stall(sh, parity, site, polls);
+    if (site.where >= kConsumerTileFull || (++polls & 15u) != 0) return;
+    const long long now = clock64();
+    if (start == 0) start = now;
+    if (now - start < kWsStallCycles) return;
+    record_stall(sh, parity, site, now - start);
     __trap();
   }
 };
 
-// Host: maps the record buffer into the kernel's `ws_stall_log` once (not while `stream` is being
-// captured) and prints the records when the process exits.
+// Each CTA's progress, written where a role takes up a tile (role 0: the producer, 1 and 2: the
+// consumer warpgroups): the tiles handed or taken so far and the ring position.
+struct WsBeat {
+  std::uint32_t tiles, position;
+};
+inline constexpr int kWsRoles = 3;
+__device__ WsBeat* ws_beats = nullptr;  // [kWsStallBlocks][kWsRoles], host-mapped
+
+__device__ __forceinline__ void ws_beat(int role, int tiles, std::uint32_t position) {
+  WsBeat* beats = ws_beats;
+  if (beats == nullptr || blockIdx.x >= kWsStallBlocks) return;
+  volatile WsBeat* beat = beats + blockIdx.x * kWsRoles + role;
+  beat->tiles = tiles;
+  beat->position = position;
+}
+
+// Host: maps the records and the beats into the kernel's `ws_stall_log` and `ws_beats` once (not
+// while `stream` is being captured) and starts a thread that prints each record as it lands and
+// the beats whenever they stop changing for a second.
 void install_ws_watchdog(cudaStream_t stream);
+#else
+__device__ __forceinline__ void ws_beat(int, int, std::uint32_t) {}
 #endif
 
 }  // namespace metrale::cuda::sm90
