@@ -12,9 +12,6 @@
 //     fragments, issues its wgmmas and, once the previous stage's wgmmas are done, releases that
 //     stage on its empty barrier; no CTA-wide barrier inside the main loop.
 // The sums run in the same order as the tiled kernel's (k16 steps ascending), so the bits match.
-// Known defect: on the H200, some launches never finish (measured: 3 of 4 prefill runs of the
-// bench, docs/perf.md, "2026-12-02, fifth session"; the cause is not found yet). The family
-// reaches these tiles only when forced.
 #pragma once
 
 #include <cuda/ptx>
@@ -107,11 +104,17 @@ __device__ __forceinline__ void produce(const GroupedParams& p, WsShared<Config>
     const int projection = t / (p.channel_tiles * max(row_tiles, 1));
     const int n0 = t % p.channel_tiles * Config::weight_rows;
     const ExpertEntry entry = live ? p.table[projection * p.num_experts + expert] : ExpertEntry{};
+    // Only the thread that writes the hand-over slot waits for it to be free. A parity wait
+    // must not fall two phases behind its barrier: were every producer thread to wait here, the
+    // consumers could take the tile thread 0 hands over (completing tile_empty[b]'s next phase)
+    // before a lagging producer warp first polled, and that warp would then wait for ever for a
+    // phase that needs its own copies (measured: the hang of docs/perf.md, "2026-12-02, sixth
+    // session"). The stage ring is safe: its next phase needs every producer thread's copies.
     const int b = handed & 1;
-    if (handed >= 2)
-      mbarrier_wait(&sh.tile_empty[b], ((handed - 2) >> 1) & 1, sh,
-                    WaitSite{kProducerTileEmpty, int(stage), handed, b});
     if (threadIdx.x == 0) {
+      if (handed >= 2)
+        mbarrier_wait(&sh.tile_empty[b], ((handed - 2) >> 1) & 1, sh,
+                      WaitSite{kProducerTileEmpty, int(stage), handed, b});
       sh.tile[b] = WsTile{live, n0, row_begin, row_end, projection, kNvfp4 ? entry.scale_2 : 1.f};
       (void)::cuda::ptx::mbarrier_arrive(&sh.tile_full[b]);
       ws_beat(0, handed, stage);
