@@ -135,13 +135,14 @@ TEST(TiledFamily, WideTileRuleMatchesTheMeasuredChoices) {
 }
 
 // The family's own choice, over expert sizes from one row to past the widest tile, on host and
-// device offsets: one of kChosenTiles, none of them warp-specialised (those hang now and then,
-// docs/perf.md, "2026-12-02, fifth session": reached only when forced). Host logic: runs
-// anywhere.
-TEST(TiledFamily, ChoosesNoWarpSpecialisedTile) {
+// device offsets: one of kChosenTiles; the warp-specialised persistent kernel for the 128- and
+// 256-token tiles, the CTA-synchronised one below (docs/perf.md, "2026-12-02, sixth session").
+// Host logic: runs anywhere.
+TEST(TiledFamily, ChoosesWarpSpecialisedTilesFrom128Tokens) {
   const cuda::Family* tiled = cuda::find_family("sm90-tiled");
   ASSERT_NE(tiled, nullptr);
-  for (int c : cuda::sm90::kChosenTiles) EXPECT_FALSE(cuda::sm90::kTiles[c].specialized) << c;
+  for (int c : cuda::sm90::kChosenTiles)
+    EXPECT_EQ(cuda::sm90::kTiles[c].specialized, cuda::sm90::kTiles[c].tokens >= 128) << c;
   for (int rows : {1, 7, 33, 100, 129, 300, 4096}) {
     for (bool on_device : {false, true}) {
       const std::int32_t offsets[3] = {0, rows, 2 * rows};
@@ -155,7 +156,9 @@ TEST(TiledFamily, ChoosesNoWarpSpecialisedTile) {
                           plan.config),
                 std::end(cuda::sm90::kChosenTiles))
           << rows << " rows, device " << on_device;
-      EXPECT_EQ(tiled->describe(plan).find("warp-specialised"), std::string::npos)
+      const bool specialized = cuda::sm90::kTiles[plan.config].specialized;
+      EXPECT_EQ(specialized, rows >= 33) << rows << " rows, device " << on_device;
+      EXPECT_EQ(tiled->describe(plan).find("warp-specialised") != std::string::npos, specialized)
           << rows << " rows, device " << on_device;
     }
   }

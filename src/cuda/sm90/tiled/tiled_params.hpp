@@ -30,14 +30,16 @@ struct TileConfig {
 // each activation tile between two. The 256-token tile halves the NVFP4 decode per tensor-core
 // operation (each decoded weight feeds 256 rows): at prefill the decode, not the tensor core, is
 // what limits the 128-token tile.
-// Reached only when forced (docs/perf.md, "2026-12-02, fifth session"):
-//  4, 5: the 128- and 256-token tiles warp-specialised and persistent (ws_kernel.cuh). Measured
-//        5-20 % faster than 6 and 7, but they hang the GPU now and then; until that is
-//        understood the family does not pick them.
-//  8:    5 with its wgmmas 128 tokens at a time, so that an expert's last, partial tile skips
-//        the half past its rows: measured 4-6 % faster than 5 on DeepSeek-V3 and gpt-oss at
-//        T = 4096, level elsewhere.
-//  9:    7 in 128-token chunks the same way (not measured yet).
+// Past 64 tokens the family picks the warp-specialised persistent tiles (ws_kernel.cuh; measured
+// 0.77-0.95 of the CTA-synchronised tiles' time at T = 4096, docs/perf.md, "2026-12-02, sixth
+// session"):
+//  4:    128 tokens.
+//  8:    256 tokens, its wgmmas 128 tokens at a time, so that an expert's last, partial tile
+//        skips the half past its rows: measured 4-6 % faster than 5 (one 256-token wgmma) on
+//        DeepSeek-V3 and gpt-oss at T = 4096, level elsewhere.
+// Reached only when forced: 5; 6 and 7, the CTA-synchronised 128- and 256-token tiles
+// (tiled_kernel.cuh, the default until the sixth session); 9, 7 in 128-token chunks (measured
+// 1.04-1.22x slower than 7 at T = 4096).
 constexpr TileConfig kTiles[] = {
     {8, 64, 8, false, 8},      {16, 64, 8, false, 16},    {32, 64, 6, false, 32},
     {64, 128, 4, false, 64},   {128, 128, 4, true, 128},  {256, 128, 4, true, 256},
@@ -47,7 +49,7 @@ constexpr TileConfig kTiles[] = {
 constexpr int kTileCount = sizeof(kTiles) / sizeof(kTiles[0]);
 // The tiles the family picks by itself (pick_tile, choose_tile), narrowest first; the others are
 // reached only by METRALE_CUDA_KERNEL=sm90-tiled:<index>.
-constexpr int kChosenTiles[] = {0, 1, 2, 3, 6, 7};
+constexpr int kChosenTiles[] = {0, 1, 2, 3, 4, 8};
 
 // A kTiles entry as a type: what the kernel templates take (nvcc's launch stubs cannot carry
 // class-type template arguments).

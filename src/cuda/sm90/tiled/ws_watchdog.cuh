@@ -1,9 +1,10 @@
 // A watchdog for the warp-specialised kernel's mbarrier waits, compiled only into builds
-// configured with -DCMAKE_CUDA_FLAGS=-DMETRALE_WS_WATCHDOG: a kernel of that family hangs now
-// and then on the H200 (docs/perf.md, "2026-12-02, fifth session"). A producer wait that lasts
-// about a second writes a record (which wait, its position in the walk, every barrier's raw
-// state) to host-mapped memory and traps, so that the launch fails instead of hanging; each role
-// of each CTA writes its progress there too; a host thread prints both as they stop moving.
+// configured with -DCMAKE_CUDA_FLAGS=-DMETRALE_WS_WATCHDOG. A producer wait that lasts about a
+// second writes a record (which wait, its position in the walk, every barrier's raw state) to
+// host-mapped memory and traps, so that the launch fails instead of hanging; each role of each
+// CTA writes its progress there too; a host thread prints both as they stop moving. It found the
+// hang of docs/perf.md, "2026-12-02, sixth session": a producer warp waiting for a tile_empty
+// phase the consumers had completed twice over.
 #pragma once
 
 #include <cuda_runtime.h>
