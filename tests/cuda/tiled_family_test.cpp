@@ -3,11 +3,15 @@
 // device offsets with an expert wider than the widest token tile (300 rows: two 256-row tiles, a
 // partial one last), N and K off the tile edges; the dense NVFP4 and bf16 GEMMs at M past each
 // token width. The dispatcher reaches only some tiles for a given shape; this reaches them all.
-// The persistent warp-specialised tiles with several tiles per CTA; partial tiles at each token
-// width. Then the rule that decides for the widest tile, against the measured choices, and which
+// The persistent warp-specialised tiles with several tiles per CTA, and under tile churn; partial
+// tiles at each token width. Then the rule that decides for the widest tile, against the measured choices, and which
 // tiles the family picks itself.
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <iterator>
+#include <thread>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -15,6 +19,9 @@
 #include "cuda_test_support.hpp"
 
 #ifdef METRALE_HAS_CUDA
+#include <cuda_runtime.h>
+
+#include "check/grouped.hpp"
 #include "cuda/family.hpp"
 #include "cuda/sm90/tiled/tiled_params.hpp"
 #endif
@@ -78,6 +85,44 @@ TEST(TiledFamily, PersistentTilesExact) {
                        failures))
       return;
   }
+}
+
+// The warp-specialised tiles under tile churn: many short tiles back to back (256 experts of
+// about 16 rows, K = 512), where the consumers wait for each tile and the producer's warps drift
+// apart: the pattern that hung the GPU until the sixth session of 2026-12-02 (docs/perf.md: a
+// lagging producer warp waiting for a tile_empty phase the consumers had completed twice over).
+// Each warp-specialised tile, forced, runs 300 launches back to back. They must finish within
+// 30 s: a hung kernel cannot be stopped from inside the process, so the test then says so and
+// ends the process (failing it). Every launch must give the first one's bits.
+TEST(TiledFamily, WarpSpecialisedTilesFinishUnderTileChurn) {
+  METRALE_SKIP_WITHOUT_GPU();
+  constexpr int kLaunches = 300;
+  constexpr auto kDeadline = std::chrono::seconds(30);
+  const check::Routing churn{512, 256, 8, RoutingKind::uniform};
+  const check::GroupedHost host = check::make_grouped_host(
+      grouped_case(Op::grouped_gate_up_fused, Mode::realistic, 512, 512, churn, 9500));
+  check::GroupedDevice device = check::upload_grouped(host);
+  const GroupedNvfp4 args = check::device_args(host, device, true, host.routing.m_total);
+  for (int config = 0; config < tiled_configs(); ++config) {
+    if (!cuda::sm90::kTiles[config].specialized) continue;
+    const std::string kernel = fmt::format("sm90-tiled:{}", config);
+    ASSERT_EQ(setenv("METRALE_CUDA_KERNEL", kernel.c_str(), 1), 0);
+    ASSERT_TRUE(nvfp4_grouped(args, kCuda).ok()) << kernel;
+    const auto first = device.out[0].download<bf16_bits>();
+    for (int i = 0; i < kLaunches; ++i) ASSERT_TRUE(nvfp4_grouped(args, kCuda).ok()) << kernel;
+    const auto start = std::chrono::steady_clock::now();
+    while (cudaStreamQuery(nullptr) == cudaErrorNotReady) {
+      if (std::chrono::steady_clock::now() - start > kDeadline) {
+        std::fprintf(stderr, "%s: %d launches did not finish in 30 s: a hung kernel\n",
+                     kernel.c_str(), kLaunches);
+        std::_Exit(EXIT_FAILURE);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    ASSERT_EQ(cudaGetLastError(), cudaSuccess) << kernel;
+    EXPECT_EQ(device.out[0].download<bf16_bits>(), first) << kernel;
+  }
+  unsetenv("METRALE_CUDA_KERNEL");
 }
 
 // A tile runs at its tile_width: an expert's rows cut into full tiles and a last one of whole
