@@ -4,8 +4,8 @@
 // partial one last), N and K off the tile edges; the dense NVFP4 and bf16 GEMMs at M past each
 // token width. The dispatcher reaches only some tiles for a given shape; this reaches them all.
 // The persistent warp-specialised tiles with several tiles per CTA, and under tile churn; partial
-// tiles at each token width. Then the rule that decides for the widest tile, against the measured choices, and which
-// tiles the family picks itself.
+// tiles at each token width. Then the rule that decides for the widest tile, against the measured
+// choices, and which tiles the family picks itself.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>

@@ -1,5 +1,6 @@
 // Instantiations of the tiled family's kernel, one per entry of kTiles and weight format, and the
-// launch switch its host side (tiled_family.cpp) calls.
+// launch switch its host side (tiled_family.cpp) calls. In a watchdog build, the watchdog's host
+// side too (ws_watchdog.cuh): it must map the device variables of this translation unit.
 #include <type_traits>
 #ifdef METRALE_WS_WATCHDOG
 #include <chrono>
@@ -26,7 +27,8 @@ void print_stall(const WsStall& r) {
                "%lld cycles; barriers:",
                r.block, r.warp, r.site.where, r.parity, r.site.position, r.site.tile, r.site.slot,
                r.waited);
-  for (std::uint64_t b : r.barriers) std::fprintf(stderr, " %016llx", static_cast<unsigned long long>(b));
+  for (std::uint64_t b : r.barriers)
+    std::fprintf(stderr, " %016llx", static_cast<unsigned long long>(b));
   std::fprintf(stderr, "\n");
 }
 
@@ -53,7 +55,8 @@ void monitor() {
     if (!same) frozen_printed = false;
     if (same && !frozen_printed) {
       frozen_printed = true;
-      std::fprintf(stderr, "WS-BEATS (unchanged for 1 s): block: producer tiles/position, consumers");
+      std::fprintf(stderr,
+                   "WS-BEATS (unchanged for 1 s): block: producer tiles/position, consumers");
       for (int c = 0; c < kWsStallBlocks; ++c) {
         const WsBeat* b = &now[c * kWsRoles];
         if (b[0].tiles == 0 && b[0].position == 0 && b[1].tiles == 0 && b[2].tiles == 0) continue;

@@ -14,7 +14,12 @@
 namespace metrale::cuda::sm90 {
 
 // Which wait, and where in the walk: what a stall record names.
-enum WsWait : int { kProducerTileEmpty, kProducerStageEmpty, kConsumerTileFull, kConsumerStageFull };
+enum WsWait : int {
+  kProducerTileEmpty,
+  kProducerStageEmpty,
+  kConsumerTileFull,
+  kConsumerStageFull
+};
 struct WaitSite {
   int where;     // WsWait
   int position;  // the ring position: stages issued (producer) or of this stage (consumer)
@@ -27,12 +32,12 @@ struct WsStall {
   std::uint32_t magic;  // kWsStallMagic once written
   std::uint32_t block, warp, parity;
   WaitSite site;
-  long long waited;           // clock64 cycles when recorded
-  std::uint64_t barriers[16]; // full[0..s), empty[0..s), tile_full[2], tile_empty[2] (raw)
+  long long waited;            // clock64 cycles when recorded
+  std::uint64_t barriers[16];  // full[0..s), empty[0..s), tile_full[2], tile_empty[2] (raw)
 };
 inline constexpr std::uint32_t kWsStallMagic = 0x57535441u;
-inline constexpr int kWsStallWarps = 12;      // 384 threads
-inline constexpr int kWsStallBlocks = 1024;   // records kept for blocks below this
+inline constexpr int kWsStallWarps = 12;                    // 384 threads
+inline constexpr int kWsStallBlocks = 1024;                 // records kept for blocks below this
 inline constexpr long long kWsStallCycles = 2'000'000'000;  // about a second at the H200's clocks
 
 __device__ WsStall* ws_stall_log = nullptr;  // [kWsStallBlocks][kWsStallWarps], host-mapped
@@ -47,7 +52,7 @@ __device__ __forceinline__ std::uint64_t raw_barrier(const std::uint64_t* bar) {
 
 template <class Shared>
 __device__ __forceinline__ void record_stall(const Shared& sh, std::uint32_t parity, WaitSite site,
-                                          long long waited) {
+                                             long long waited) {
   WsStall* log = ws_stall_log;
   if (log == nullptr || blockIdx.x >= kWsStallBlocks || threadIdx.x % 32 != 0) return;
   WsStall& r = log[blockIdx.x * kWsStallWarps + threadIdx.x / 32];
