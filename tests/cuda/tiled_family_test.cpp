@@ -91,13 +91,24 @@ TEST(TiledFamily, PersistentTilesExact) {
 // about 16 rows, K = 512), where the consumers wait for each tile and the producer's warps drift
 // apart: the pattern that hung the GPU until the sixth session of 2026-12-02 (docs/perf.md: a
 // lagging producer warp waiting for a tile_empty phase the consumers had completed twice over).
-// Each warp-specialised tile, forced, runs 300 launches back to back. They must finish within
-// 30 s: a hung kernel cannot be stopped from inside the process, so the test then says so and
-// ends the process (failing it). Every launch must give the first one's bits.
+// Each warp-specialised tile, forced, runs once, then 300 times back to back. Each time the work
+// must finish within 30 s: a hung kernel cannot be stopped from inside the process, so the test
+// then says so and ends the process (failing it). Every launch must give the first one's bits.
+void finish_or_exit(const std::string& kernel, int launches) {
+  const auto start = std::chrono::steady_clock::now();
+  while (cudaStreamQuery(nullptr) == cudaErrorNotReady) {
+    if (std::chrono::steady_clock::now() - start > std::chrono::seconds(30)) {
+      std::fprintf(stderr, "%s: %d launches did not finish in 30 s: a hung kernel\n",
+                   kernel.c_str(), launches);
+      std::_Exit(EXIT_FAILURE);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
 TEST(TiledFamily, WarpSpecialisedTilesFinishUnderTileChurn) {
   METRALE_SKIP_WITHOUT_GPU();
   constexpr int kLaunches = 300;
-  constexpr auto kDeadline = std::chrono::seconds(30);
   const check::Routing churn{512, 256, 8, RoutingKind::uniform};
   const check::GroupedHost host = check::make_grouped_host(
       grouped_case(Op::grouped_gate_up_fused, Mode::realistic, 512, 512, churn, 9500));
@@ -108,17 +119,10 @@ TEST(TiledFamily, WarpSpecialisedTilesFinishUnderTileChurn) {
     const std::string kernel = fmt::format("sm90-tiled:{}", config);
     ASSERT_EQ(setenv("METRALE_CUDA_KERNEL", kernel.c_str(), 1), 0);
     ASSERT_TRUE(nvfp4_grouped(args, kCuda).ok()) << kernel;
+    finish_or_exit(kernel, 1);
     const auto first = device.out[0].download<bf16_bits>();
     for (int i = 0; i < kLaunches; ++i) ASSERT_TRUE(nvfp4_grouped(args, kCuda).ok()) << kernel;
-    const auto start = std::chrono::steady_clock::now();
-    while (cudaStreamQuery(nullptr) == cudaErrorNotReady) {
-      if (std::chrono::steady_clock::now() - start > kDeadline) {
-        std::fprintf(stderr, "%s: %d launches did not finish in 30 s: a hung kernel\n",
-                     kernel.c_str(), kLaunches);
-        std::_Exit(EXIT_FAILURE);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
+    finish_or_exit(kernel, kLaunches);
     ASSERT_EQ(cudaGetLastError(), cudaSuccess) << kernel;
     EXPECT_EQ(device.out[0].download<bf16_bits>(), first) << kernel;
   }
