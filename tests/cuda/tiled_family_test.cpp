@@ -91,9 +91,10 @@ TEST(TiledFamily, PersistentTilesExact) {
 // about 16 rows, K = 512), where the consumers wait for each tile and the producer's warps drift
 // apart: the pattern that hung the GPU until the sixth session of 2026-12-02 (docs/perf.md: a
 // lagging producer warp waiting for a tile_empty phase the consumers had completed twice over).
-// Each warp-specialised tile, forced, runs once, then 300 times back to back. Each time the work
-// must finish within 30 s: a hung kernel cannot be stopped from inside the process, so the test
-// then says so and ends the process (failing it). Every launch must give the first one's bits.
+// Each warp-specialised tile, forced, runs once, then 300 times, 25 back to back at a time. Each
+// batch must finish within 30 s: a hung kernel cannot be stopped from inside the process, so the
+// test then says so and ends the process (failing it). Every launch must give the first one's
+// bits.
 void finish_or_exit(const std::string& kernel, int launches) {
   const auto start = std::chrono::steady_clock::now();
   while (cudaStreamQuery(nullptr) == cudaErrorNotReady) {
@@ -108,7 +109,7 @@ void finish_or_exit(const std::string& kernel, int launches) {
 
 TEST(TiledFamily, WarpSpecialisedTilesFinishUnderTileChurn) {
   METRALE_SKIP_WITHOUT_GPU();
-  constexpr int kLaunches = 300;
+  constexpr int kLaunches = 300, kBatch = 25;
   const check::Routing churn{512, 256, 8, RoutingKind::uniform};
   const check::GroupedHost host = check::make_grouped_host(
       grouped_case(Op::grouped_gate_up_fused, Mode::realistic, 512, 512, churn, 9500));
@@ -121,8 +122,11 @@ TEST(TiledFamily, WarpSpecialisedTilesFinishUnderTileChurn) {
     ASSERT_TRUE(nvfp4_grouped(args, kCuda).ok()) << kernel;
     finish_or_exit(kernel, 1);
     const auto first = device.out[0].download<bf16_bits>();
-    for (int i = 0; i < kLaunches; ++i) ASSERT_TRUE(nvfp4_grouped(args, kCuda).ok()) << kernel;
-    finish_or_exit(kernel, kLaunches);
+    // In batches: behind a hung kernel the launch queue fills and a launch call blocks.
+    for (int batch = 0; batch < kLaunches / kBatch; ++batch) {
+      for (int i = 0; i < kBatch; ++i) ASSERT_TRUE(nvfp4_grouped(args, kCuda).ok()) << kernel;
+      finish_or_exit(kernel, kBatch);
+    }
     ASSERT_EQ(cudaGetLastError(), cudaSuccess) << kernel;
     EXPECT_EQ(device.out[0].download<bf16_bits>(), first) << kernel;
   }
