@@ -87,14 +87,8 @@ TEST(TiledFamily, PersistentTilesExact) {
   }
 }
 
-// The warp-specialised tiles under tile churn: many short tiles back to back (256 experts of
-// about 16 rows, K = 512), where the consumers wait for each tile and the producer's warps drift
-// apart: the pattern that hung the GPU until the sixth session of 2026-12-02 (docs/perf.md: a
-// lagging producer warp waiting for a tile_empty phase the consumers had completed twice over).
-// Each warp-specialised tile, forced, runs once, then 300 times, 25 back to back at a time. Each
-// batch must finish within 30 s: a hung kernel cannot be stopped from inside the process, so the
-// test then says so and ends the process (failing it). Every launch must give the first one's
-// bits.
+// Waits for the default stream's work; after 30 s says a kernel hung and ends the process (a hung
+// kernel cannot be stopped from inside it), which fails the test.
 void finish_or_exit(const std::string& kernel, int launches) {
   const auto start = std::chrono::steady_clock::now();
   while (cudaStreamQuery(nullptr) == cudaErrorNotReady) {
@@ -107,6 +101,23 @@ void finish_or_exit(const std::string& kernel, int launches) {
   }
 }
 
+// METRALE_CUDA_KERNEL set for the guard's lifetime.
+struct ForcedKernel {
+  explicit ForcedKernel(const std::string& kernel) {
+    setenv("METRALE_CUDA_KERNEL", kernel.c_str(), 1);
+  }
+  ~ForcedKernel() { unsetenv("METRALE_CUDA_KERNEL"); }
+  ForcedKernel(const ForcedKernel&) = delete;
+  ForcedKernel& operator=(const ForcedKernel&) = delete;
+};
+
+// The warp-specialised tiles under tile churn: many short tiles back to back (256 experts of
+// about 16 rows, K = 512), where the consumers wait for each tile and the producer's warps drift
+// apart: the pattern that hung the GPU until the sixth session of 2026-12-02 (docs/perf.md: a
+// lagging producer warp waiting for a tile_empty phase the consumers had completed twice over).
+// Each warp-specialised tile, forced, runs once, then 300 times, 25 back to back at a time (behind
+// a hung kernel the launch queue fills and a launch call blocks); each batch must finish within
+// 30 s, and every launch must give the first one's bits.
 TEST(TiledFamily, WarpSpecialisedTilesFinishUnderTileChurn) {
   METRALE_SKIP_WITHOUT_GPU();
   constexpr int kLaunches = 300, kBatch = 25;
@@ -118,11 +129,10 @@ TEST(TiledFamily, WarpSpecialisedTilesFinishUnderTileChurn) {
   for (int config = 0; config < tiled_configs(); ++config) {
     if (!cuda::sm90::kTiles[config].specialized) continue;
     const std::string kernel = fmt::format("sm90-tiled:{}", config);
-    ASSERT_EQ(setenv("METRALE_CUDA_KERNEL", kernel.c_str(), 1), 0);
+    const ForcedKernel forced(kernel);
     ASSERT_TRUE(nvfp4_grouped(args, kCuda).ok()) << kernel;
     finish_or_exit(kernel, 1);
     const auto first = device.out[0].download<bf16_bits>();
-    // In batches: behind a hung kernel the launch queue fills and a launch call blocks.
     for (int batch = 0; batch < kLaunches / kBatch; ++batch) {
       for (int i = 0; i < kBatch; ++i) ASSERT_TRUE(nvfp4_grouped(args, kCuda).ok()) << kernel;
       finish_or_exit(kernel, kBatch);
@@ -130,7 +140,6 @@ TEST(TiledFamily, WarpSpecialisedTilesFinishUnderTileChurn) {
     ASSERT_EQ(cudaGetLastError(), cudaSuccess) << kernel;
     EXPECT_EQ(device.out[0].download<bf16_bits>(), first) << kernel;
   }
-  unsetenv("METRALE_CUDA_KERNEL");
 }
 
 // A tile runs at its tile_width: an expert's rows cut into full tiles and a last one of whole
