@@ -22,6 +22,7 @@
 #include <cuda_runtime.h>
 
 #include "check/grouped.hpp"
+#include "check/routing.hpp"
 #include "cuda/family.hpp"
 #include "cuda/sm90/tiled/tiled_params.hpp"
 #endif
@@ -224,6 +225,38 @@ TEST(TiledFamily, ChoosesWarpSpecialisedTilesFrom128Tokens) {
           << rows << " rows, device " << on_device;
     }
   }
+}
+
+// Device offsets cannot be read on the host, so the family prices their experts as uniform
+// routing would spread them; on such a routing it must choose the tile host offsets get. Over the
+// presets at every T where the tiled family takes device offsets (more than 32 rows an expert on
+// average; host offsets give it the experts past 32 rows). Pricing every expert at the mean chose
+// the 128-token tile for DeepSeek-V3 and gpt-oss at T = 4096 and Mixtral at 512, where host
+// offsets get the faster 256-token one (docs/perf.md, "2026-12-02, sixth session"). Host logic.
+TEST(TiledFamily, DeviceOffsetsChooseAsHostOffsetsOnUniformRouting) {
+  const cuda::Family* tiled = cuda::find_family("sm90-tiled");
+  ASSERT_NE(tiled, nullptr);
+  constexpr std::int32_t kDecodeMaxRows = 32;  // the dispatcher's split (dispatch.cpp)
+  for (const check::ModelPreset& model : check::model_presets())
+    for (int tokens : {512, 1024, 4096, 16384}) {
+      const check::RoutingPlan routing =
+          check::make_routing({tokens, model.experts, model.top_k, RoutingKind::uniform}, 11);
+      if (routing.m_total <= kDecodeMaxRows * model.experts) continue;  // the decode family's
+      for (bool gate_up : {true, false}) {
+        cuda::Problem problem;
+        problem.args.n = gate_up ? model.inter : model.hidden;
+        problem.args.k = gate_up ? model.hidden : model.inter;
+        problem.args.proj_count = gate_up ? 2 : 1;
+        problem.args.groups = ExpertGroups{routing.offsets.data(), false, model.experts,
+                                           routing.m_total, routing.max_rows};
+        const int host = tiled->plan(problem, cuda::RowWindow{kDecodeMaxRows + 1}).config;
+        problem.args.groups.offsets_on_device = true;
+        problem.args.groups.max_rows_per_expert = tokens;  // the MoE layer's bound
+        const int device = tiled->plan(problem, cuda::RowWindow{}).config;
+        EXPECT_EQ(device, host) << model.display << (gate_up ? " gate_up" : " down")
+                                << " T = " << tokens;
+      }
+    }
 }
 
 #endif  // METRALE_HAS_CUDA

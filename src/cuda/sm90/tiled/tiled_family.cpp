@@ -77,18 +77,52 @@ void add_expert(TileLoad& load, long rows, const TileConfig& tile) {
                (rest > 0 ? tile_time(tile_width(static_cast<int>(rest), tile)) : 0.0);
 }
 
-// The load of the experts in `window` in row tiles of `tile`, over `channel_tiles`:
-// exact for host offsets; for device offsets every expert priced at the mean, with a partial
-// tile counted as half a tile (and every expert as at least one) so that uneven routing's split
-// tiles are priced in.
+// The rows of one expert under uniform routing, Poisson with mean `lambda` (the slots m_total
+// over the experts): f(rows, probability) for the row counts in `window` within 8 standard
+// deviations of the mean (the rest weighs less than 1e-12). Device offsets cannot be read on the
+// host, so their experts are priced as uniform routing would spread them.
+// (One exp per call, then p(k) = p(k - 1) lambda / k: a plan costs microseconds at any mean.)
+template <class F>
+void for_uniform_rows(double lambda, RowWindow window, F&& f) {
+  if (lambda <= 0) return;
+  const double spread = 8 * std::sqrt(lambda) + 8;
+  const long first = std::max<long>({1, window.min_rows, std::lround(std::floor(lambda - spread))});
+  const long last = std::min<long>(window.max_rows, std::lround(std::ceil(lambda + spread)));
+  double p = std::exp(first * std::log(lambda) - lambda - std::lgamma(first + 1.0));
+  for (long rows = first; rows <= last; p *= lambda / static_cast<double>(++rows)) f(rows, p);
+}
+
+// The mean rows of the experts in `window` under uniform routing (mean `lambda`): what the tile
+// is sized to (pick_tile) when the offsets are on the device. A window that holds all but one
+// expert in ten thousand has the overall mean (as host offsets would give it exactly; the
+// truncated sum lands a hair above it, past pick_tile's threshold when lambda sits on one).
+double uniform_window_mean(double lambda, RowWindow window) {
+  double weight = 0, rows_sum = 0;
+  for_uniform_rows(lambda, window, [&](long rows, double p) {
+    weight += p;
+    rows_sum += p * rows;
+  });
+  if (weight > 1 - 1e-4) return lambda;
+  return weight > 0 ? rows_sum / weight : std::max(1.0, lambda);
+}
+
+// The load of the experts in `window` in row tiles of `tile`, over `channel_tiles`: exact for
+// host offsets; for device offsets the expectation under uniform routing (for_uniform_rows), so
+// that the choice is the one host offsets of such a routing would get. (Pricing every expert at
+// the mean instead chose the 128-token tile for DeepSeek-V3 and gpt-oss at T = 4096, where host
+// offsets get the faster 256-token one: docs/perf.md, "2026-12-02, sixth session".)
 TileLoad expected_load(const ExpertGroups& g, RowWindow window, const TileConfig& tile,
-                       double mean, long channel_tiles) {
+                       double lambda, long channel_tiles) {
   TileLoad load;
   if (g.offsets_on_device) {
-    TileLoad one;
-    add_expert(one, std::max(1L, std::lround(mean)), tile);
-    load.tiles = std::lround(std::ceil(g.num_experts * std::max(1.0, mean / tile.tokens + 0.5)));
-    load.time = g.num_experts * one.time;
+    double tiles = 0;
+    for_uniform_rows(lambda, window, [&](long rows, double p) {
+      TileLoad one;
+      add_expert(one, rows, tile);
+      tiles += p * one.tiles;
+      load.time += p * one.time * g.num_experts;
+    });
+    load.tiles = std::lround(std::ceil(tiles * g.num_experts));
   } else {
     for (int e = 0; e < g.num_experts; ++e) {
       const int rows = g.offsets[e + 1] - g.offsets[e];
@@ -100,8 +134,9 @@ TileLoad expected_load(const ExpertGroups& g, RowWindow window, const TileConfig
 
 // The widest tile halves the NVFP4 decode per tensor-core operation but also halves the grid: on
 // a grid that does not fill the GPU twice over (a dense GEMM at M = 512, say) the 128-token tile
-// keeps more multiprocessors busy. Both tiles cut N in 128-row CTAs.
-int choose_tile(const Problem& problem, RowWindow window, double mean) {
+// keeps more multiprocessors busy. Both tiles cut N in 128-row CTAs. `mean`: the mean rows of an
+// expert in the window; `lambda`: device offsets' uniform-routing mean (expected_load).
+int choose_tile(const Problem& problem, RowWindow window, double mean, double lambda) {
   const int tile = pick_tile(mean);
   const int widest = std::end(kChosenTiles)[-1], narrower = std::end(kChosenTiles)[-2];
   if (tile != widest) return tile;
@@ -110,7 +145,7 @@ int choose_tile(const Problem& problem, RowWindow window, double mean) {
       static_cast<long>((a.n + kTiles[widest].weight_rows - 1) / kTiles[widest].weight_rows) *
       a.proj_count;
   auto load = [&](int t) {
-    return expected_load(a.groups, window, kTiles[t], mean, channel_tiles);
+    return expected_load(a.groups, window, kTiles[t], lambda, channel_tiles);
   };
   return wide_tile_pays(load(widest), load(narrower), device_sm_count()) ? widest : narrower;
 }
@@ -155,14 +190,15 @@ class TiledFamily final : public Family {
     plan.rows = rows;
     if (g.offsets_on_device) {
       const int spread = std::max(1, std::min(g.num_experts, g.m_total));
-      plan.config = choose_tile(problem, rows,
-                                std::min<double>(std::min(g.max_rows_per_expert, rows.max_rows),
-                                                 static_cast<double>(g.m_total) / spread));
+      const double lambda = std::min<double>(g.max_rows_per_expert,
+                                             static_cast<double>(g.m_total) / spread);
+      const double mean = std::min<double>(uniform_window_mean(lambda, rows), rows.max_rows);
+      plan.config = choose_tile(problem, rows, mean, lambda);
       return plan;
     }
     const WindowRows w = rows_in_window(g, rows);
     plan.config =
-        choose_tile(problem, rows, w.experts ? static_cast<double>(w.rows) / w.experts : 1.0);
+        choose_tile(problem, rows, w.experts ? static_cast<double>(w.rows) / w.experts : 1.0, 0);
     return plan;
   }
 
