@@ -11,6 +11,17 @@
 //   - each consumer warpgroup (64 weight rows) waits for a stage's full barrier, decodes its
 //     fragments, issues its wgmmas and, once the previous stage's wgmmas are done, releases that
 //     stage on its empty barrier; no CTA-wide barrier inside the main loop.
+// Barriers (parity waits). A parity wait is sound only while its waiter cannot fall two phases
+// behind, so each barrier's next phase needs something from every thread that waits on it:
+//   full[s]      producer threads arrive, consumer threads wait; the next phase needs the slot
+//                released, which needs every consumer warp's wgmmas on it.
+//   empty[s]     one thread per consumer warpgroup arrives, producer threads wait; the next phase
+//                needs the slot refilled, which needs every producer thread's copies.
+//   tile_full[b] producer thread 0 arrives, consumer threads wait; the next phase needs
+//                tile_empty[b]'s, which needs every consumer thread.
+//   tile_empty[b] consumer threads arrive, producer thread 0 alone waits: it alone writes the
+//                slot. (Every producer thread waiting here hung the GPU: docs/perf.md,
+//                "2026-12-02, sixth session".)
 // The sums run in the same order as the tiled kernel's (k16 steps ascending), so the bits match.
 #pragma once
 
@@ -104,12 +115,10 @@ __device__ __forceinline__ void produce(const GroupedParams& p, WsShared<Config>
     const int projection = t / (p.channel_tiles * max(row_tiles, 1));
     const int n0 = t % p.channel_tiles * Config::weight_rows;
     const ExpertEntry entry = live ? p.table[projection * p.num_experts + expert] : ExpertEntry{};
-    // Only the thread that writes the hand-over slot waits for it to be free. A parity wait
-    // must not fall two phases behind its barrier: were every producer thread to wait here, the
-    // consumers could take the tile thread 0 hands over (completing tile_empty[b]'s next phase)
-    // before a lagging producer warp first polled, and that warp would then wait for ever for a
-    // phase that needs its own copies (measured: the hang of docs/perf.md, "2026-12-02, sixth
-    // session"). The stage ring is safe: its next phase needs every producer thread's copies.
+    // Only the thread that writes the hand-over slot waits for it to be free: had every producer
+    // thread waited, the consumers could take the tile thread 0 hands over (completing
+    // tile_empty[b]'s next phase) before a lagging producer warp first polled, which would then
+    // wait for ever (the barrier table at the top).
     const int b = handed & 1;
     if (threadIdx.x == 0) {
       if (handed >= 2)
