@@ -33,12 +33,6 @@ const Family& decode_family();
 
 namespace {
 
-// Rows per expert up to which the decode family runs an expert. Measured (docs/perf.md, "the
-// threshold"): at 8-32 rows per expert it beats the tiled family by up to 1.4x, at 64 it loses
-// 1.2x and at 128-256 2x (its wide token tiles are compute-bound with one warpgroup), so the
-// tiled family takes experts past 32 rows. METRALE_CUDA_KERNEL=sm90-decode forces it anyway (up
-// to 256 rows read once, more as several token tiles).
-constexpr std::int32_t kDecodeMaxRows = 32;
 // The decode family copies the call's activations (gathered, in its K order) into the workspace;
 // past this size the call is a prefill and the tiled family takes every expert.
 constexpr std::size_t kDecodeActivationBudget = std::size_t{128} << 20;

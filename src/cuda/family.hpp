@@ -32,6 +32,13 @@ struct Problem {
   GluInput glu{};           // glu.up set: A's rows are act(args.a, up) (stages_glu_input)
 };
 
+// Rows per expert up to which the dispatcher (dispatch.cpp) gives an expert to the decode family.
+// Measured (docs/perf.md, "the threshold"): at 8-32 rows per expert it beats the tiled family by
+// up to 1.4x, at 64 it loses 1.2x and at 128-256 2x (its wide token tiles are compute-bound with
+// one warpgroup), so the tiled family takes experts past 32 rows. METRALE_CUDA_KERNEL=sm90-decode
+// forces it anyway (up to 256 rows read once, more as several token tiles).
+inline constexpr std::int32_t kDecodeMaxRows = 32;
+
 // Expert row counts a launch covers: experts whose rows fall outside are left to another family.
 struct RowWindow {
   std::int32_t min_rows = 1;

@@ -23,6 +23,7 @@
 
 #include "check/grouped.hpp"
 #include "check/routing.hpp"
+#include "check/scoped_kernel.hpp"
 #include "cuda/family.hpp"
 #include "cuda/sm90/tiled/tiled_params.hpp"
 #endif
@@ -102,16 +103,6 @@ void finish_or_exit(const std::string& kernel, int launches) {
   }
 }
 
-// METRALE_CUDA_KERNEL set for the guard's lifetime.
-struct ForcedKernel {
-  explicit ForcedKernel(const std::string& kernel) {
-    setenv("METRALE_CUDA_KERNEL", kernel.c_str(), 1);
-  }
-  ~ForcedKernel() { unsetenv("METRALE_CUDA_KERNEL"); }
-  ForcedKernel(const ForcedKernel&) = delete;
-  ForcedKernel& operator=(const ForcedKernel&) = delete;
-};
-
 // The warp-specialised tiles under tile churn: many short tiles back to back (256 experts of
 // about 16 rows, K = 512), where the consumers wait for each tile and the producer's warps drift
 // apart: the pattern that hung the GPU until the sixth session of 2026-12-02 (docs/perf.md: a
@@ -130,7 +121,7 @@ TEST(TiledFamily, WarpSpecialisedTilesFinishUnderTileChurn) {
   for (int config = 0; config < tiled_configs(); ++config) {
     if (!cuda::sm90::kTiles[config].specialized) continue;
     const std::string kernel = fmt::format("sm90-tiled:{}", config);
-    const ForcedKernel forced(kernel);
+    const check::ScopedCudaKernel forced(kernel);
     ASSERT_TRUE(nvfp4_grouped(args, kCuda).ok()) << kernel;
     finish_or_exit(kernel, 1);
     const auto first = device.out[0].download<bf16_bits>();
@@ -236,7 +227,7 @@ TEST(TiledFamily, ChoosesWarpSpecialisedTilesFrom128Tokens) {
 TEST(TiledFamily, DeviceOffsetsChooseAsHostOffsetsOnUniformRouting) {
   const cuda::Family* tiled = cuda::find_family("sm90-tiled");
   ASSERT_NE(tiled, nullptr);
-  constexpr std::int32_t kDecodeMaxRows = 32;  // the dispatcher's split (dispatch.cpp)
+  using cuda::kDecodeMaxRows;
   for (const check::ModelPreset& model : check::model_presets())
     for (int tokens : {512, 1024, 4096, 16384}) {
       const check::RoutingPlan routing =

@@ -6,12 +6,11 @@
 
 #include <fmt/format.h>
 
-#include <cstdlib>
-#include <optional>
 #include <string>
 
 #include "check/inputs.hpp"
 #include "check/runners.hpp"
+#include "check/scoped_kernel.hpp"
 #include "check/weights.hpp"
 
 namespace metrale::check {
@@ -107,27 +106,6 @@ void conclude(const Case& c, Report& report, const Comparison& cmp, std::int64_t
 }
 
 }  // namespace detail
-
-// METRALE_CUDA_KERNEL for the duration of one case (the previous value restored after it).
-class ScopedCudaKernel {
- public:
-  explicit ScopedCudaKernel(const std::string& kernel) : active_(!kernel.empty()) {
-    if (!active_) return;
-    if (const char* old = std::getenv(kVariable)) previous_ = old;
-    setenv(kVariable, kernel.c_str(), 1);
-  }
-  ~ScopedCudaKernel() {
-    if (!active_) return;
-    if (previous_) setenv(kVariable, previous_->c_str(), 1); else unsetenv(kVariable);
-  }
-  ScopedCudaKernel(const ScopedCudaKernel&) = delete;
-  ScopedCudaKernel& operator=(const ScopedCudaKernel&) = delete;
-
- private:
-  static constexpr const char* kVariable = "METRALE_CUDA_KERNEL";
-  bool active_;
-  std::optional<std::string> previous_;
-};
 
 Report run_case(const Case& c) {
   Report report;

@@ -92,6 +92,13 @@ void for_uniform_rows(double lambda, RowWindow window, F&& f) {
   for (long rows = first; rows <= last; p *= lambda / static_cast<double>(++rows)) f(rows, p);
 }
 
+// The mean rows an expert of device offsets gets under uniform routing: the slots over the
+// experts (over the slots, when fewer), at most the caller's bound.
+double uniform_mean(const ExpertGroups& g) {
+  const int spread = std::max(1, std::min(g.num_experts, g.m_total));
+  return std::min<double>(g.max_rows_per_expert, static_cast<double>(g.m_total) / spread);
+}
+
 // The mean rows of the experts in `window` under uniform routing (mean `lambda`): what the tile
 // is sized to (pick_tile) when the offsets are on the device. A window that holds all but one
 // expert in ten thousand has the overall mean (as host offsets would give it exactly; the
@@ -112,11 +119,11 @@ double uniform_window_mean(double lambda, RowWindow window) {
 // the mean instead chose the 128-token tile for DeepSeek-V3 and gpt-oss at T = 4096, where host
 // offsets get the faster 256-token one: docs/perf.md, "2026-12-02, sixth session".)
 TileLoad expected_load(const ExpertGroups& g, RowWindow window, const TileConfig& tile,
-                       double lambda, long channel_tiles) {
+                       long channel_tiles) {
   TileLoad load;
   if (g.offsets_on_device) {
     double tiles = 0;
-    for_uniform_rows(lambda, window, [&](long rows, double p) {
+    for_uniform_rows(uniform_mean(g), window, [&](long rows, double p) {
       TileLoad one;
       add_expert(one, rows, tile);
       tiles += p * one.tiles;
@@ -135,8 +142,8 @@ TileLoad expected_load(const ExpertGroups& g, RowWindow window, const TileConfig
 // The widest tile halves the NVFP4 decode per tensor-core operation but also halves the grid: on
 // a grid that does not fill the GPU twice over (a dense GEMM at M = 512, say) the 128-token tile
 // keeps more multiprocessors busy. Both tiles cut N in 128-row CTAs. `mean`: the mean rows of an
-// expert in the window; `lambda`: device offsets' uniform-routing mean (expected_load).
-int choose_tile(const Problem& problem, RowWindow window, double mean, double lambda) {
+// expert in the window.
+int choose_tile(const Problem& problem, RowWindow window, double mean) {
   const int tile = pick_tile(mean);
   const int widest = std::end(kChosenTiles)[-1], narrower = std::end(kChosenTiles)[-2];
   if (tile != widest) return tile;
@@ -145,7 +152,7 @@ int choose_tile(const Problem& problem, RowWindow window, double mean, double la
       static_cast<long>((a.n + kTiles[widest].weight_rows - 1) / kTiles[widest].weight_rows) *
       a.proj_count;
   auto load = [&](int t) {
-    return expected_load(a.groups, window, kTiles[t], lambda, channel_tiles);
+    return expected_load(a.groups, window, kTiles[t], channel_tiles);
   };
   return wide_tile_pays(load(widest), load(narrower), device_sm_count()) ? widest : narrower;
 }
@@ -189,16 +196,13 @@ class TiledFamily final : public Family {
     Plan plan;
     plan.rows = rows;
     if (g.offsets_on_device) {
-      const int spread = std::max(1, std::min(g.num_experts, g.m_total));
-      const double lambda = std::min<double>(g.max_rows_per_expert,
-                                             static_cast<double>(g.m_total) / spread);
-      const double mean = std::min<double>(uniform_window_mean(lambda, rows), rows.max_rows);
-      plan.config = choose_tile(problem, rows, mean, lambda);
+      const double mean = uniform_window_mean(uniform_mean(g), rows);
+      plan.config = choose_tile(problem, rows, std::min<double>(mean, rows.max_rows));
       return plan;
     }
     const WindowRows w = rows_in_window(g, rows);
     plan.config =
-        choose_tile(problem, rows, w.experts ? static_cast<double>(w.rows) / w.experts : 1.0, 0);
+        choose_tile(problem, rows, w.experts ? static_cast<double>(w.rows) / w.experts : 1.0);
     return plan;
   }
 
