@@ -24,11 +24,24 @@ __device__ __forceinline__ uint32_t swizzled_offset(int row, int chunk) {
   return row * kSwizzleRowBytes + ((chunk ^ (row & 7)) << 4);
 }
 
-// 16-byte asynchronous copy global -> shared; copies nothing and writes zeros when !valid.
+// kBytes-byte asynchronous copy global -> shared (4, 8 or 16); copies nothing and writes zeros
+// when !valid (`src` must still be a mapped address). 16 bytes bypass L1 (.cg takes 16 only).
+template <int kBytes>
+__device__ __forceinline__ void cp_async_zfill(uint32_t dst, const void* src, bool valid) {
+  static_assert(kBytes == 4 || kBytes == 8 || kBytes == 16, "cp.async copies 4, 8 or 16 bytes");
+  if constexpr (kBytes == 16) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+                 "r"(valid ? 16 : 0)
+                 : "memory");
+  } else {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(dst), "l"(src),
+                 "n"(kBytes), "r"(valid ? kBytes : 0)
+                 : "memory");
+  }
+}
+
 __device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-               "r"(valid ? 16 : 0)
-               : "memory");
+  cp_async_zfill<16>(dst, src, valid);
 }
 
 // 8-byte asynchronous copy global -> shared (L1-allocating: .cg takes 16 bytes only).

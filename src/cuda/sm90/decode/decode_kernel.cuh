@@ -57,14 +57,23 @@ struct Shape {
       kSwizzleAtomBytes;
   static constexpr int kAcc = kTokens / 2;               // fp32 accumulators per thread
   static constexpr int kFoldAcc = kAcc < 32 ? kAcc : 32;  // those of the first kFoldMaxRows tokens
-  static constexpr int kActChunks = kTokens * 8;         // 16-byte pieces of a sub-tile's activations
-  static constexpr int kActPerThread = (kActChunks + kThreads - 1) / kThreads;
+  // Every thread copies the same pieces of a sub-tile: activations in pieces of 16 bytes (8 for
+  // 8-token tiles, so that all 128 threads have one), 16 bytes of codes, 4 bytes of the SFB
+  // tile's 512. No copy waits behind a branch, and ptxas issues a stage's copies back to back.
+  static constexpr int kActPieceBytes = kTokens >= 16 ? 16 : 8;
+  static constexpr int kActPiecesPerRow = kSwizzleRowBytes / kActPieceBytes;
+  static constexpr int kActPieceRows = kThreads / kActPiecesPerRow;  // between a thread's pieces
+  static constexpr int kActPerThread = kActBytes / kActPieceBytes / kThreads;
+  static constexpr int kScalePieceBytes = kScaleBytes / kThreads;
   static constexpr int kPipelineBytes = kStages * kStageBytes + kSwizzleAtomBytes;
 
   static_assert(kTokens % 8 == 0 && kTokens <= 256, "kTokens: a wgmma N in 8..256");
   static_assert(kSubTiles % 2 == 0, "A-fragment buffers alternate: a stage starts on buffer 0");
   static_assert(16 % kSubTiles == 0, "chunks (multiples of 16 k-tiles) hold whole stages");
   static_assert(kActBytes % kSwizzleAtomBytes == 0, "every sub-tile must stay 1024-aligned");
+  static_assert(kActPerThread * kActPieceBytes * kThreads == kActBytes &&
+                    kWeightBytes == 16 * kThreads && kScalePieceBytes == 4,
+                "each thread copies whole pieces, as many as every other thread");
   static_assert(kFoldMaxRows <= 2 * kFoldAcc || kTokens < kFoldMaxRows,
                 "the running total must hold the columns of every folded expert");
   static_assert(kPipelineBytes + (kMaxExperts + 1) * 4 <= 227 * 1024,
@@ -116,10 +125,10 @@ __device__ __forceinline__ Unit locate_unit(const DecodeParams& p, const std::in
 }
 
 // Step 2: this thread's cp.async share of a stage. Activation piece i of the thread is row
-// tid/8 + 16 i, 16-byte column tid % 8, so one base pointer and a count of real rows describe
-// them all; every address is set up once per unit and a stage adds k-tile offsets only. A stage
-// wholly inside K (all but a unit's last, when K is not a multiple of the stage) copies with no
-// K predicate.
+// tid / kActPiecesPerRow + kActPieceRows i, piece tid % kActPiecesPerRow of it, so one base
+// pointer and a count of real rows describe them all; every address is set up once per unit and
+// a stage adds k-tile offsets only. A stage wholly inside K with SFB scales (all but a unit's last
+// when K is not a multiple of the stage) copies with no predicate and no branch.
 template <int kTokens>
 struct StageLoader {
   using S = Shape<kTokens>;
@@ -135,11 +144,11 @@ struct StageLoader {
 
   __device__ void start(const DecodeParams& p, const Unit& u) {
     const int tid = threadIdx.x;
-    const int first_row = tid / 8;
-    act_pieces = first_row < u.rows ? (u.rows - first_row + 15) / 16 : 0;
+    const int first_row = tid / S::kActPiecesPerRow, column = tid % S::kActPiecesPerRow;
+    act_pieces = first_row < u.rows ? (u.rows - first_row + S::kActPieceRows - 1) / S::kActPieceRows : 0;
     act = act_pieces > 0 ? reinterpret_cast<const std::uint8_t*>(p.act) +
                                (static_cast<std::size_t>(u.row_begin) + first_row) * act_stride(p.k) * 2 +
-                               (tid % 8) * 16
+                               column * S::kActPieceBytes
                          : reinterpret_cast<const std::uint8_t*>(p.act);
     const ExpertEntry entry = p.table[u.proj * p.num_experts + u.expert];
     const int w = tid / 2, c = tid % 2;
@@ -151,13 +160,11 @@ struct StageLoader {
     expert_scales = entry.scale;
     scale = nullptr;
     if (p.scale_sfb) {
-      // 64 rows are half of a 128-row SFB tile: 8 of every 16 bytes, the half (n0 / 64) % 2.
-      if (tid < 32) {
-        const int half = (u.n0 % format::kSfbTileRows) / kRows * 8;
-        scale = entry.scale + format::sfb_tile_offset(u.n0, 0, p.k) + tid * 16 + half;
-        scale_stride = format::kSfbTileBytes;
-        scale_dst = tid * 16 + half;
-      }
+      // The whole 128-row SFB tile, 4 bytes a thread: the 64 rows' half is 8 of every 16 bytes,
+      // so the other half costs no extra 32-byte sector and no thread sits idle.
+      scale = entry.scale + format::sfb_tile_offset(u.n0, 0, p.k) + tid * S::kScalePieceBytes;
+      scale_stride = format::kSfbTileBytes;
+      scale_dst = tid * S::kScalePieceBytes;
     } else if (p.scale_vec16) {
       const int i = tid / 4, c16 = tid % 4;  // 4 block rows x 4 pieces of 16 scales
       if (tid < 16 && u.n0 + c16 * 16 < p.n) {
@@ -168,29 +175,41 @@ struct StageLoader {
     }
   }
 
+  // Piece 0's place in a sub-tile's activations (the 128-byte swizzle; a thread's pieces lie whole
+  // 8-row groups apart, so they share its chunk position).
+  static __device__ __forceinline__ uint32_t act_dst() {
+    const int column = threadIdx.x % S::kActPiecesPerRow;
+    return swizzled_offset(threadIdx.x / S::kActPiecesPerRow, column * S::kActPieceBytes / 16) +
+           column * S::kActPieceBytes % 16;
+  }
+
+  __device__ __forceinline__ const std::uint8_t* act_piece(const DecodeParams& p, int i) const {
+    return act + static_cast<std::size_t>(i) * S::kActPieceRows * act_stride(p.k) * 2;
+  }
+
   // The stage of k-tiles [kt0, kt0 + kSubTiles).
   __device__ __forceinline__ void load(const DecodeParams& p, int kt0, uint32_t stage,
                                        std::uint8_t* stage_ptr) const {
     const int tid = threadIdx.x;
     if ((kt0 + S::kSubTiles) * kKTile <= p.k && p.scale_sfb) {
-      const std::size_t act_rows16 = static_cast<std::size_t>(16) * act_stride(p.k) * 2;  // 16 rows apart
-      const std::uint8_t* a = act + kt0 * (kKTile * 2);
       const std::uint8_t* w = weight + kt0 * (kKTile / 2);
       const std::uint8_t* sc = scale + static_cast<std::size_t>(kt0) * format::kSfbTileBytes;
-      const uint32_t act_dst = stage + swizzled_offset(tid / 8, tid % 8);
       const uint32_t weight_dst =
           stage + S::kWeightsAt + (tid / 2) * 32 + (((tid % 2) ^ ((tid / 8) & 1)) * 16);
 #pragma unroll
-      for (int j = 0; j < S::kSubTiles; ++j) {
+      for (int i = 0; i < S::kActPerThread; ++i) {
+        const std::uint8_t* a = (i < act_pieces ? act_piece(p, i) : act) + kt0 * (kKTile * 2);
 #pragma unroll
-        for (int i = 0; i < S::kActPerThread; ++i)
-          if (tid + i * S::kThreads < S::kActChunks)
-            cp_async_16(act_dst + j * S::kActBytes + i * 16 * kSwizzleRowBytes,
-                        i < act_pieces ? a + i * act_rows16 + j * kKTile * 2 : act, i < act_pieces);
+        for (int j = 0; j < S::kSubTiles; ++j)
+          cp_async_zfill<S::kActPieceBytes>(
+              stage + act_dst() + j * S::kActBytes + i * S::kActPieceRows * kSwizzleRowBytes,
+              a + j * kKTile * 2, i < act_pieces);
+      }
+#pragma unroll
+      for (int j = 0; j < S::kSubTiles; ++j) {
         cp_async_16(weight_dst + j * S::kWeightBytes, w + j * (kKTile / 2), weight_real);
-        if (scale)
-          cp_async_8(stage + S::kScalesAt + j * S::kScaleBytes + scale_dst,
-                     sc + j * format::kSfbTileBytes);
+        cp_async_zfill<S::kScalePieceBytes>(stage + S::kScalesAt + j * S::kScaleBytes + scale_dst,
+                                            sc + j * format::kSfbTileBytes, true);
       }
       return;
     }
@@ -202,21 +221,18 @@ struct StageLoader {
   }
 
   // The general path: K predicates, any scale layout.
-  __device__ void load_sub_tile(const DecodeParams& p, int kt, uint32_t act_dst,
+  __device__ void load_sub_tile(const DecodeParams& p, int kt, uint32_t act_base,
                                 uint32_t weight_dst, uint32_t scale_dst_base,
                                 std::uint8_t* scale_ptr) const {
     const int tid = threadIdx.x;
     const bool act_in_k = kt * kKTile < p.k;  // a k-tile of the padded rows (zeros past K)
 #pragma unroll
     for (int i = 0; i < S::kActPerThread; ++i) {
-      const int row = tid / 8 + 16 * i;
-      if (tid + i * S::kThreads < S::kActChunks) {
-        // A zero-filled piece still names a valid address (the table's first row).
-        const bool real = i < act_pieces && act_in_k;
-        const void* src = real ? act + static_cast<std::size_t>(16 * i) * act_stride(p.k) * 2 + kt * kKTile * 2
-                               : static_cast<const void*>(p.act);
-        cp_async_16(act_dst + swizzled_offset(row, tid % 8), src, real);
-      }
+      // A zero-filled piece still names a valid address (the table's first row).
+      const bool real = i < act_pieces && act_in_k;
+      const void* src = real ? act_piece(p, i) + kt * kKTile * 2 : static_cast<const void*>(p.act);
+      cp_async_zfill<S::kActPieceBytes>(
+          act_base + act_dst() + i * S::kActPieceRows * kSwizzleRowBytes, src, real);
     }
     const int w = tid / 2, c = tid % 2;
     const bool real_weight = weight_real && kt * (kKTile / 2) + c * 16 < p.k / 2;
@@ -229,8 +245,8 @@ struct StageLoader {
       return;
     }
     if (p.scale_sfb) {
-      if (scale)
-        cp_async_8(scale_dst_base + scale_dst, scale + static_cast<std::size_t>(kt) * scale_stride);
+      cp_async_zfill<S::kScalePieceBytes>(scale_dst_base + scale_dst,
+                                          scale + static_cast<std::size_t>(kt) * scale_stride, true);
     } else if (p.scale_vec16) {
       if (scale) {
         const bool real = kt * 4 + scale_dst / kRows < p.k / 16;
