@@ -64,7 +64,11 @@ struct Shape {
   static constexpr int kActPiecesPerRow = kSwizzleRowBytes / kActPieceBytes;
   static constexpr int kActPieceRows = kThreads / kActPiecesPerRow;  // between a thread's pieces
   static constexpr int kActPerThread = kActBytes / kActPieceBytes / kThreads;
-  static constexpr int kScalePieceBytes = kScaleBytes / kThreads;
+  // The SFB tile: 4 bytes a thread, or 16 bytes by the first warp from 32 tokens, where 128
+  // threads' scale addresses pushed the kernel past its 128 registers (12 -> 40 bytes of spills)
+  // and cost 9 % (Mixtral T = 64, docs/perf.md).
+  static constexpr int kScaleCopiers = kTokens >= 32 ? 32 : kThreads;
+  static constexpr int kScalePieceBytes = kScaleBytes / kScaleCopiers;
   static constexpr int kPipelineBytes = kStages * kStageBytes + kSwizzleAtomBytes;
 
   static_assert(kTokens % 8 == 0 && kTokens <= 256, "kTokens: a wgmma N in 8..256");
@@ -72,7 +76,7 @@ struct Shape {
   static_assert(16 % kSubTiles == 0, "chunks (multiples of 16 k-tiles) hold whole stages");
   static_assert(kActBytes % kSwizzleAtomBytes == 0, "every sub-tile must stay 1024-aligned");
   static_assert(kActPerThread * kActPieceBytes * kThreads == kActBytes &&
-                    kWeightBytes == 16 * kThreads && kScalePieceBytes == 4,
+                    kWeightBytes == 16 * kThreads && kScalePieceBytes * kScaleCopiers == kScaleBytes,
                 "each thread copies whole pieces, as many as every other thread");
   static_assert(kFoldMaxRows <= 2 * kFoldAcc || kTokens < kFoldMaxRows,
                 "the running total must hold the columns of every folded expert");
@@ -197,19 +201,16 @@ struct StageLoader {
       const uint32_t weight_dst =
           stage + S::kWeightsAt + (tid / 2) * 32 + (((tid % 2) ^ ((tid / 8) & 1)) * 16);
 #pragma unroll
-      for (int i = 0; i < S::kActPerThread; ++i) {
-        const std::uint8_t* a = (i < act_pieces ? act_piece(p, i) : act) + kt0 * (kKTile * 2);
+      for (int j = 0; j < S::kSubTiles; ++j) {
 #pragma unroll
-        for (int j = 0; j < S::kSubTiles; ++j)
+        for (int i = 0; i < S::kActPerThread; ++i)
           cp_async_zfill<S::kActPieceBytes>(
               stage + act_dst() + j * S::kActBytes + i * S::kActPieceRows * kSwizzleRowBytes,
-              a + j * kKTile * 2, i < act_pieces);
-      }
-#pragma unroll
-      for (int j = 0; j < S::kSubTiles; ++j) {
+              (i < act_pieces ? act_piece(p, i) : act) + (kt0 + j) * (kKTile * 2), i < act_pieces);
         cp_async_16(weight_dst + j * S::kWeightBytes, w + j * (kKTile / 2), weight_real);
-        cp_async_zfill<S::kScalePieceBytes>(stage + S::kScalesAt + j * S::kScaleBytes + scale_dst,
-                                            sc + j * format::kSfbTileBytes, true);
+        if (S::kScaleCopiers == S::kThreads || tid < S::kScaleCopiers)
+          cp_async_zfill<S::kScalePieceBytes>(stage + S::kScalesAt + j * S::kScaleBytes + scale_dst,
+                                              sc + j * format::kSfbTileBytes, true);
       }
       return;
     }
@@ -245,8 +246,9 @@ struct StageLoader {
       return;
     }
     if (p.scale_sfb) {
-      cp_async_zfill<S::kScalePieceBytes>(scale_dst_base + scale_dst,
-                                          scale + static_cast<std::size_t>(kt) * scale_stride, true);
+      if (S::kScaleCopiers == S::kThreads || tid < S::kScaleCopiers)
+        cp_async_zfill<S::kScalePieceBytes>(scale_dst_base + scale_dst,
+                                            scale + static_cast<std::size_t>(kt) * scale_stride, true);
     } else if (p.scale_vec16) {
       if (scale) {
         const bool real = kt * 4 + scale_dst / kRows < p.k / 16;
