@@ -218,6 +218,35 @@ TEST(TiledFamily, ChoosesWarpSpecialisedTilesFrom128Tokens) {
   }
 }
 
+// bf16 weights (the dense GEMM) take the CTA-synchronised 256-token tile wherever NVFP4 weights
+// of the same shape take the warp-specialised one, and the same tile elsewhere. Over the bench's
+// dense shapes (M = T, N = 2 inter, K = hidden). Host logic.
+TEST(TiledFamily, Bf16WeightsTakeTheCtaSynchronisedWideTile) {
+  const cuda::Family* tiled = cuda::find_family("sm90-tiled");
+  ASSERT_NE(tiled, nullptr);
+  ASSERT_FALSE(cuda::sm90::kTiles[cuda::sm90::kBf16WideTile].specialized);
+  ASSERT_EQ(cuda::sm90::kTiles[cuda::sm90::kBf16WideTile].tokens,
+            cuda::sm90::kTiles[std::end(cuda::sm90::kChosenTiles)[-1]].tokens);
+  int wide = 0;
+  for (const check::ModelPreset& model : check::model_presets())
+    for (int tokens : {512, 4096, 16384}) {
+      const std::int32_t offsets[2] = {0, tokens};
+      cuda::Problem problem;
+      problem.args.groups = ExpertGroups{offsets, false, 1, tokens, tokens};
+      problem.args.n = 2 * model.inter;
+      problem.args.k = model.hidden;
+      problem.args.proj_count = 1;
+      const int nvfp4 = tiled->plan(problem, cuda::RowWindow{}).config;
+      problem.nvfp4 = false;
+      const int bf16 = tiled->plan(problem, cuda::RowWindow{}).config;
+      const bool widest = nvfp4 == std::end(cuda::sm90::kChosenTiles)[-1];
+      wide += widest;
+      EXPECT_EQ(bf16, widest ? cuda::sm90::kBf16WideTile : nvfp4)
+          << model.display << " T = " << tokens;
+    }
+  EXPECT_GT(wide, 0);  // the shapes reach the wide tile
+}
+
 // Device offsets cannot be read on the host, so the family prices their experts as uniform
 // routing would spread them; on such a routing it must choose the tile host offsets get. Over the
 // presets at every T where the tiled family takes device offsets (more than 32 rows an expert on

@@ -154,7 +154,8 @@ int choose_tile(const Problem& problem, RowWindow window, double mean) {
   auto load = [&](int t) {
     return expected_load(a.groups, window, kTiles[t], channel_tiles);
   };
-  return wide_tile_pays(load(widest), load(narrower), device_sm_count()) ? widest : narrower;
+  if (!wide_tile_pays(load(widest), load(narrower), device_sm_count())) return narrower;
+  return problem.nvfp4 ? widest : kBf16WideTile;
 }
 
 }  // namespace

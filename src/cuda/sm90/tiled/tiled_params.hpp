@@ -37,9 +37,10 @@ struct TileConfig {
 //  8:    256 tokens, its wgmmas 128 tokens at a time, so that an expert's last, partial tile
 //        skips the half past its rows: measured 4-6 % faster than 5 (one 256-token wgmma) on
 //        DeepSeek-V3 and gpt-oss at T = 4096, level elsewhere.
-// Reached only when forced: 5; 6 and 7, the CTA-synchronised 128- and 256-token tiles
-// (tiled_kernel.cuh, the default until the sixth session); 9, 7 in 128-token chunks (measured
-// 1.04-1.22x slower than 7 at T = 4096).
+// 7, the CTA-synchronised 256-token tile (tiled_kernel.cuh), takes 8's place for bf16 weights
+// (kBf16WideTile). Reached only when forced: 5; 6, the CTA-synchronised 128-token tile (the
+// default until the sixth session); 9, 7 in 128-token chunks (measured 1.04-1.22x slower than 7
+// at T = 4096).
 constexpr TileConfig kTiles[] = {
     {8, 64, 8, false, 8},      {16, 64, 8, false, 16},    {32, 64, 6, false, 32},
     {64, 128, 4, false, 64},   {128, 128, 4, true, 128},  {256, 128, 4, true, 256},
@@ -50,6 +51,10 @@ constexpr int kTileCount = sizeof(kTiles) / sizeof(kTiles[0]);
 // The tiles the family picks by itself (pick_tile, choose_tile), narrowest first; the others are
 // reached only by METRALE_CUDA_KERNEL=sm90-tiled:<index>.
 constexpr int kChosenTiles[] = {0, 1, 2, 3, 4, 8};
+// bf16 weights have no decode for a producer to hide, and there the CTA-synchronised 256-token
+// tile (7) is the faster wide one: 0.83-0.98x the time of 8 on the bench's dense GEMMs at T >= 4096
+// and at T = 512 where the wide tile pays (docs/perf.md, "2026-12-02, seventh session").
+constexpr int kBf16WideTile = 7;
 
 // A kTiles entry as a type: what the kernel templates take (nvcc's launch stubs cannot carry
 // class-type template arguments).
