@@ -58,15 +58,16 @@ struct Shape {
   static constexpr int kAcc = kTokens / 2;               // fp32 accumulators per thread
   static constexpr int kFoldAcc = kAcc < 32 ? kAcc : 32;  // those of the first kFoldMaxRows tokens
   // Every thread copies the same pieces of a sub-tile: activations in pieces of 16 bytes (8 for
-  // 8-token tiles, so that all 128 threads have one), 16 bytes of codes, 4 bytes of the SFB
-  // tile's 512. No copy waits behind a branch, and ptxas issues a stage's copies back to back.
+  // 8-token tiles, so that all 128 threads have one) and 16 bytes of codes; rows past the tile's
+  // are zero fill, not a skipped copy. So no copy waits behind a per-thread branch, and ptxas
+  // issues a stage's copies back to back (116 -> 38 instructions a stage at 8 tokens).
   static constexpr int kActPieceBytes = kTokens >= 16 ? 16 : 8;
   static constexpr int kActPiecesPerRow = kSwizzleRowBytes / kActPieceBytes;
   static constexpr int kActPieceRows = kThreads / kActPiecesPerRow;  // between a thread's pieces
   static constexpr int kActPerThread = kActBytes / kActPieceBytes / kThreads;
-  // The SFB tile: 4 bytes a thread, or 16 bytes by the first warp from 32 tokens, where 128
-  // threads' scale addresses pushed the kernel past its 128 registers (12 -> 40 bytes of spills)
-  // and cost 9 % (Mixtral T = 64, docs/perf.md).
+  // The whole 512-byte SFB tile: 4 bytes a thread, or from 32 tokens 16 bytes by the first warp
+  // (a warp-uniform branch), where 128 threads' scale addresses pushed the kernel past its 128
+  // registers (12 -> 40 bytes of spills) and cost 9 % (Mixtral T = 64, docs/perf.md).
   static constexpr int kScaleCopiers = kTokens >= 32 ? 32 : kThreads;
   static constexpr int kScalePieceBytes = kScaleBytes / kScaleCopiers;
   static constexpr int kPipelineBytes = kStages * kStageBytes + kSwizzleAtomBytes;
@@ -164,8 +165,8 @@ struct StageLoader {
     expert_scales = entry.scale;
     scale = nullptr;
     if (p.scale_sfb) {
-      // The whole 128-row SFB tile, 4 bytes a thread: the 64 rows' half is 8 of every 16 bytes,
-      // so the other half costs no extra 32-byte sector and no thread sits idle.
+      // The whole 128-row SFB tile (Shape::kScaleCopiers threads): the 64 rows' half is 8 of
+      // every 16 bytes, so the other half costs no 32-byte sector more, and the copy no branch.
       scale = entry.scale + format::sfb_tile_offset(u.n0, 0, p.k) + tid * S::kScalePieceBytes;
       scale_stride = format::kSfbTileBytes;
       scale_dst = tid * S::kScalePieceBytes;

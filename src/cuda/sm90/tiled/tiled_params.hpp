@@ -52,8 +52,8 @@ constexpr int kTileCount = sizeof(kTiles) / sizeof(kTiles[0]);
 // reached only by METRALE_CUDA_KERNEL=sm90-tiled:<index>.
 constexpr int kChosenTiles[] = {0, 1, 2, 3, 4, 8};
 // bf16 weights have no decode for a producer to hide, and there the CTA-synchronised 256-token
-// tile (7) is the faster wide one: 0.83-0.98x the time of 8 on the bench's dense GEMMs at T >= 4096
-// and at T = 512 where the wide tile pays (docs/perf.md, "2026-12-02, seventh session").
+// tile (7) is the faster wide one: 0.83-1.02x the time of 8 on the bench's dense GEMMs where the
+// family picks 8 in one call, 0.91-0.98x in another (docs/perf.md, "2026-12-02, seventh session").
 constexpr int kBf16WideTile = 7;
 
 // A kTiles entry as a type: what the kernel templates take (nvcc's launch stubs cannot carry
