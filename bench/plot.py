@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Plot a `metrale bench --json` file: % of floor against tokens, per model, one line per
-implementation, gate_up, down and (when the run has it) moe side by side.
+implementation, gate_up, down, dense and moe side by side (the ops the run has).
 
     python3 bench/plot.py results.json out.png
 
@@ -16,7 +16,7 @@ layer / (gate_up + down) with issue 9's targets (1.15 below T = 64, 1.10 from T 
 import json
 import sys
 
-OPS = ("gate_up", "down", "moe")
+OPS = ("gate_up", "down", "dense", "moe")
 # One colour and marker per producer, stable across plots.
 STYLE = {
     "metrale": ("tab:red", "o"),
@@ -80,7 +80,7 @@ def plot_ratio(ax, selected):
 def title(meta):
     gpu = meta.get("gpu", {}).get("name", "no GPU")
     return (
-        f"metrale bench — {gpu}, driver {meta.get('driver', '?')}, CUDA {meta.get('cuda_runtime', '?')}, "
+        f"metrale bench — {gpu}, driver {meta.get('driver', '?')}, CUDA {meta.get('cuda_runtime', '?')},\n"
         f"commit {meta.get('commit', '?')}, {meta.get('date', '?')}"
     )
 
@@ -92,7 +92,7 @@ def main(argv):
     meta, rows = load(argv[1])
     if not rows:
         print(
-            f"plot.py: {argv[1]} has no gate_up/down/moe rows with a floor "
+            f"plot.py: {argv[1]} has no gate_up/down/dense/moe rows with a floor "
             "(a CPU run measures no ceilings, so it has nothing to plot)",
             file=sys.stderr,
         )
@@ -143,7 +143,7 @@ def main(argv):
             if selected:
                 ax.legend(fontsize=7, loc="best")
     fig.suptitle(title(meta), fontsize=9)
-    fig.tight_layout(rect=(0, 0, 1, 0.97))
+    fig.tight_layout(rect=(0, 0, 1, 0.96))
     fig.savefig(argv[2], dpi=120)
     print(f"wrote {argv[2]}")
     return 0
