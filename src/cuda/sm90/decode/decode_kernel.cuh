@@ -180,12 +180,25 @@ struct StageLoader {
     }
   }
 
-  // Piece 0's place in a sub-tile's activations (the 128-byte swizzle; a thread's pieces lie whole
+  // Piece i's place in a sub-tile's activations (the 128-byte swizzle; a thread's pieces lie whole
   // 8-row groups apart, so they share its chunk position).
-  static __device__ __forceinline__ uint32_t act_dst() {
+  static __device__ __forceinline__ uint32_t act_dst(int i) {
     const int column = threadIdx.x % S::kActPiecesPerRow;
     return swizzled_offset(threadIdx.x / S::kActPiecesPerRow, column * S::kActPieceBytes / 16) +
-           column * S::kActPieceBytes % 16;
+           column * S::kActPieceBytes % 16 + i * S::kActPieceRows * kSwizzleRowBytes;
+  }
+
+  // This thread's 16 bytes of codes in a sub-tile: row tid / 2, half tid % 2, the halves swapped
+  // every 4 rows (decode_offsets reads them so).
+  static __device__ __forceinline__ uint32_t weight_dst() {
+    const int w = threadIdx.x / 2, c = threadIdx.x % 2;
+    return w * 32 + ((c ^ ((w >> 2) & 1)) * 16);
+  }
+
+  // This thread's piece of an SFB tile (the first kScaleCopiers threads copy it).
+  static __device__ __forceinline__ void copy_scale_piece(uint32_t dst, const std::uint8_t* src) {
+    if (S::kScaleCopiers == S::kThreads || threadIdx.x < S::kScaleCopiers)
+      cp_async_zfill<S::kScalePieceBytes>(dst, src, true);
   }
 
   __device__ __forceinline__ const std::uint8_t* act_piece(const DecodeParams& p, int i) const {
@@ -195,23 +208,20 @@ struct StageLoader {
   // The stage of k-tiles [kt0, kt0 + kSubTiles).
   __device__ __forceinline__ void load(const DecodeParams& p, int kt0, uint32_t stage,
                                        std::uint8_t* stage_ptr) const {
-    const int tid = threadIdx.x;
     if ((kt0 + S::kSubTiles) * kKTile <= p.k && p.scale_sfb) {
       const std::uint8_t* w = weight + kt0 * (kKTile / 2);
       const std::uint8_t* sc = scale + static_cast<std::size_t>(kt0) * format::kSfbTileBytes;
-      const uint32_t weight_dst =
-          stage + S::kWeightsAt + (tid / 2) * 32 + (((tid % 2) ^ ((tid / 8) & 1)) * 16);
+      const uint32_t weights_at = stage + S::kWeightsAt + weight_dst();
 #pragma unroll
       for (int j = 0; j < S::kSubTiles; ++j) {
 #pragma unroll
         for (int i = 0; i < S::kActPerThread; ++i)
           cp_async_zfill<S::kActPieceBytes>(
-              stage + act_dst() + j * S::kActBytes + i * S::kActPieceRows * kSwizzleRowBytes,
+              stage + act_dst(i) + j * S::kActBytes,
               (i < act_pieces ? act_piece(p, i) : act) + (kt0 + j) * (kKTile * 2), i < act_pieces);
-        cp_async_16(weight_dst + j * S::kWeightBytes, w + j * (kKTile / 2), weight_real);
-        if (S::kScaleCopiers == S::kThreads || tid < S::kScaleCopiers)
-          cp_async_zfill<S::kScalePieceBytes>(stage + S::kScalesAt + j * S::kScaleBytes + scale_dst,
-                                              sc + j * format::kSfbTileBytes, true);
+        cp_async_16(weights_at + j * S::kWeightBytes, w + j * (kKTile / 2), weight_real);
+        copy_scale_piece(stage + S::kScalesAt + j * S::kScaleBytes + scale_dst,
+                         sc + j * format::kSfbTileBytes);
       }
       return;
     }
@@ -224,7 +234,7 @@ struct StageLoader {
 
   // The general path: K predicates, any scale layout.
   __device__ void load_sub_tile(const DecodeParams& p, int kt, uint32_t act_base,
-                                uint32_t weight_dst, uint32_t scale_dst_base,
+                                uint32_t weight_base, uint32_t scale_dst_base,
                                 std::uint8_t* scale_ptr) const {
     const int tid = threadIdx.x;
     const bool act_in_k = kt * kKTile < p.k;  // a k-tile of the padded rows (zeros past K)
@@ -233,12 +243,10 @@ struct StageLoader {
       // A zero-filled piece still names a valid address (the table's first row).
       const bool real = i < act_pieces && act_in_k;
       const void* src = real ? act_piece(p, i) + kt * kKTile * 2 : static_cast<const void*>(p.act);
-      cp_async_zfill<S::kActPieceBytes>(
-          act_base + act_dst() + i * S::kActPieceRows * kSwizzleRowBytes, src, real);
+      cp_async_zfill<S::kActPieceBytes>(act_base + act_dst(i), src, real);
     }
-    const int w = tid / 2, c = tid % 2;
-    const bool real_weight = weight_real && kt * (kKTile / 2) + c * 16 < p.k / 2;
-    cp_async_16(weight_dst + w * 32 + ((c ^ ((w >> 2) & 1)) * 16),
+    const bool real_weight = weight_real && kt * (kKTile / 2) + (tid % 2) * 16 < p.k / 2;
+    cp_async_16(weight_base + weight_dst(),
                 real_weight ? weight + kt * (kKTile / 2) : static_cast<const std::uint8_t*>(weight),
                 real_weight);
     if (kt * kKTile >= p.k) {
@@ -247,9 +255,7 @@ struct StageLoader {
       return;
     }
     if (p.scale_sfb) {
-      if (S::kScaleCopiers == S::kThreads || tid < S::kScaleCopiers)
-        cp_async_zfill<S::kScalePieceBytes>(scale_dst_base + scale_dst,
-                                            scale + static_cast<std::size_t>(kt) * scale_stride, true);
+      copy_scale_piece(scale_dst_base + scale_dst, scale + static_cast<std::size_t>(kt) * scale_stride);
     } else if (p.scale_vec16) {
       if (scale) {
         const bool real = kt * 4 + scale_dst / kRows < p.k / 16;
