@@ -11,6 +11,7 @@
 #include <array>
 #include <map>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "core/config.hpp"
@@ -231,24 +232,38 @@ WindowRows rows_in_window(const ExpertGroups& groups, RowWindow window) {
   return w;
 }
 
-int device_sm_count() {
+namespace {
+
+// A device attribute of the current device, cached per (device, attribute); `no_device` (an
+// H200's value) when there is no device (a workspace-size query on a machine without one).
+int cached_device_attribute(cudaDeviceAttr attribute, int no_device) {
   static std::mutex mutex;
-  static std::map<int, int> counts;
+  static std::map<std::pair<int, cudaDeviceAttr>, int> values;
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess) {
-    // No device (a workspace-size query on a machine without one): size for an H200.
     cudaGetLastError();
-    constexpr int kH200Sms = 132;
-    return kH200Sms;
+    return no_device;
   }
   std::lock_guard<std::mutex> lock(mutex);
-  auto it = counts.find(device);
-  if (it == counts.end()) {
-    int sms = 0;
-    METRALE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    it = counts.emplace(device, sms).first;
+  auto it = values.find({device, attribute});
+  if (it == values.end()) {
+    int value = 0;
+    METRALE_CUDA_CHECK(cudaDeviceGetAttribute(&value, attribute, device));
+    it = values.emplace(std::pair{device, attribute}, value).first;
   }
   return it->second;
+}
+
+}  // namespace
+
+int device_sm_count() {
+  constexpr int kH200Sms = 132;
+  return cached_device_attribute(cudaDevAttrMultiProcessorCount, kH200Sms);
+}
+
+long device_l2_bytes() {
+  constexpr int kH200L2Bytes = 60 << 20;
+  return cached_device_attribute(cudaDevAttrL2CacheSize, kH200L2Bytes);
 }
 
 bool scales_aligned_16(const Problem& problem) {

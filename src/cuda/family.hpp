@@ -87,8 +87,9 @@ std::span<const Family* const> families();
 // The family named `name`, or null.
 const Family* find_family(std::string_view name);
 
-// The current device's multiprocessor count (cached per device).
+// The current device's multiprocessor count and L2 size in bytes (cached per device).
 int device_sm_count();
+long device_l2_bytes();
 
 // Whether every expert's block-scale pointer is 16-byte aligned (vector loads of [K/16, N] rows).
 bool scales_aligned_16(const Problem& problem);

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <iterator>
 #include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -277,6 +278,32 @@ TEST(TiledFamily, DeviceOffsetsChooseAsHostOffsetsOnUniformRouting) {
                                 << " T = " << tokens;
       }
     }
+}
+
+// The order the tiles run in (raster_tile): every tile of channel_tiles x row_tiles exactly once,
+// and the first band's tiles (the first to run) within its row tiles, on grids with a partial
+// last band and with fewer rows than a band; bands of one row tile are row by row, channel
+// fastest. Host logic.
+TEST(TiledFamily, RasterVisitsEveryTileOnceBandByBand) {
+  for (int band : {1, cuda::sm90::kRasterRows})
+    for (int channels : {1, 3, 12, 45, 224})
+      for (int rows : {1, 5, 8, 9, 16, 67}) {
+        std::vector<int> seen(static_cast<std::size_t>(channels) * rows, 0);
+        for (int t = 0; t < channels * rows; ++t) {
+          const cuda::sm90::TileCoord at = cuda::sm90::raster_tile(t, channels, rows, band);
+          ASSERT_TRUE(at.channel >= 0 && at.channel < channels && at.row >= 0 && at.row < rows)
+              << channels << " x " << rows << " tile " << t << " band " << band;
+          ++seen[static_cast<std::size_t>(at.row) * channels + at.channel];
+          if (t < channels * std::min(rows, band)) {
+            EXPECT_LT(at.row, band) << t;
+          }
+          if (band == 1) {
+            EXPECT_TRUE(at.channel == t % channels && at.row == t / channels) << t;
+          }
+        }
+        EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), channels * rows)
+            << channels << " x " << rows << " band " << band;
+      }
 }
 
 #endif  // METRALE_HAS_CUDA

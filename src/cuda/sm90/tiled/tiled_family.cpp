@@ -158,6 +158,14 @@ int choose_tile(const Problem& problem, RowWindow window, double mean) {
   return problem.nvfp4 ? widest : kBf16WideTile;
 }
 
+// raster_tile's band: row tile by row tile while one expert's weights of a projection fit in
+// L2, else bands of kRasterRows.
+int band_rows(const Problem& problem) {
+  const GroupedNvfp4& a = problem.args;
+  const double weight_bytes = static_cast<double>(a.n) * a.k * (problem.nvfp4 ? 0.5 : 2.0);
+  return weight_bytes > static_cast<double>(device_l2_bytes()) ? kRasterRows : 1;
+}
+
 }  // namespace
 
 bool wide_tile_pays(TileLoad wide, TileLoad narrow, int sm_count) {
@@ -249,6 +257,7 @@ class TiledFamily final : public Family {
     p.table = l.table;
     p.channel_tiles = channel_tiles;
     p.projections = a.proj_count;
+    p.band_rows = band_rows(problem);
     METRALE_CUDA_CHECK(launch_grouped_gemm(plan.config, problem.nvfp4, p, grid, stream));
   }
 };

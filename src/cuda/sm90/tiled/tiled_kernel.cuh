@@ -456,11 +456,14 @@ __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
   __shared__ int src_rows[Config::tokens];
 
   // 1. locate
+  // The grid is channel tiles x row tiles, launched in raster_tile's order.
+  const TileCoord at =
+      raster_tile(blockIdx.y * gridDim.x + blockIdx.x, gridDim.x, gridDim.y, p.band_rows);
   int expert, row_begin, row_end;
-  if (!locate_row_tile<Shape::kThreads, Config::tokens>(p, blockIdx.y, expert, row_begin, row_end))
+  if (!locate_row_tile<Shape::kThreads, Config::tokens>(p, at.row, expert, row_begin, row_end))
     return;
   const ExpertEntry entry = p.table[blockIdx.z * p.num_experts + expert];
-  const int n0 = blockIdx.x * Config::weight_rows;
+  const int n0 = at.channel * Config::weight_rows;
 
   // 2. gather
   gather_rows<Config::tokens, Shape::kThreads>(p, row_begin, row_end, src_rows);

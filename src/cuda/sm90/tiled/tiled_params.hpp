@@ -80,6 +80,26 @@ __host__ __device__ constexpr int tile_width(int rows, const TileConfig& tile) {
   return width < tile.tokens ? width : tile.tokens;
 }
 
+// The order in which a projection's tiles run: bands of `band_rows` row tiles, and within a band
+// the channel tile slowest. With one row tile a band (the order where the weights fit in L2), a
+// row tile's channel tiles run together and share its activations. When a projection's weights
+// outgrow L2 that order reads them from HBM again for every row tile; bands of kRasterRows
+// (8) let the CTAs running at once share a few row tiles' activations and a few channel tiles'
+// weights instead: measured 0.91-0.92x the time on Mixtral's dense GEMM (235 MB of weights), but
+// 1.01-1.14x on shapes whose weights fit (docs/perf.md, "2026-12-02, eighth session").
+inline constexpr int kRasterRows = 8;
+struct TileCoord {
+  int channel, row;
+};
+__host__ __device__ constexpr TileCoord raster_tile(int t, int channel_tiles, int row_tiles,
+                                                    int band_rows) {
+  const int band_tiles = channel_tiles * band_rows;
+  const int first_row = t / band_tiles * band_rows;
+  const int rows = row_tiles - first_row < band_rows ? row_tiles - first_row : band_rows;
+  const int in_band = t % band_tiles;
+  return TileCoord{in_band / rows, first_row + in_band % rows};
+}
+
 struct GroupedParams {
   const std::uint16_t* a;         // bf16 [a_rows, K]
   const std::int32_t* token_ids;  // [m_total] source row of each group row, or null
@@ -95,6 +115,7 @@ struct GroupedParams {
   const ExpertEntry* table;         // [proj][num_experts]
   std::int32_t channel_tiles;       // persistent kernels: the tiles of N (the grid's x) ...
   std::int32_t projections;         // ... and of the projections (its z) they walk
+  std::int32_t band_rows;           // raster_tile's band: 1, or kRasterRows past L2
 };
 
 // The work of a grid of tiles: how many, and their summed time in units of a full 128-token

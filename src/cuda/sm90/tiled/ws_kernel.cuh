@@ -106,14 +106,15 @@ __device__ __forceinline__ void produce(const GroupedParams& p, WsShared<Config>
   const bool plain_stores = kNvfp4 && !p.scale_sfb && !p.scale_vec16;
   uint32_t stage = 0;
   for (int t = blockIdx.x, handed = 0;; t += gridDim.x, ++handed) {
-    // Consecutive tiles share a row tile (N is the fastest index), so the CTAs running at
-    // once read the same activation rows from L2.
-    const int y = t / p.channel_tiles % max(row_tiles, 1);
+    // The order of the tiles: raster_tile.
+    const int projection_tiles = p.channel_tiles * max(row_tiles, 1);
+    const TileCoord at = raster_tile(t % projection_tiles, p.channel_tiles, max(row_tiles, 1),
+                                      p.band_rows);
     int expert = -1, row_begin = 0, row_end = 0;
     const bool live = t < tiles && locate_row_tile<kThreads, Config::tokens, false>(
-                                       p, y, expert, row_begin, row_end);
-    const int projection = t / (p.channel_tiles * max(row_tiles, 1));
-    const int n0 = t % p.channel_tiles * Config::weight_rows;
+                                       p, at.row, expert, row_begin, row_end);
+    const int projection = t / projection_tiles;
+    const int n0 = at.channel * Config::weight_rows;
     const ExpertEntry entry = live ? p.table[projection * p.num_experts + expert] : ExpertEntry{};
     // Only the thread that writes the hand-over slot waits for it to be free: had every producer
     // thread waited, the consumers could take the tile thread 0 hands over (completing
@@ -214,8 +215,8 @@ __device__ __forceinline__ void consume(const GroupedParams& p, WsShared<Config>
   }
 }
 
-// Persistent: a grid of at most one CTA per multiprocessor walks the tiles (channel tile
-// fastest, then row tile, then projection), so a tile's epilogue overlaps the next one's loads.
+// Persistent: a grid of at most one CTA per multiprocessor walks the tiles (in raster_tile's
+// order, projection by projection), so a tile's epilogue overlaps the next one's loads.
 template <class Config, bool kNvfp4>
 __global__ void __launch_bounds__(WsShape<Config, kNvfp4>::kThreads, 1)
     grouped_gemm_ws_kernel(const __grid_constant__ GroupedParams p) {
