@@ -80,6 +80,17 @@ __device__ __forceinline__ void fence_operand(uint32_t& reg) {
   asm volatile("" : "+r"(reg)::"memory");
 }
 
+// Stores four 8x8 matrices of 16-bit values, each transposed: a lane holds, in register i, the
+// elements (lane / 4, 2 (lane % 4)) and (lane / 4, 2 (lane % 4) + 1) of matrix i (the layout of an
+// mma accumulator pair), and lane L gives the shared address that receives column L % 8 of
+// matrix L / 8 (16 contiguous bytes).
+__device__ __forceinline__ void stmatrix_x4_trans(uint32_t addr, uint32_t m0, uint32_t m1,
+                                                  uint32_t m2, uint32_t m3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr),
+               "r"(m0), "r"(m1), "r"(m2), "r"(m3)
+               : "memory");
+}
+
 // a * b on two bf16 pairs held as raw 32-bit words (the decoders' block-scale multiply).
 __device__ __forceinline__ uint32_t bf16x2_mul(uint32_t a, uint32_t b) {
   const __nv_bfloat162 product = __hmul2(*reinterpret_cast<const __nv_bfloat162*>(&a),

@@ -398,6 +398,70 @@ __device__ __forceinline__ void store_tile(const GroupedParams& p, std::uint16_t
   }
 }
 
+// Step 4 through shared memory, for outputs whose token rows can be written 16 bytes at a time
+// (N a multiple of 8, `out` 16-byte aligned). store_tile writes 2 bytes a thread and store, four
+// token rows a warp instruction; measured with the stores removed, that epilogue is 5-16 % of a
+// prefill GEMM's time (docs/perf.md, "2026-12-02, eighth session"). Here stmatrix transposes the
+// accumulators (x scale_2, bf16: the same values) into a [token][channel] tile, and each thread
+// copies whole 16-byte pieces of token rows: a warp instruction writes two rows of 128 channels.
+template <class Config>
+struct StagedTile {
+  static constexpr int kPitch = Config::weight_rows * 2 + 16;  // a token row; the padding puts
+                                                               // the 8 rows of a stmatrix in
+                                                               // distinct banks
+  static constexpr int kBytes = Config::tokens * kPitch;
+  static constexpr int kPieces = Config::weight_rows / 8;  // 16-byte pieces of a token row
+  static constexpr int kThreads = Config::weight_rows * 2;  // the consumers: 128 per 64 rows
+  static constexpr bool kFits = Config::tokens % 16 == 0;  // stmatrix x4: 8-token groups in pairs
+};
+
+__device__ __forceinline__ uint32_t scaled_bf16x2(float lo, float hi, float scale_2) {
+  const uint32_t l = __bfloat16_as_ushort(__float2bfloat16_rn(__fmul_rn(lo, scale_2)));
+  const uint32_t h = __bfloat16_as_ushort(__float2bfloat16_rn(__fmul_rn(hi, scale_2)));
+  return l | h << 16;
+}
+
+// Whether store_tile_staged may write `out` (uniform over the CTA).
+__device__ __forceinline__ bool rows_take_16_bytes(const GroupedParams& p, const std::uint16_t* out) {
+  return p.n % 8 == 0 && reinterpret_cast<std::uintptr_t>(out) % 16 == 0;
+}
+
+// `barrier` synchronises the consumer threads; `staging` holds StagedTile::kBytes.
+template <class Config, class Barrier>
+__device__ __forceinline__ void store_tile_staged(const GroupedParams& p, std::uint16_t* out,
+                                                  float scale_2, int n0, int row_begin,
+                                                  int row_end, const float (&acc)[Config::tokens / 2],
+                                                  std::uint8_t* staging, unsigned thread,
+                                                  Barrier barrier) {
+  using Staged = StagedTile<Config>;
+  static_assert(Staged::kFits, "whole pairs of 8-token groups");
+  // Matrix i of a stmatrix holds 8 tokens (group j + i / 2) x 8 channels (half i % 2 of the
+  // warp's 16); lane L addresses token L % 8 of matrix L / 8.
+  const int lane = thread % 32, matrix = lane / 8;
+  const uint32_t first = smem_address(staging) + (8 * (matrix / 2) + lane % 8) * Staged::kPitch +
+                         ((thread / 32) * 16 + (matrix % 2) * 8) * 2;
+  barrier();  // the previous tile's copies have read the staging tile
+#pragma unroll
+  for (int j = 0; j < Config::tokens / 8; j += 2)
+    stmatrix_x4_trans(first + 8 * j * Staged::kPitch,
+                      scaled_bf16x2(acc[4 * j], acc[4 * j + 1], scale_2),
+                      scaled_bf16x2(acc[4 * j + 2], acc[4 * j + 3], scale_2),
+                      scaled_bf16x2(acc[4 * j + 4], acc[4 * j + 5], scale_2),
+                      scaled_bf16x2(acc[4 * j + 6], acc[4 * j + 7], scale_2));
+  barrier();
+  constexpr int kRounds = Config::tokens * Staged::kPieces / Staged::kThreads;
+  static_assert(kRounds * Staged::kThreads == Config::tokens * Staged::kPieces, "whole rounds");
+  const int rows = row_end - row_begin;
+#pragma unroll
+  for (int round = 0; round < kRounds; ++round) {
+    const int i = static_cast<int>(thread) + round * Staged::kThreads;
+    const int r = i / Staged::kPieces, c = i % Staged::kPieces, n = n0 + 8 * c;
+    if (r < rows && n < p.n)
+      *reinterpret_cast<uint4*>(out + static_cast<size_t>(row_begin + r) * p.n + n) =
+          *reinterpret_cast<const uint4*>(staging + r * Staged::kPitch + c * 16);
+  }
+}
+
 // Step 2. The tile's source rows (token_ids[i], or i) into shared memory; negative ids and, when
 // the caller gave a_rows (> 0), ids past it read as zeros.
 template <int kTokens, int kThreads>
@@ -522,9 +586,19 @@ __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
   };
   run_stages(k_tiles, frag, acc, step);
 
-  // 4. epilogue
+  // 4. epilogue (the stages are free: the last wgmmas are done, no copy is in flight)
   const float scale_2 = kNvfp4 ? entry.scale_2 : 1.0f;
-  store_tile<Config>(p, p.out[blockIdx.z], scale_2, n0, row_begin, row_end, acc);
+  std::uint16_t* out = p.out[blockIdx.z];
+  if constexpr (StagedTile<Config>::kFits) {
+    static_assert(StagedTile<Config>::kBytes <= Config::stages * Shape::kStageBytes,
+                  "the staging tile fits in the stages");
+    if (rows_take_16_bytes(p, out)) {
+      store_tile_staged<Config>(p, out, scale_2, n0, row_begin, row_end, acc, base_ptr,
+                                threadIdx.x, [] { __syncthreads(); });
+      return;
+    }
+  }
+  store_tile<Config>(p, out, scale_2, n0, row_begin, row_end, acc);
 #elif defined(__CUDA_ARCH__)
   __trap();  // built for a target without wgmma: fail loudly instead of leaving `out` unwritten
 #endif

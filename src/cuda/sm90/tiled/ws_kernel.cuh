@@ -38,7 +38,12 @@ struct WsShape {
   static constexpr int kProducerThreads = 128;
   static constexpr int kConsumerThreads = Base::kThreads;  // 128 per 64 weight rows
   static constexpr int kThreads = kProducerThreads + kConsumerThreads;
-  static constexpr int kSmemBytes = Base::kSmemBytes;
+  // The epilogue's staging tile (store_tile_staged) after the stage ring, where it fits beside
+  // the ring and the static shared memory (not for the 256-token bf16 tile, reached only when
+  // forced).
+  static constexpr bool kStaged = StagedTile<Config>::kFits &&
+                                  Base::kSmemBytes + StagedTile<Config>::kBytes + 4096 <= 227 * 1024;
+  static constexpr int kSmemBytes = Base::kSmemBytes + (kStaged ? StagedTile<Config>::kBytes : 0);
   static_assert(kThreads == 384, "one producer and two consumer warpgroups");
   // 384 threads leave 168 registers a thread: enough for the 128-token tile's consumers (64
   // accumulators). The 256-token NVFP4 tile's consumers hold 128 accumulators and two fragment
@@ -209,8 +214,17 @@ __device__ __forceinline__ void consume(const GroupedParams& p, WsShared<Config>
     receive(0, frag[0]);
     run_stages(k_tiles, frag, acc, step);
     release(k_tiles - 1);
-    store_tile<Config>(p, p.out[tile.projection], tile.scale_2, tile.n0, tile.row_begin,
-                       tile.row_end, acc, thread);
+    std::uint16_t* out = p.out[tile.projection];
+    if (WsShape<Config, kNvfp4>::kStaged && rows_take_16_bytes(p, out))
+      store_tile_staged<Config>(p, out, tile.scale_2, tile.n0, tile.row_begin, tile.row_end, acc,
+                                base_ptr + kStages * Shape::kStageBytes, thread, [] {
+                                  asm volatile("bar.sync 2, %0;\n" ::"n"(
+                                                   WsShape<Config, kNvfp4>::kConsumerThreads)
+                                               : "memory");
+                                });
+    else
+      store_tile<Config>(p, out, tile.scale_2, tile.n0, tile.row_begin, tile.row_end, acc,
+                         thread);
     first += k_tiles;
   }
 }
