@@ -16,6 +16,7 @@
 
 #include "check/buffers.hpp"
 #include "check/grouped.hpp"
+#include "check/scoped_kernel.hpp"
 #endif
 
 namespace metrale::cuda_test {
@@ -60,6 +61,25 @@ struct GemmBuffers {
     EXPECT_EQ(check::check_all_guards({&act, &packed, &scale, &out}), "");
   }
 };
+
+// A K split forced where it does not run: NVFP4 weights (one order of K, so a grouped call and a
+// GEMM on an expert's rows agree) and the warp-specialised tiles.
+TEST(RejectSmall, KSplitOnlyForBf16OnCtaSynchronisedTiles) {
+  METRALE_SKIP_WITHOUT_GPU();
+  GemmBuffers b(4, 64, 1024);
+  {
+    const check::ScopedCudaKernel forced("sm90-tiled:6:2");
+    expect_refused(nvfp4_gemm_bf16_act_weight_t(b.args(4, 64, 1024), kCuda), Status::unsupported,
+                   {"splits = 2", "NVFP4"});
+  }
+  {
+    const check::ScopedCudaKernel forced("sm90-tiled:4:3");
+    DenseGemm dense{b.act.as<bf16_bits>(), b.act.as<bf16_bits>(), b.out.as<bf16_bits>(), 4, 4, 64};
+    expect_refused(bf16_gemm_act_weight_t(dense, kCuda), Status::unsupported,
+                   {"splits = 3", "warp-specialised"});
+  }
+  b.expect_untouched();
+}
 
 TEST(RejectSmall, KernelAlignmentOfK) {
   METRALE_SKIP_WITHOUT_GPU();

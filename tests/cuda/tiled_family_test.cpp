@@ -75,6 +75,28 @@ TEST(TiledFamily, EveryTileDenseExact) {
       }
 }
 
+// K splits of the bf16 GEMM (fold_splits): every CTA-synchronised tile forced at 2, 3 and 7 K
+// ranges, M past its token width, N off the channel tiles, K = 1056 (17 k-tiles: ranges of
+// unequal length) and K = 96 (2 k-tiles: past two ranges some are empty). Exact mode bit for bit
+// and realistic mode within the harness's tolerance; the harness runs each case twice and wants
+// the same bits (the fold adds the ranges in a fixed order, whichever CTA arrives last).
+TEST(TiledFamily, Bf16KSplitsExactAndRealistic) {
+  METRALE_SKIP_WITHOUT_GPU();
+  int failures = 0;
+  std::uint64_t seed = 9600;
+  for (int config = 0; config < tiled_configs(); ++config) {
+    const cuda::sm90::TileConfig& tile = cuda::sm90::kTiles[config];
+    if (tile.specialized) continue;
+    for (int splits : {2, 3, 7})
+      for (int k : {96, 1056})
+        for (Mode mode : {Mode::exact, Mode::realistic}) {
+          check::Case c = gemm_case(Op::bf16_gemm, mode, tile.tokens + 3, 200, k, seed++);
+          c.cuda_kernel = fmt::format("sm90-tiled:{}:{}", config, splits);
+          if (!expect_pass(c) && ++failures >= kMaxReportedFailures) return;
+        }
+  }
+}
+
 // The warp-specialised tiles are persistent: at most one CTA per multiprocessor walks the tiles,
 // so a CTA reuses its stage ring and its tile hand-over from tile to tile. Here every CTA takes
 // several tiles (16 channel tiles x 2 projections x 9 or more row tiles on at most 132 CTAs), on
@@ -239,13 +261,54 @@ TEST(TiledFamily, Bf16WeightsTakeTheCtaSynchronisedWideTile) {
       problem.args.proj_count = 1;
       const int nvfp4 = tiled->plan(problem, cuda::RowWindow{}).config;
       problem.nvfp4 = false;
-      const int bf16 = tiled->plan(problem, cuda::RowWindow{}).config;
+      const cuda::Plan bf16 = tiled->plan(problem, cuda::RowWindow{});
       const bool widest = nvfp4 == std::end(cuda::sm90::kChosenTiles)[-1];
       wide += widest;
-      EXPECT_EQ(bf16, widest ? cuda::sm90::kBf16WideTile : nvfp4)
-          << model.display << " T = " << tokens;
+      const int expected = widest ? cuda::sm90::kBf16WideTile : nvfp4;
+      if (bf16.splits > 1) {  // a K split runs on the CTA-synchronised tile of the same shape
+        EXPECT_FALSE(cuda::sm90::kTiles[bf16.config].specialized) << model.display;
+        EXPECT_EQ(cuda::sm90::kTiles[bf16.config].tokens, cuda::sm90::kTiles[expected].tokens)
+            << model.display << " T = " << tokens;
+      } else {
+        EXPECT_EQ(bf16.config, expected) << model.display << " T = " << tokens;
+      }
     }
   EXPECT_GT(wide, 0);  // the shapes reach the wide tile
+}
+
+// Which bf16 GEMMs split K (split_small_grid), on 132 multiprocessors (an H200; the host count
+// without a device): those whose tiles fill at most half of them, at least 8 k-tiles a range,
+// the bench's dense M = 512 of Qwen3-30B (48 tiles of 128 x 128: 2 ranges) and Qwen3-Next (32
+// tiles: 4 ranges), nothing at 4096 rows; NVFP4 weights never. Host logic, but the count is the
+// current device's.
+TEST(TiledFamily, SmallBf16GridsSplitK) {
+  const cuda::Family* tiled = cuda::find_family("sm90-tiled");
+  ASSERT_NE(tiled, nullptr);
+  if (cuda::device_sm_count() != 132) GTEST_SKIP() << "the expectations are for 132 SMs";
+  struct Expected {
+    const char* model;
+    int tokens, splits;
+  };
+  const Expected expected[] = {{"Qwen3-30B-A3B", 512, 2},   {"Qwen3-Next-80B-A3B", 512, 4},
+                               {"DeepSeek-V3", 512, 1},     {"Mixtral-8x7B", 512, 1},
+                               {"Qwen3-30B-A3B", 4096, 1},  {"Qwen3-Next-80B-A3B", 4096, 1}};
+  for (const Expected& e : expected) {
+    const check::ModelPreset* model = nullptr;
+    for (const check::ModelPreset& m : check::model_presets())
+      if (m.display == std::string(e.model)) model = &m;
+    ASSERT_NE(model, nullptr) << e.model;
+    const std::int32_t offsets[2] = {0, e.tokens};
+    cuda::Problem problem;
+    problem.args.groups = ExpertGroups{offsets, false, 1, e.tokens, e.tokens};
+    problem.args.n = 2 * model->inter;
+    problem.args.k = model->hidden;
+    problem.args.proj_count = 1;
+    EXPECT_LE(tiled->plan(problem, cuda::RowWindow{}).splits, 1) << e.model << " NVFP4";
+    problem.nvfp4 = false;
+    const cuda::Plan plan = tiled->plan(problem, cuda::RowWindow{});
+    EXPECT_EQ(std::max(plan.splits, 1), e.splits) << e.model << " T = " << e.tokens;
+    EXPECT_TRUE(plan.splits <= 1 || !cuda::sm90::kTiles[plan.config].specialized) << e.model;
+  }
 }
 
 // Device offsets cannot be read on the host, so the family prices their experts as uniform

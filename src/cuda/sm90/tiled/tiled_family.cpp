@@ -27,23 +27,6 @@ int pick_tile(double rows_per_expert) {
   return std::end(kChosenTiles)[-1];
 }
 
-struct Layout {
-  ExpertEntry* table;
-  std::int32_t* offsets;
-  std::size_t bytes;
-};
-
-Layout carve(const Problem& problem, void* base) {
-  const GroupedNvfp4& a = problem.args;
-  const std::size_t experts = static_cast<std::size_t>(a.groups.num_experts);
-  WorkspaceCarve c(base);
-  Layout l{};
-  l.table = c.take<ExpertEntry>(experts * static_cast<std::size_t>(a.proj_count));
-  l.offsets = c.take<std::int32_t>(experts + 1);
-  l.bytes = c.used();
-  return l;
-}
-
 // Row tiles of `tokens` rows that the experts in `window` take (host offsets).
 long host_row_tiles(const ExpertGroups& g, RowWindow window, int tokens) {
   long tiles = 0;
@@ -66,6 +49,62 @@ int row_tiles(const GroupedNvfp4& a, const Plan& plan) {
     return static_cast<int>(std::min(by_rows, by_bound));
   }
   return static_cast<int>(host_row_tiles(g, plan.rows, tokens));
+}
+
+int channel_tiles(const GroupedNvfp4& a, const TileConfig& tile) {
+  return (a.n + tile.weight_rows - 1) / tile.weight_rows;
+}
+
+// The K ranges a plan cuts each tile into (1: none).
+int splits_of(const Plan& plan) { return std::max(plan.splits, 1); }
+
+struct Layout {
+  ExpertEntry* table;
+  std::int32_t* offsets;
+  float* partials;  // a K split's sums
+  std::uint32_t* counters;
+  int tiles;  // the grid's tiles (channel x row x projection), each cut into splits_of(plan)
+  std::size_t bytes;
+};
+
+Layout carve(const Problem& problem, const Plan& plan, void* base) {
+  const GroupedNvfp4& a = problem.args;
+  const std::size_t experts = static_cast<std::size_t>(a.groups.num_experts);
+  WorkspaceCarve c(base);
+  Layout l{};
+  l.table = c.take<ExpertEntry>(experts * static_cast<std::size_t>(a.proj_count));
+  l.offsets = c.take<std::int32_t>(experts + 1);
+  if (splits_of(plan) > 1) {
+    const TileConfig& t = kTiles[plan.config];
+    l.tiles = row_tiles(a, plan) * channel_tiles(a, t) * a.proj_count;
+    l.partials = c.take<float>(static_cast<std::size_t>(l.tiles) * splits_of(plan) * t.tokens *
+                               t.weight_rows);
+    l.counters = c.take<std::uint32_t>(static_cast<std::size_t>(l.tiles));
+  }
+  l.bytes = c.used();
+  return l;
+}
+
+// A bf16 GEMM whose tiles would leave more than half of the multiprocessors idle (a dense M = 512
+// of a narrow N, say) cuts each tile's K into ranges, one CTA each, at least kMinSplitKTiles
+// k-tiles a range (so that a CTA's pipeline fill stays small), on the CTA-synchronised tile of the
+// same shape (fold_splits). NVFP4 weights keep one order of K: a grouped call and a GEMM on an
+// expert's rows give the same bits (the seeds define the one by the other).
+constexpr int kMinSplitKTiles = 8;
+constexpr int cta_synchronised_twin(int config) {
+  if (!kTiles[config].specialized) return config;
+  return kTiles[config].tokens == 128 ? 6 : 7;
+}
+Plan split_small_grid(const Problem& problem, Plan plan) {
+  const GroupedNvfp4& a = problem.args;
+  if (problem.nvfp4 || a.groups.offsets_on_device) return plan;
+  const int tiles = row_tiles(a, plan) * channel_tiles(a, kTiles[plan.config]) * a.proj_count;
+  const int k_tiles = (a.k + kBlockK - 1) / kBlockK;
+  const int splits = std::min(device_sm_count() / std::max(tiles, 1), k_tiles / kMinSplitKTiles);
+  if (splits < 2) return plan;
+  plan.config = cta_synchronised_twin(plan.config);
+  plan.splits = splits;
+  return plan;
 }
 
 // The load of one expert of `rows` rows cut into row tiles of `tile` (the last one runs at its
@@ -148,12 +187,8 @@ int choose_tile(const Problem& problem, RowWindow window, double mean) {
   const int widest = std::end(kChosenTiles)[-1], narrower = std::end(kChosenTiles)[-2];
   if (tile != widest) return tile;
   const GroupedNvfp4& a = problem.args;
-  const long channel_tiles =
-      static_cast<long>((a.n + kTiles[widest].weight_rows - 1) / kTiles[widest].weight_rows) *
-      a.proj_count;
-  auto load = [&](int t) {
-    return expected_load(a.groups, window, kTiles[t], channel_tiles);
-  };
+  const long channels = static_cast<long>(channel_tiles(a, kTiles[widest])) * a.proj_count;
+  auto load = [&](int t) { return expected_load(a.groups, window, kTiles[t], channels); };
   if (!wide_tile_pays(load(widest), load(narrower), device_sm_count())) return narrower;
   return problem.nvfp4 ? widest : kBf16WideTile;
 }
@@ -185,9 +220,10 @@ class TiledFamily final : public Family {
 
   std::string describe(const Plan& plan) const override {
     const TileConfig& t = kTiles[plan.config];
-    return fmt::format("sm90-tiled tokens={} weight_rows={}{}{}", t.tokens, t.weight_rows,
+    return fmt::format("sm90-tiled tokens={} weight_rows={}{}{}{}", t.tokens, t.weight_rows,
                        t.chunk < t.tokens ? fmt::format(" chunk={}", t.chunk) : "",
-                       t.specialized ? " warp-specialised" : "");
+                       t.specialized ? " warp-specialised" : "",
+                       splits_of(plan) > 1 ? fmt::format(" splits={}", plan.splits) : "");
   }
 
   std::string why_not(const Problem& problem) const override {
@@ -212,11 +248,11 @@ class TiledFamily final : public Family {
     const WindowRows w = rows_in_window(g, rows);
     plan.config =
         choose_tile(problem, rows, w.experts ? static_cast<double>(w.rows) / w.experts : 1.0);
-    return plan;
+    return split_small_grid(problem, plan);
   }
 
-  std::size_t workspace_bytes(const Problem& problem, const Plan&) const override {
-    return carve(problem, nullptr).bytes;
+  std::size_t workspace_bytes(const Problem& problem, const Plan& plan) const override {
+    return carve(problem, plan, nullptr).bytes;
   }
 
   void launch(const Problem& problem, const Plan& plan, core::Buffer ws,
@@ -224,17 +260,23 @@ class TiledFamily final : public Family {
     const GroupedNvfp4& a = problem.args;
     const int tiles = row_tiles(a, plan);
     if (tiles == 0) return;
-    const int rows_per_cta = kTiles[plan.config].weight_rows;
-    dim3 grid((a.n + rows_per_cta - 1) / rows_per_cta, tiles, a.proj_count);
-    const int channel_tiles = static_cast<int>(grid.x);
+    const int splits = splits_of(plan);
+    if (splits > 1 && (problem.nvfp4 || kTiles[plan.config].specialized))
+      fail(Status::unsupported,
+           "{}: a K split (splits = {}) runs on bf16 weights and a CTA-synchronised tile only "
+           "(configuration {} is {}); NVFP4 weights keep one order of K",
+           problem.op, splits, plan.config, describe(plan));
+    const int channels = channel_tiles(a, kTiles[plan.config]);
+    dim3 grid(channels, tiles, a.proj_count * splits);
     if (kTiles[plan.config].specialized)  // persistent: at most one CTA per multiprocessor
       grid = dim3(static_cast<unsigned>(
           std::min<long>(static_cast<long>(grid.x) * grid.y * grid.z, device_sm_count())));
     if (grid.y > 65535)
       fail(Status::unsupported, "{}: {} row tiles exceed the grid limit of 65535", problem.op,
            grid.y);
-    const Layout l = carve(problem, ws.ptr);
-    const StagedTables tables{l.table, l.offsets, a.groups.num_experts, a.proj_count};
+    const Layout l = carve(problem, plan, ws.ptr);
+    const StagedTables tables{l.table,    l.offsets,  a.groups.num_experts,
+                              a.proj_count, l.counters, l.tiles};
     thread_local HostOffsets offsets;  // ~8 KB: per-thread scratch, not a heap block per call
     fill_host_offsets(problem, offsets);
     stage_tables(problem, 0, &offsets, tables, stream);
@@ -255,9 +297,12 @@ class TiledFamily final : public Family {
     p.out[0] = a.out[0];
     p.out[1] = a.proj_count > 1 ? a.out[1] : nullptr;
     p.table = l.table;
-    p.channel_tiles = channel_tiles;
+    p.channel_tiles = channels;
     p.projections = a.proj_count;
     p.band_rows = band_rows(problem);
+    p.splits = splits;
+    p.partials = l.partials;
+    p.counters = l.counters;
     METRALE_CUDA_CHECK(launch_grouped_gemm(plan.config, problem.nvfp4, p, grid, stream));
   }
 };

@@ -511,6 +511,35 @@ __device__ __forceinline__ void run_stages(int k_tiles, uint32_t (&frag)[2][4][4
   release_operands(frag, acc);
 }
 
+// A tile cut into K ranges (p.splits > 1, one CTA each): every CTA leaves its fp32 sums in the
+// workspace, and the last to arrive adds all of them in split order (whichever CTA that is, so
+// a second run gives the same bits) into `acc` and returns true; the others return false.
+template <int kThreads, int kAcc>
+__device__ bool fold_splits(const GroupedParams& p, int tile, int split, float (&acc)[kAcc]) {
+  __shared__ int last;
+  const size_t tile_floats = static_cast<size_t>(kAcc) * kThreads;
+  const float* first = p.partials + static_cast<size_t>(tile) * p.splits * tile_floats;
+  float* mine = p.partials + (static_cast<size_t>(tile) * p.splits + split) * tile_floats;
+#pragma unroll
+  for (int i = 0; i < kAcc; ++i) __stcg(mine + i * kThreads + threadIdx.x, acc[i]);
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(p.counters + tile, 1u) == unsigned(p.splits - 1);
+  __syncthreads();
+  if (!last) return false;
+  __threadfence();
+#pragma unroll
+  for (int i = 0; i < kAcc; ++i) {
+    float sum = 0.f;
+    for (int s = 0; s < p.splits; ++s) {
+      const float v = __ldcg(first + s * tile_floats + i * kThreads + threadIdx.x);
+      sum = s == 0 ? v : __fadd_rn(sum, v);
+    }
+    acc[i] = sum;
+  }
+  return true;
+}
+
 template <class Config, bool kNvfp4>
 __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
     grouped_gemm_kernel(const __grid_constant__ GroupedParams p) {
@@ -520,13 +549,15 @@ __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
   __shared__ int src_rows[Config::tokens];
 
   // 1. locate
-  // The grid is channel tiles x row tiles, launched in raster_tile's order.
+  // The grid is channel tiles x row tiles, launched in raster_tile's order, x projections x K
+  // ranges.
   const TileCoord at =
       raster_tile(blockIdx.y * gridDim.x + blockIdx.x, gridDim.x, gridDim.y, p.band_rows);
+  const int projection = blockIdx.z / p.splits, split = blockIdx.z % p.splits;
   int expert, row_begin, row_end;
   if (!locate_row_tile<Shape::kThreads, Config::tokens>(p, at.row, expert, row_begin, row_end))
     return;
-  const ExpertEntry entry = p.table[blockIdx.z * p.num_experts + expert];
+  const ExpertEntry entry = p.table[projection * p.num_experts + expert];
   const int n0 = at.channel * Config::weight_rows;
 
   // 2. gather
@@ -539,7 +570,9 @@ __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
   zero_stages<Shape::kThreads>(base_ptr, Config::stages * Shape::kStageBytes);
   const StageLoader<Config, kNvfp4> loader(p, entry, src_rows, n0);
   __syncthreads();
-  const int k_tiles = (p.k + kBlockK - 1) / kBlockK;
+  const int all_k_tiles = (p.k + kBlockK - 1) / kBlockK;
+  const int kt_first = split * all_k_tiles / p.splits;  // this CTA's K range, in k-tiles
+  const int k_tiles = (split + 1) * all_k_tiles / p.splits - kt_first;
   float acc[Config::tokens / 2];
 #pragma unroll
   for (int i = 0; i < Config::tokens / 2; ++i) {
@@ -548,7 +581,7 @@ __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
   }
   for (int s = 0; s < Config::stages - 1; ++s) {
     if (s < k_tiles)
-      loader.load(p, s, base + s * Shape::kStageBytes,
+      loader.load(p, kt_first + s, base + s * Shape::kStageBytes,
                   base_ptr + s * Shape::kStageBytes);
     cp_async_commit();
   }
@@ -576,7 +609,7 @@ __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
     const int next = kt + Config::stages - 1;
     if (next < k_tiles) {
       const int slot = next % Config::stages;
-      loader.load(p, next, base + slot * Shape::kStageBytes,
+      loader.load(p, kt_first + next, base + slot * Shape::kStageBytes,
                   base_ptr + slot * Shape::kStageBytes);
     }
     cp_async_commit();
@@ -587,8 +620,12 @@ __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
   run_stages(k_tiles, frag, acc, step);
 
   // 4. epilogue (the stages are free: the last wgmmas are done, no copy is in flight)
+  if (p.splits > 1 &&
+      !fold_splits<Shape::kThreads>(p, (projection * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x,
+                                    split, acc))
+    return;
   const float scale_2 = kNvfp4 ? entry.scale_2 : 1.0f;
-  std::uint16_t* out = p.out[blockIdx.z];
+  std::uint16_t* out = p.out[projection];
   if constexpr (StagedTile<Config>::kFits) {
     static_assert(StagedTile<Config>::kBytes <= Config::stages * Shape::kStageBytes,
                   "the staging tile fits in the stages");

@@ -116,6 +116,9 @@ struct GroupedParams {
   std::int32_t channel_tiles;       // persistent kernels: the tiles of N (the grid's x) ...
   std::int32_t projections;         // ... and of the projections (its z) they walk
   std::int32_t band_rows;           // raster_tile's band: 1, or kRasterRows past L2
+  std::int32_t splits;              // K ranges per tile (bf16 weights, CTA-synchronised tiles)
+  float* partials;                  // splits > 1: [tile][split][accumulator][thread] fp32
+  std::uint32_t* counters;          // splits > 1: [tile] arrivals, zeroed by the staging launch
 };
 
 // The work of a grid of tiles: how many, and their summed time in units of a full 128-token
