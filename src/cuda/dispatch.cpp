@@ -340,11 +340,17 @@ static std::size_t workspace_or_zero(const Problem& problem) {
   }
 }
 
+// One size for both GEMMs of the shape: a bf16 GEMM may split K (its partial sums), an NVFP4 one
+// stages more per expert.
 std::size_t gemm_workspace_size(int m, int n, int k) {
   if (m <= 0) return 0;
-  const SingleGemm g("nvfp4_gemm_bf16_act_weight_t (CUDA)", true, nullptr, nullptr, nullptr, 1.0f,
-                     ScaleLayout::k16_by_n, nullptr, m, n, k);
-  return workspace_or_zero(g.problem);
+  std::size_t bytes = 0;
+  for (bool nvfp4 : {true, false}) {
+    const SingleGemm g("gemm_workspace_size (CUDA)", nvfp4, nullptr, nullptr, nullptr, 1.0f,
+                       ScaleLayout::k16_by_n, nullptr, m, n, k);
+    bytes = std::max(bytes, workspace_or_zero(g.problem));
+  }
+  return bytes;
 }
 
 std::size_t nvfp4_grouped_workspace_size(const ExpertGroups& groups, int n, int k,

@@ -79,11 +79,15 @@ TEST(TiledFamily, EveryTileDenseExact) {
 // ranges, M past its token width, N off the channel tiles, K = 1056 (17 k-tiles: ranges of
 // unequal length) and K = 96 (2 k-tiles: past two ranges some are empty). Exact mode bit for bit
 // and realistic mode within the harness's tolerance; the harness runs each case twice and wants
-// the same bits (the fold adds the ranges in a fixed order, whichever CTA arrives last).
+// the same bits (the fold adds the ranges in a fixed order, whichever CTA arrives last). Then the
+// dispatcher's own split (M = 512, N = 1024, K = 2048: 4 ranges on 132 SMs) through the public
+// call and the workspace its size query gives.
 TEST(TiledFamily, Bf16KSplitsExactAndRealistic) {
   METRALE_SKIP_WITHOUT_GPU();
   int failures = 0;
   std::uint64_t seed = 9600;
+  for (Mode mode : {Mode::exact, Mode::realistic})
+    if (!expect_pass(gemm_case(Op::bf16_gemm, mode, 512, 1024, 2048, seed++))) ++failures;
   for (int config = 0; config < tiled_configs(); ++config) {
     const cuda::sm90::TileConfig& tile = cuda::sm90::kTiles[config];
     if (tile.specialized) continue;

@@ -528,14 +528,16 @@ __device__ bool fold_splits(const GroupedParams& p, int tile, int split, float (
   __syncthreads();
   if (!last) return false;
   __threadfence();
+  // Range by range, each range's loads in flight together (a loop over the ranges inside each
+  // accumulator's made one L2 round trip per value: 2.5x the unsplit time at 2 ranges).
 #pragma unroll
-  for (int i = 0; i < kAcc; ++i) {
-    float sum = 0.f;
-    for (int s = 0; s < p.splits; ++s) {
-      const float v = __ldcg(first + s * tile_floats + i * kThreads + threadIdx.x);
-      sum = s == 0 ? v : __fadd_rn(sum, v);
-    }
-    acc[i] = sum;
+  for (int i = 0; i < kAcc; ++i) acc[i] = __ldcg(first + i * kThreads + threadIdx.x);
+  for (int s = 1; s < p.splits; ++s) {
+    float v[kAcc];
+#pragma unroll
+    for (int i = 0; i < kAcc; ++i) v[i] = __ldcg(first + s * tile_floats + i * kThreads + threadIdx.x);
+#pragma unroll
+    for (int i = 0; i < kAcc; ++i) acc[i] = __fadd_rn(acc[i], v[i]);
   }
   return true;
 }
