@@ -80,6 +80,13 @@ __device__ __forceinline__ void fence_operand(uint32_t& reg) {
   asm volatile("" : "+r"(reg)::"memory");
 }
 
+// Waits at named barrier kId for kThreads threads (a multiple of 32): a subset of the CTA
+// synchronises without the rest (barrier 0 is __syncthreads).
+template <int kId, int kThreads>
+__device__ __forceinline__ void named_barrier_sync() {
+  asm volatile("bar.sync %0, %1;\n" ::"n"(kId), "n"(kThreads) : "memory");
+}
+
 // Stores four 8x8 matrices of 16-bit values, each transposed: a lane holds, in register i, the
 // elements (lane / 4, 2 (lane % 4)) and (lane / 4, 2 (lane % 4) + 1) of matrix i (the layout of an
 // mma accumulator pair), and lane L gives the shared address that receives column L % 8 of

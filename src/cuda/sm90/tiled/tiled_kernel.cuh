@@ -75,13 +75,13 @@ __device__ __forceinline__ int expert_row_tiles(const GroupedParams& p, int e) {
   return rows >= p.min_rows && rows <= p.max_rows ? (rows + kTokens - 1) / kTokens : 0;
 }
 
-// The barrier among threads 0 .. kThreads - 1 that take part in a scan: the whole CTA, or (a
-// named barrier) a warp-specialised kernel's producer warpgroup.
+// The barrier among threads 0 .. kThreads - 1 that take part in a scan: the whole CTA, or (named
+// barrier 1) a warp-specialised kernel's producer warpgroup.
 template <int kThreads, bool kWholeCta>
 struct ScanSync {
   __device__ __forceinline__ static void sync() {
     if constexpr (kWholeCta) __syncthreads();
-    else asm volatile("bar.sync 1, %0;\n" ::"n"(kThreads) : "memory");
+    else named_barrier_sync<1, kThreads>();
   }
 };
 
@@ -399,9 +399,8 @@ __device__ __forceinline__ void store_tile(const GroupedParams& p, std::uint16_t
 }
 
 // Step 4 through shared memory, for outputs whose token rows can be written 16 bytes at a time
-// (N a multiple of 8, `out` 16-byte aligned). store_tile writes 2 bytes a thread and store, four
-// token rows a warp instruction; measured with the stores removed, that epilogue is 5-16 % of a
-// prefill GEMM's time (docs/perf.md, "2026-12-02, eighth session"). Here stmatrix transposes the
+// (N a multiple of 8, `out` 16-byte aligned). store_tile stores 2 bytes at a time, a warp's store
+// touching four token rows; measured with its stores removed, a prefill GEMM ran 5-16 % faster (docs/perf.md, "2026-12-02, eighth session"). Here stmatrix transposes the
 // accumulators (x scale_2, bf16: the same values) into a [token][channel] tile, and each thread
 // copies whole 16-byte pieces of token rows: a warp instruction writes two rows of 128 channels.
 template <class Config>

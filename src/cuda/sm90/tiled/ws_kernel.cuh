@@ -39,10 +39,12 @@ struct WsShape {
   static constexpr int kConsumerThreads = Base::kThreads;  // 128 per 64 weight rows
   static constexpr int kThreads = kProducerThreads + kConsumerThreads;
   // The epilogue's staging tile (store_tile_staged) after the stage ring, where it fits beside
-  // the ring and the static shared memory (not for the 256-token bf16 tile, reached only when
-  // forced).
-  static constexpr bool kStaged = StagedTile<Config>::kFits &&
-                                  Base::kSmemBytes + StagedTile<Config>::kBytes + 4096 <= 227 * 1024;
+  // the ring and the static shared memory (WsShared and the scans' scratch, about 1.2 KB; not for
+  // the 256-token bf16 tile, reached only when forced).
+  static constexpr int kStaticSmemReserve = 4096;
+  static constexpr bool kStaged =
+      StagedTile<Config>::kFits &&
+      Base::kSmemBytes + StagedTile<Config>::kBytes + kStaticSmemReserve <= 227 * 1024;
   static constexpr int kSmemBytes = Base::kSmemBytes + (kStaged ? StagedTile<Config>::kBytes : 0);
   static_assert(kThreads == 384, "one producer and two consumer warpgroups");
   // 384 threads leave 168 registers a thread: enough for the 128-token tile's consumers (64
@@ -216,12 +218,10 @@ __device__ __forceinline__ void consume(const GroupedParams& p, WsShared<Config>
     release(k_tiles - 1);
     std::uint16_t* out = p.out[tile.projection];
     if (WsShape<Config, kNvfp4>::kStaged && rows_take_16_bytes(p, out))
-      store_tile_staged<Config>(p, out, tile.scale_2, tile.n0, tile.row_begin, tile.row_end, acc,
-                                base_ptr + kStages * Shape::kStageBytes, thread, [] {
-                                  asm volatile("bar.sync 2, %0;\n" ::"n"(
-                                                   WsShape<Config, kNvfp4>::kConsumerThreads)
-                                               : "memory");
-                                });
+      store_tile_staged<Config>(  // named barrier 2: the consumer warpgroups
+          p, out, tile.scale_2, tile.n0, tile.row_begin, tile.row_end, acc,
+          base_ptr + kStages * Shape::kStageBytes, thread,
+          named_barrier_sync<2, WsShape<Config, kNvfp4>::kConsumerThreads>);
     else
       store_tile<Config>(p, out, tile.scale_2, tile.n0, tile.row_begin, tile.row_end, acc,
                          thread);
