@@ -93,8 +93,8 @@ __device__ __forceinline__ void named_barrier_sync() {
 // matrix L / 8 (16 contiguous bytes).
 __device__ __forceinline__ void stmatrix_x4_trans(uint32_t addr, uint32_t m0, uint32_t m1,
                                                   uint32_t m2, uint32_t m3) {
-  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr),
-               "r"(m0), "r"(m1), "r"(m2), "r"(m3)
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n"
+               ::"r"(addr), "r"(m0), "r"(m1), "r"(m2), "r"(m3)
                : "memory");
 }
 

@@ -89,7 +89,10 @@ Layout carve(const Problem& problem, const Plan& plan, void* base) {
 // of a narrow N, say) cuts each tile's K into ranges, one CTA each, at least kMinSplitKTiles
 // k-tiles a range (so that a CTA's pipeline fill stays small), on the CTA-synchronised tile of the
 // same shape (fold_splits). NVFP4 weights keep one order of K: a grouped call and a GEMM on an
-// expert's rows give the same bits (the seeds define the one by the other).
+// expert's rows give the same bits (the seeds define the one by the other). Measured on the
+// 128-token tile (dense M = 512: 0.82-0.91x the unsplit time, docs/perf.md, "2026-12-02, eighth
+// session"); the narrower tiles (M < 64 rows) split only when forced (METRALE_CUDA_KERNEL), until
+// measured.
 constexpr int kMinSplitKTiles = 8;
 constexpr int cta_synchronised_twin(int config) {
   if (!kTiles[config].specialized) return config;
@@ -97,7 +100,7 @@ constexpr int cta_synchronised_twin(int config) {
 }
 Plan split_small_grid(const Problem& problem, Plan plan) {
   const GroupedNvfp4& a = problem.args;
-  if (problem.nvfp4 || a.groups.offsets_on_device) return plan;
+  if (problem.nvfp4 || a.groups.offsets_on_device || kTiles[plan.config].tokens < 128) return plan;
   const int tiles = row_tiles(a, plan) * channel_tiles(a, kTiles[plan.config]) * a.proj_count;
   const int k_tiles = (a.k + kBlockK - 1) / kBlockK;
   const int splits = std::min(device_sm_count() / std::max(tiles, 1), k_tiles / kMinSplitKTiles);

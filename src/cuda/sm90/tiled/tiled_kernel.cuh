@@ -400,14 +400,14 @@ __device__ __forceinline__ void store_tile(const GroupedParams& p, std::uint16_t
 
 // Step 4 through shared memory, for outputs whose token rows can be written 16 bytes at a time
 // (N a multiple of 8, `out` 16-byte aligned). store_tile stores 2 bytes at a time, a warp's store
-// touching four token rows; measured with its stores removed, a prefill GEMM ran 5-16 % faster (docs/perf.md, "2026-12-02, eighth session"). Here stmatrix transposes the
-// accumulators (x scale_2, bf16: the same values) into a [token][channel] tile, and each thread
-// copies whole 16-byte pieces of token rows: a warp instruction writes two rows of 128 channels.
+// touching four token rows; with its stores removed, prefill GEMMs ran up to 16 % faster
+// (docs/perf.md, "2026-12-02, eighth session"). Here stmatrix transposes the accumulators
+// (x scale_2, bf16: the same values) into a [token][channel] tile, and each thread copies whole
+// 16-byte pieces of token rows: a warp instruction writes two rows of 128 channels.
 template <class Config>
 struct StagedTile {
-  static constexpr int kPitch = Config::weight_rows * 2 + 16;  // a token row; the padding puts
-                                                               // the 8 rows of a stmatrix in
-                                                               // distinct banks
+  // A token row, padded so that the 8 rows a stmatrix writes fall in distinct banks.
+  static constexpr int kPitch = Config::weight_rows * 2 + 16;
   static constexpr int kBytes = Config::tokens * kPitch;
   static constexpr int kPieces = Config::weight_rows / 8;  // 16-byte pieces of a token row
   static constexpr int kThreads = Config::weight_rows * 2;  // the consumers: 128 per 64 rows
@@ -421,7 +421,8 @@ __device__ __forceinline__ uint32_t scaled_bf16x2(float lo, float hi, float scal
 }
 
 // Whether store_tile_staged may write `out` (uniform over the CTA).
-__device__ __forceinline__ bool rows_take_16_bytes(const GroupedParams& p, const std::uint16_t* out) {
+__device__ __forceinline__ bool rows_take_16_bytes(const GroupedParams& p,
+                                                   const std::uint16_t* out) {
   return p.n % 8 == 0 && reinterpret_cast<std::uintptr_t>(out) % 16 == 0;
 }
 
@@ -429,7 +430,8 @@ __device__ __forceinline__ bool rows_take_16_bytes(const GroupedParams& p, const
 template <class Config, class Barrier>
 __device__ __forceinline__ void store_tile_staged(const GroupedParams& p, std::uint16_t* out,
                                                   float scale_2, int n0, int row_begin,
-                                                  int row_end, const float (&acc)[Config::tokens / 2],
+                                                  int row_end,
+                                                  const float (&acc)[Config::tokens / 2],
                                                   std::uint8_t* staging, unsigned thread,
                                                   Barrier barrier) {
   using Staged = StagedTile<Config>;
@@ -534,7 +536,8 @@ __device__ bool fold_splits(const GroupedParams& p, int tile, int split, float (
   for (int s = 1; s < p.splits; ++s) {
     float v[kAcc];
 #pragma unroll
-    for (int i = 0; i < kAcc; ++i) v[i] = __ldcg(first + s * tile_floats + i * kThreads + threadIdx.x);
+    for (int i = 0; i < kAcc; ++i)
+      v[i] = __ldcg(first + s * tile_floats + i * kThreads + threadIdx.x);
 #pragma unroll
     for (int i = 0; i < kAcc; ++i) acc[i] = __fadd_rn(acc[i], v[i]);
   }
@@ -621,10 +624,8 @@ __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
   run_stages(k_tiles, frag, acc, step);
 
   // 4. epilogue (the stages are free: the last wgmmas are done, no copy is in flight)
-  if (p.splits > 1 &&
-      !fold_splits<Shape::kThreads>(p, (projection * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x,
-                                    split, acc))
-    return;
+  const int tile = (projection * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+  if (p.splits > 1 && !fold_splits<Shape::kThreads>(p, tile, split, acc)) return;
   const float scale_2 = kNvfp4 ? entry.scale_2 : 1.0f;
   std::uint16_t* out = p.out[projection];
   if constexpr (StagedTile<Config>::kFits) {
