@@ -205,7 +205,8 @@ Result transpose_nvfp4_packed(const TransposePacked& args, const Exec& exec);
 Result nvfp4_grouped(const GroupedNvfp4& args, const Exec& exec);
 
 // Workspace bytes a call would need on `backend` (our CUDA kernels stage their expert tables and,
-// for the decode family, the activations there: docs/api.md, "Workspace").
+// for the decode family, the activations there: docs/api.md, "Workspace"); gemm_workspace_size
+// covers both GEMMs of the shape (NVFP4 and bf16, whose K split keeps partial sums there).
 Result gemm_workspace_size(Backend backend, std::int32_t m, std::int32_t n, std::int32_t k,
                            std::size_t* bytes);
 Result nvfp4_grouped_workspace_size(Backend backend, const ExpertGroups& groups, std::int32_t n,
