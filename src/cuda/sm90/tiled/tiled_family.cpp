@@ -94,9 +94,17 @@ Layout carve(const Problem& problem, const Plan& plan, void* base) {
 // session"); the narrower tiles (M < 64 rows) split only when forced (METRALE_CUDA_KERNEL), until
 // measured.
 constexpr int kMinSplitKTiles = 8;
+// The CTA-synchronised configuration of the same tile (tokens, weight rows, chunk); itself when
+// there is none.
 constexpr int cta_synchronised_twin(int config) {
-  if (!kTiles[config].specialized) return config;
-  return kTiles[config].tokens == 128 ? 6 : 7;
+  const TileConfig& t = kTiles[config];
+  for (int i = 0; t.specialized && i < kTileCount; ++i) {
+    const TileConfig& c = kTiles[i];
+    if (!c.specialized && c.tokens == t.tokens && c.weight_rows == t.weight_rows &&
+        c.chunk == t.chunk)
+      return i;
+  }
+  return config;
 }
 Plan split_small_grid(const Problem& problem, Plan plan) {
   const GroupedNvfp4& a = problem.args;
@@ -104,8 +112,9 @@ Plan split_small_grid(const Problem& problem, Plan plan) {
   const int tiles = row_tiles(a, plan) * channel_tiles(a, kTiles[plan.config]) * a.proj_count;
   const int k_tiles = (a.k + kBlockK - 1) / kBlockK;
   const int splits = std::min(device_sm_count() / std::max(tiles, 1), k_tiles / kMinSplitKTiles);
-  if (splits < 2) return plan;
-  plan.config = cta_synchronised_twin(plan.config);
+  const int twin = cta_synchronised_twin(plan.config);
+  if (splits < 2 || kTiles[twin].specialized) return plan;
+  plan.config = twin;
   plan.splits = splits;
   return plan;
 }
@@ -278,8 +287,12 @@ class TiledFamily final : public Family {
       fail(Status::unsupported, "{}: {} row tiles exceed the grid limit of 65535", problem.op,
            grid.y);
     const Layout l = carve(problem, plan, ws.ptr);
-    const StagedTables tables{l.table,    l.offsets,  a.groups.num_experts,
-                              a.proj_count, l.counters, l.tiles};
+    const StagedTables tables{.table = l.table,
+                              .offsets = l.offsets,
+                              .num_experts = a.groups.num_experts,
+                              .proj_count = a.proj_count,
+                              .counters = l.counters,
+                              .counter_count = l.tiles};
     thread_local HostOffsets offsets;  // ~8 KB: per-thread scratch, not a heap block per call
     fill_host_offsets(problem, offsets);
     stage_tables(problem, 0, &offsets, tables, stream);

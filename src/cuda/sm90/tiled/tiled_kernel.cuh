@@ -8,12 +8,13 @@
 // expert still fills the tensor core's M side with weights.
 //
 // Data path, per CTA (one expert's row tile x weight_rows output channels x one projection):
-//  1. locate: a block-wide scan over the expert offsets (device memory: the caller's, or host
-//     offsets staged into the workspace) maps blockIdx.y to (expert, row range); experts whose
-//     rows fall outside [min_rows, max_rows] are another family's and get no tiles.
-//  2. gather: the tile's source rows (token_ids[i], or i) go to shared memory; negative ids and,
-//     when the caller gave a_rows (> 0), ids past it read as zeros. The seed-shaped fused call
-//     cannot pass a_rows: there the ids are trusted.
+//  1. locate (tiled_locate.cuh): a block-wide scan over the expert offsets (device memory: the
+//     caller's, or host offsets staged into the workspace) maps the CTA's row tile (raster_tile's
+//     order) to (expert, row range); experts whose rows fall outside [min_rows, max_rows] are
+//     another family's and get no tiles.
+//  2. gather (tiled_locate.cuh): the tile's source rows (token_ids[i], or i) go to shared
+//     memory; negative ids and, when the caller gave a_rows (> 0), ids past it read as zeros. The
+//     seed-shaped fused call cannot pass a_rows: there the ids are trusted.
 //  3. mainloop: a cp.async pipeline of `stages` k-tiles (64 values of K each). Activations land
 //     in a 128-byte-swizzled K-major tile read by wgmma through a descriptor. NVFP4 weights land
 //     as packed bytes plus their block scales; each thread decodes its A fragment (e2m1 x e4m3 in
@@ -21,8 +22,10 @@
 //     swizzled tile and wgmma reads both operands from shared memory. Software-pipelined: while
 //     the wgmmas of k-tile kt run, the CTA waits for kt + 1, refills kt - 1's slot and decodes
 //     kt + 1. Every tile accumulates K in the same order (k16 steps, ascending), so the products
-//     do not depend on the tile chosen.
-//  4. epilogue: fp32 accumulators x scale_2 (fp32) -> bf16, stored to the group rows.
+//     do not depend on the tile chosen; a bf16 tile may cut K into ranges (p.splits), one CTA
+//     each, folded in range order.
+//  4. epilogue (tiled_epilogue.cuh): fp32 accumulators x scale_2 (fp32) -> bf16, stored to the
+//     group rows, through shared memory where the rows take 16-byte stores.
 //
 // Speed: docs/perf.md records each change to this kernel with its prediction and measurement.
 #pragma once
@@ -33,6 +36,8 @@
 
 #include "cuda/sm90/primitives.cuh"
 #include "cuda/sm90/tiled/lut_decode.cuh"
+#include "cuda/sm90/tiled/tiled_epilogue.cuh"
+#include "cuda/sm90/tiled/tiled_locate.cuh"
 #include "cuda/sm90/tiled/tiled_params.hpp"
 #include "cuda/sm90/wgmma_ops.cuh"
 #include "format/layouts.hpp"
@@ -63,88 +68,6 @@ struct KernelShape {
   static_assert(kActBytes % kSwizzleAtomBytes == 0, "weight tile must stay 1024-aligned");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA exceeds sm_90's 227 KB");
 };
-
-__device__ __forceinline__ int expert_offset(const GroupedParams& p, int e) {
-  return min(max(__ldg(p.offsets + e), 0), p.m_total);
-}
-
-// Row tiles of expert e: none when its rows belong to another family's window.
-template <int kTokens>
-__device__ __forceinline__ int expert_row_tiles(const GroupedParams& p, int e) {
-  const int rows = max(expert_offset(p, e + 1) - expert_offset(p, e), 0);
-  return rows >= p.min_rows && rows <= p.max_rows ? (rows + kTokens - 1) / kTokens : 0;
-}
-
-// The barrier among threads 0 .. kThreads - 1 that take part in a scan: the whole CTA, or (named
-// barrier 1) a warp-specialised kernel's producer warpgroup.
-template <int kThreads, bool kWholeCta>
-struct ScanSync {
-  __device__ __forceinline__ static void sync() {
-    if constexpr (kWholeCta) __syncthreads();
-    else named_barrier_sync<1, kThreads>();
-  }
-};
-
-// Step 1. Maps row tile `tile` to its expert and group-row range with an exclusive scan of the
-// experts' row tiles over threads 0 .. kThreads - 1 (each sums a contiguous run of experts, so
-// any expert count works). Returns false (for every thread) when the tile is past the end.
-template <int kThreads, int kTokens, bool kWholeCta = true>
-__device__ bool locate_row_tile(const GroupedParams& p, int tile, int& expert, int& row_begin,
-                                int& row_end) {
-  using Sync = ScanSync<kThreads, kWholeCta>;
-  constexpr int kWarps = kThreads / 32;
-  __shared__ int warp_totals[kWarps];
-  __shared__ int found[3];
-  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-  if (tid == 0) found[0] = -1;
-  const int per_thread = (p.num_experts + kThreads - 1) / kThreads;
-  const int first = tid * per_thread, last = min(first + per_thread, p.num_experts);
-  int local = 0;
-  for (int e = first; e < last; ++e) local += expert_row_tiles<kTokens>(p, e);
-  int inclusive = local;
-#pragma unroll
-  for (int delta = 1; delta < 32; delta *= 2) {
-    const int up = __shfl_up_sync(0xFFFFFFFFu, inclusive, delta);
-    if (lane >= delta) inclusive += up;
-  }
-  if (lane == 31) warp_totals[warp] = inclusive;
-  Sync::sync();
-  int before = inclusive - local;
-  for (int w = 0; w < warp; ++w) before += warp_totals[w];
-  if (tile >= before && tile < before + local) {
-    for (int e = first; e < last; ++e) {
-      const int count = expert_row_tiles<kTokens>(p, e);
-      if (tile >= before && tile < before + count) {
-        const int begin = expert_offset(p, e) + (tile - before) * kTokens;
-        found[0] = e;
-        found[1] = begin;
-        found[2] = min(begin + kTokens, expert_offset(p, e + 1));
-      }
-      before += count;
-    }
-  }
-  Sync::sync();
-  expert = found[0];
-  row_begin = found[1];
-  row_end = found[2];
-  return expert >= 0;
-}
-
-// The row tiles of every expert (in the family's row window), summed over threads
-// 0 .. kThreads - 1: how many tiles a persistent kernel walks.
-template <int kThreads, int kTokens, bool kWholeCta = true>
-__device__ int count_row_tiles(const GroupedParams& p) {
-  __shared__ int total;
-  if (threadIdx.x == 0) total = 0;
-  ScanSync<kThreads, kWholeCta>::sync();
-  int local = 0;
-  for (int e = threadIdx.x; e < p.num_experts; e += kThreads) local += expert_row_tiles<kTokens>(p, e);
-#pragma unroll
-  for (int delta = 16; delta > 0; delta /= 2) local += __shfl_down_sync(0xFFFFFFFFu, local, delta);
-  if (threadIdx.x % 32 == 0) atomicAdd(&total, local);
-  ScanSync<kThreads, kWholeCta>::sync();
-  return total;
-}
 
 // Step 3a. The cp.async copies of one k-tile. Each thread's share of a tile is the same for
 // every k-tile, so its source pointers and shared offsets are computed once per CTA and a stage
@@ -377,108 +300,6 @@ __device__ __forceinline__ void issue_stage(uint32_t act, const uint32_t (&frag)
   wgmma_commit();
 }
 
-// Step 4. Accumulator (m64nNk16 fp32 layout) -> bf16 group rows.
-template <class Config>
-__device__ __forceinline__ void store_tile(const GroupedParams& p, std::uint16_t* out, float scale_2,
-                                           int n0, int row_begin, int row_end,
-                                           const float (&acc)[Config::tokens / 2],
-                                           unsigned thread = threadIdx.x) {
-  const int lane = thread % 32, g = lane / 4, t = lane % 4;
-  const int channel = n0 + (thread / 32) * 16 + g;
-#pragma unroll
-  for (int j = 0; j < Config::tokens / 8; ++j) {
-#pragma unroll
-    for (int q = 0; q < 4; ++q) {
-      const int n = channel + (q >= 2 ? 8 : 0);
-      const int row = row_begin + 8 * j + 2 * t + (q & 1);
-      if (n < p.n && row < row_end)
-        out[static_cast<size_t>(row) * p.n + n] =
-            __bfloat16_as_ushort(__float2bfloat16_rn(__fmul_rn(acc[4 * j + q], scale_2)));
-    }
-  }
-}
-
-// Step 4 through shared memory, for outputs whose token rows can be written 16 bytes at a time
-// (N a multiple of 8, `out` 16-byte aligned). store_tile stores 2 bytes at a time, a warp's store
-// touching four token rows; with its stores removed, prefill GEMMs ran up to 16 % faster
-// (docs/perf.md, "2026-12-02, eighth session"). Here stmatrix transposes the accumulators
-// (x scale_2, bf16: the same values) into a [token][channel] tile, and each thread copies whole
-// 16-byte pieces of token rows: a warp instruction writes two rows of 128 channels.
-template <class Config>
-struct StagedTile {
-  // A token row, padded so that the 8 rows a stmatrix writes fall in distinct banks.
-  static constexpr int kPitch = Config::weight_rows * 2 + 16;
-  static constexpr int kBytes = Config::tokens * kPitch;
-  static constexpr int kPieces = Config::weight_rows / 8;  // 16-byte pieces of a token row
-  static constexpr int kThreads = Config::weight_rows * 2;  // the consumers: 128 per 64 rows
-  static constexpr bool kFits = Config::tokens % 16 == 0;  // stmatrix x4: 8-token groups in pairs
-};
-
-__device__ __forceinline__ uint32_t scaled_bf16x2(float lo, float hi, float scale_2) {
-  const uint32_t l = __bfloat16_as_ushort(__float2bfloat16_rn(__fmul_rn(lo, scale_2)));
-  const uint32_t h = __bfloat16_as_ushort(__float2bfloat16_rn(__fmul_rn(hi, scale_2)));
-  return l | h << 16;
-}
-
-// Whether store_tile_staged may write `out` (uniform over the CTA).
-__device__ __forceinline__ bool rows_take_16_bytes(const GroupedParams& p,
-                                                   const std::uint16_t* out) {
-  return p.n % 8 == 0 && reinterpret_cast<std::uintptr_t>(out) % 16 == 0;
-}
-
-// `barrier` synchronises the consumer threads; `staging` holds StagedTile::kBytes.
-template <class Config, class Barrier>
-__device__ __forceinline__ void store_tile_staged(const GroupedParams& p, std::uint16_t* out,
-                                                  float scale_2, int n0, int row_begin,
-                                                  int row_end,
-                                                  const float (&acc)[Config::tokens / 2],
-                                                  std::uint8_t* staging, unsigned thread,
-                                                  Barrier barrier) {
-  using Staged = StagedTile<Config>;
-  static_assert(Staged::kFits, "whole pairs of 8-token groups");
-  // Matrix i of a stmatrix holds 8 tokens (group j + i / 2) x 8 channels (half i % 2 of the
-  // warp's 16); lane L addresses token L % 8 of matrix L / 8.
-  const int lane = thread % 32, matrix = lane / 8;
-  const uint32_t first = smem_address(staging) + (8 * (matrix / 2) + lane % 8) * Staged::kPitch +
-                         ((thread / 32) * 16 + (matrix % 2) * 8) * 2;
-  barrier();  // the previous tile's copies have read the staging tile
-#pragma unroll
-  for (int j = 0; j < Config::tokens / 8; j += 2)
-    stmatrix_x4_trans(first + 8 * j * Staged::kPitch,
-                      scaled_bf16x2(acc[4 * j], acc[4 * j + 1], scale_2),
-                      scaled_bf16x2(acc[4 * j + 2], acc[4 * j + 3], scale_2),
-                      scaled_bf16x2(acc[4 * j + 4], acc[4 * j + 5], scale_2),
-                      scaled_bf16x2(acc[4 * j + 6], acc[4 * j + 7], scale_2));
-  barrier();
-  constexpr int kRounds = Config::tokens * Staged::kPieces / Staged::kThreads;
-  static_assert(kRounds * Staged::kThreads == Config::tokens * Staged::kPieces, "whole rounds");
-  const int rows = row_end - row_begin;
-#pragma unroll
-  for (int round = 0; round < kRounds; ++round) {
-    const int i = static_cast<int>(thread) + round * Staged::kThreads;
-    const int r = i / Staged::kPieces, c = i % Staged::kPieces, n = n0 + 8 * c;
-    if (r < rows && n < p.n)
-      *reinterpret_cast<uint4*>(out + static_cast<size_t>(row_begin + r) * p.n + n) =
-          *reinterpret_cast<const uint4*>(staging + r * Staged::kPitch + c * 16);
-  }
-}
-
-// Step 2. The tile's source rows (token_ids[i], or i) into shared memory; negative ids and, when
-// the caller gave a_rows (> 0), ids past it read as zeros.
-template <int kTokens, int kThreads>
-__device__ __forceinline__ void gather_rows(const GroupedParams& p, int row_begin, int row_end,
-                                            int* src_rows) {
-  for (int r = threadIdx.x; r < kTokens; r += kThreads) {
-    const int i = row_begin + r;
-    int row = -1;
-    if (i < row_end) {
-      row = p.token_ids ? __ldg(p.token_ids + i) : i;
-      if (row < 0 || (p.a_rows > 0 && row >= p.a_rows)) row = -1;
-    }
-    src_rows[r] = row;
-  }
-}
-
 // Zero every stage once: rows the loader skips must read as zeros.
 template <int kThreads>
 __device__ __forceinline__ void zero_stages(std::uint8_t* base, int bytes) {
@@ -510,38 +331,6 @@ __device__ __forceinline__ void run_stages(int k_tiles, uint32_t (&frag)[2][4][4
   }
   wgmma_wait<0>();
   release_operands(frag, acc);
-}
-
-// A tile cut into K ranges (p.splits > 1, one CTA each): every CTA leaves its fp32 sums in the
-// workspace, and the last to arrive adds all of them in split order (whichever CTA that is, so
-// a second run gives the same bits) into `acc` and returns true; the others return false.
-template <int kThreads, int kAcc>
-__device__ bool fold_splits(const GroupedParams& p, int tile, int split, float (&acc)[kAcc]) {
-  __shared__ int last;
-  const size_t tile_floats = static_cast<size_t>(kAcc) * kThreads;
-  const float* first = p.partials + static_cast<size_t>(tile) * p.splits * tile_floats;
-  float* mine = p.partials + (static_cast<size_t>(tile) * p.splits + split) * tile_floats;
-#pragma unroll
-  for (int i = 0; i < kAcc; ++i) __stcg(mine + i * kThreads + threadIdx.x, acc[i]);
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(p.counters + tile, 1u) == unsigned(p.splits - 1);
-  __syncthreads();
-  if (!last) return false;
-  __threadfence();
-  // Range by range, each range's loads in flight together (a loop over the ranges inside each
-  // accumulator's made one L2 round trip per value: 2.5x the unsplit time at 2 ranges).
-#pragma unroll
-  for (int i = 0; i < kAcc; ++i) acc[i] = __ldcg(first + i * kThreads + threadIdx.x);
-  for (int s = 1; s < p.splits; ++s) {
-    float v[kAcc];
-#pragma unroll
-    for (int i = 0; i < kAcc; ++i)
-      v[i] = __ldcg(first + s * tile_floats + i * kThreads + threadIdx.x);
-#pragma unroll
-    for (int i = 0; i < kAcc; ++i) acc[i] = __fadd_rn(acc[i], v[i]);
-  }
-  return true;
 }
 
 template <class Config, bool kNvfp4>
