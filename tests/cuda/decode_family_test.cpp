@@ -7,6 +7,7 @@
 //     the fp32 sums depends on K and the expert's rows only), and the grouped call equals a single
 //     GEMM on one expert's rows;
 //   - an expert past the widest token tile (more than 256 rows: several token tiles);
+//   - host-planned launches whose loader crosses units inside the first stages;
 //   - the seam's refusals: a forced family that cannot run says why; 2049 experts name the limit.
 #include <cstdlib>
 #include <vector>
@@ -66,6 +67,21 @@ TEST(DecodeFamily, ForcedWidthsAndSplits) {
                    kernel, splits == 3);
         if (!expect_pass(c) && ++failures >= kMaxReportedFailures) return;
       }
+}
+
+// Many units of one stage each (K = 32 and 96, 48 experts x 2 x 32 weight tiles: ~3000 units
+// on ~500 CTAs): with host offsets (planned on the host) the loader crosses units inside the
+// first stages, whose weights it copies before the staging kernel has written the activations;
+// device offsets (the plan kernel's list) the same shape.
+TEST(DecodeFamily, ShortUnitsCrossInTheFirstStages) {
+  METRALE_SKIP_WITHOUT_GPU();
+  std::uint64_t seed = 7150;
+  for (int k : {32, 96})
+    for (bool device_offsets : {false, true}) {
+      const check::Routing routing{64, 48, 4, RoutingKind::skew};
+      expect_pass(forced(grouped_case(Op::grouped_gate_up_fused, Mode::exact, 2048, k, routing, ++seed),
+                         kDecode, device_offsets));
+    }
 }
 
 // Experts past the widest tile: 300 rows on one expert run as two token tiles.
@@ -169,6 +185,30 @@ TEST(DecodeFamily, TokenWidthIsTwiceTheMeanExpert) {
             "sm90-decode tokens=16 splits=auto");
   EXPECT_EQ(decode->describe(decode->plan(p, cuda::RowWindow{1, 4})),
             "sm90-decode tokens=8 splits=auto");
+}
+
+// The split rule (host logic, shared by the plan kernel and the host plan): split while fewer
+// than half of the resident CTAs would have a unit, then the fewest chunks on the busiest CTA.
+TEST(DecodeFamily, SplitRuleFillsHalfTheGrid) {
+  using cuda::sm90::decode::choose_splits;
+  EXPECT_EQ(choose_splits(512, 7, 528, 528, 0), 1);   // DeepSeek-V3 gate_up T = 1: tiles enough
+  EXPECT_EQ(choose_splits(192, 2, 528, 528, 0), 2);   // Qwen3-30B gate_up T = 1
+  EXPECT_EQ(choose_splits(128, 14, 528, 528, 0), 4);  // Mixtral down T = 1: 512 units of 4 chunks
+  EXPECT_EQ(choose_splits(600, 14, 528, 528, 0), 1);  // past the split capacity
+  EXPECT_EQ(choose_splits(128, 14, 528, 528, 3), 3);  // forced
+  EXPECT_EQ(choose_splits(0, 1, 528, 528, 0), 1);
+  // An expert's share: 5 rows at 8 tokens, 2 projections x 32 weight tiles, K = 7168 (112 k-tiles).
+  const auto w = cuda::sm90::decode::expert_work(5, 8, 64, 112, 4);
+  EXPECT_EQ(w.tiles, 64);
+  EXPECT_EQ(w.chunk_tiles, 16);
+  EXPECT_EQ(w.chunks, 7);
+  EXPECT_EQ(w.splits, 4);
+  EXPECT_EQ(w.units, 256);
+  EXPECT_EQ(w.fold_blocks, 1);
+  EXPECT_EQ(w.partials, 64LL * 7 * 8 * 64);
+  // A split past the expert's chunks stops at them; an unsplit expert keeps no partials.
+  EXPECT_EQ(cuda::sm90::decode::expert_work(5, 8, 64, 16, 4).splits, 1);
+  EXPECT_EQ(cuda::sm90::decode::expert_work(5, 8, 64, 16, 4).partials, 0);
 }
 
 #else

@@ -46,14 +46,16 @@ struct Layout {  // the workspace, carved in this order
 
 int split_capacity() { return kSplitTilesPerSm * device_sm_count(); }
 
-// The plan kernel's CTAs: CTA 0 plans, the others stage the activations (decode_plan.cu's
-// stage_rest), a thread per k-tile of a group row, or per 16-byte piece of one with a gated input.
-int plan_grid(const Problem& problem) {
+// The plan kernel's CTAs: CTA 0 plans (none in a host-planned launch's staging kernel), the
+// others stage the activations (decode_plan.cu's stage_rest), a thread per k-tile of a group row,
+// or per 16-byte piece of one with a gated input.
+int plan_grid(const Problem& problem, bool planned_on_host) {
   const GroupedNvfp4& a = problem.args;
   const int per_tile = problem.glu.up ? kGluPiecesPerTile : 1;
   const long long items = 1LL * a.groups.m_total * k_tiles_of(a.k) * per_tile;
-  return static_cast<int>(std::clamp<long long>((items + kPlanThreads - 1) / kPlanThreads + 1, 2,
-                                                4LL * device_sm_count()));
+  const int planner = planned_on_host ? 0 : 1;
+  return static_cast<int>(std::clamp<long long>((items + kPlanThreads - 1) / kPlanThreads + planner,
+                                                1 + planner, 4LL * device_sm_count()));
 }
 
 Layout carve(const Problem& problem, void* base) {
@@ -122,26 +124,30 @@ class DecodeFamily final : public Family {
     // Per-thread scratch: a call allocates nothing on the host (the argument blocks are up to
     // ~25 KB).
     thread_local std::vector<int> listed;
-    thread_local CompactPlanArgs compact_args;
+    thread_local HostWork host_work;
     thread_local PlanArgs host_args;
     thread_local DevicePlanArgs device_args;
     listed.clear();
     const bool compact = list_active(a, plan.rows, listed);
     const int experts = compact ? static_cast<int>(listed.size()) : a.groups.num_experts;
     int ctas_per_sm = 0, shared_bytes = 0;
-    METRALE_CUDA_CHECK(decode_occupancy(plan.config, experts, &ctas_per_sm, &shared_bytes));
+    METRALE_CUDA_CHECK(decode_occupancy(plan.config, experts, compact, &ctas_per_sm, &shared_bytes));
     const PlanShape shape = plan_shape(problem, plan, l, experts, ctas_per_sm);
+    const DecodeParams params = decode_params(problem, l, shape);
     if (compact) {
-      compact_args.shape = shape;
-      fill_compact(problem, listed, compact_args);
-      METRALE_CUDA_CHECK(launch_plan(compact_args, plan_grid(problem), stream));
-    } else if (a.groups.offsets_on_device) {
-      launch_general_plan(problem, shape, device_args, plan_grid(problem), stream);
-    } else {
-      launch_general_plan(problem, shape, host_args, plan_grid(problem), stream);
+      plan_on_host(problem, shape, listed, host_work);
+      if (host_work.units == 0) return;  // no expert of the window holds rows
+      METRALE_CUDA_CHECK(launch_staging(shape, plan_grid(problem, true), stream));
+      METRALE_CUDA_CHECK(launch_decode(plan.config, params, &host_work,
+                                       std::min(host_work.units, shape.grid), shared_bytes, stream));
+      return;
     }
-    METRALE_CUDA_CHECK(
-        launch_decode(plan.config, decode_params(problem, l, shape), shape.grid, shared_bytes, stream));
+    if (a.groups.offsets_on_device) {
+      launch_general_plan(problem, shape, device_args, plan_grid(problem, false), stream);
+    } else {
+      launch_general_plan(problem, shape, host_args, plan_grid(problem, false), stream);
+    }
+    METRALE_CUDA_CHECK(launch_decode(plan.config, params, nullptr, shape.grid, shared_bytes, stream));
   }
 
  private:
@@ -176,15 +182,36 @@ class DecodeFamily final : public Family {
     METRALE_CUDA_CHECK(launch_plan(args, grid, stream));
   }
 
-  static void fill_compact(const Problem& problem, const std::vector<int>& listed,
-                           CompactPlanArgs& args) {
+  // The listed experts' work list by the plan kernel's rule (decode_params.hpp's choose_splits
+  // and expert_work), and their table: expert i of the list is entry i.
+  static void plan_on_host(const Problem& problem, const PlanShape& s,
+                           const std::vector<int>& listed, HostWork& w) {
     const GroupedNvfp4& a = problem.args;
-    args.count = static_cast<int>(listed.size());
-    for (int i = 0; i < args.count; ++i) {
-      const int e = listed[i];
-      args.experts[i] = ActiveExpert{a.groups.offsets[e], a.groups.offsets[e + 1] - a.groups.offsets[e]};
-      for (int p = 0; p < a.proj_count; ++p) args.entries[p][i] = expert_entry(problem, p, e);
+    const int count = static_cast<int>(listed.size());
+    const int tiles_per_token_tile = s.proj_count * s.n_tiles;
+    auto rows_of = [&](int e) { return a.groups.offsets[e + 1] - a.groups.offsets[e]; };
+    int total_tiles = 0, most_chunks = 1;
+    for (int e : listed) {
+      total_tiles += expert_work(rows_of(e), s.tokens, tiles_per_token_tile, s.k_tiles, 1).tiles;
+      most_chunks = std::max(most_chunks, chunk_count(rows_of(e), s.k_tiles));
     }
+    const int splits =
+        choose_splits(total_tiles, most_chunks, s.grid, s.split_capacity, s.forced_splits);
+    int tile = 0, unit = 0;
+    std::int64_t partial = 0;
+    for (int i = 0; i < count; ++i) {
+      const int e = listed[i];
+      const ExpertWork work = expert_work(rows_of(e), s.tokens, tiles_per_token_tile, s.k_tiles, splits);
+      w.segment[i] = segment_of(i, a.groups.offsets[e], rows_of(e), work, tile, partial);
+      w.unit_first[i] = unit;
+      tile += work.tiles;
+      unit += work.units;
+      partial += work.partials;
+      for (int p = 0; p < a.proj_count; ++p) w.entries[p][i] = expert_entry(problem, p, e);
+    }
+    w.unit_first[count] = unit;
+    w.segments = count;
+    w.units = unit;
   }
 
   static PlanShape plan_shape(const Problem& problem, const Plan& plan, const Layout& l,

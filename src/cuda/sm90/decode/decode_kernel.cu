@@ -1,4 +1,7 @@
-// Instantiations of the decode kernel, one per token width of kTokenWidths, and their launch.
+// Instantiations of the decode kernels (device- and host-planned), one per token width of
+// kTokenWidths, and their launch.
+#include <type_traits>
+
 #include "cuda/family.hpp"
 #include "cuda/sm90/decode/decode_kernel.cuh"
 #include "cuda/sm90/decode/decode_plan.hpp"
@@ -12,22 +15,30 @@ int shared_bytes_for(int max_segments) {
 }
 
 template <int kTokens>
-cudaError_t occupancy(int max_segments, int* ctas, int* shared) {
-  *shared = shared_bytes_for<kTokens>(max_segments);
+const void* kernel_of(bool host_work) {
+  return host_work ? reinterpret_cast<const void*>(&decode_kernel_host<kTokens>)
+                   : reinterpret_cast<const void*>(&decode_kernel<kTokens>);
+}
+
+// A host-planned launch copies the whole prefix block of HostWork.
+template <int kTokens>
+cudaError_t occupancy(int max_segments, bool host_work, int* ctas, int* shared) {
+  *shared = host_work ? Shape<kTokens>::kPipelineBytes + static_cast<int>(sizeof(HostWork::unit_first))
+                      : shared_bytes_for<kTokens>(max_segments);
   // Configured once per device for the largest expert table; a launch asks for what it uses.
-  const void* kernel = reinterpret_cast<const void*>(&decode_kernel<kTokens>);
+  const void* kernel = kernel_of<kTokens>(host_work);
   if (const cudaError_t err = configure_once_per_device(kernel, shared_bytes_for<kTokens>(kMaxExperts));
       err != cudaSuccess)
     return err;
-  return cudaOccupancyMaxActiveBlocksPerMultiprocessor(ctas, &decode_kernel<kTokens>,
-                                                       Shape<kTokens>::kThreads, *shared);
+  return cudaOccupancyMaxActiveBlocksPerMultiprocessor(ctas, kernel, Shape<kTokens>::kThreads, *shared);
 }
 
-// A programmatic dependent launch: the CTAs start while the plan kernel finishes, and wait for
-// its results at griddepcontrol.wait (it saves a launch latency at decode sizes; graphs keep the
-// programmatic edge).
-template <int kTokens>
-cudaError_t launch(const DecodeParams& params, int grid, int shared, cudaStream_t stream) {
+// A programmatic dependent launch: the CTAs start while the plan (or staging) kernel finishes,
+// and wait for its results at griddepcontrol.wait (it saves a launch latency at decode sizes;
+// graphs keep the programmatic edge).
+template <int kTokens, class... Args>
+cudaError_t launch(void (*kernel)(Args...), int grid, int shared, cudaStream_t stream,
+                   const std::remove_reference_t<Args>&... args) {
   cudaLaunchAttribute attribute{};
   attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attribute.val.programmaticStreamSerializationAllowed = 1;
@@ -38,7 +49,7 @@ cudaError_t launch(const DecodeParams& params, int grid, int shared, cudaStream_
   config.stream = stream;
   config.attrs = &attribute;
   config.numAttrs = 1;
-  return cudaLaunchKernelEx(&config, &decode_kernel<kTokens>, params);
+  return cudaLaunchKernelEx(&config, kernel, args...);
 }
 
 // One case per kTokenWidths entry.
@@ -57,16 +68,18 @@ cudaError_t with_width(int config, Fn&& fn) {
 
 }  // namespace
 
-cudaError_t decode_occupancy(int config, int max_segments, int* ctas_per_sm, int* shared_bytes) {
+cudaError_t decode_occupancy(int config, int max_segments, bool host_work, int* ctas_per_sm,
+                             int* shared_bytes) {
   return with_width(config, [&]<int kTokens>() {
-    return occupancy<kTokens>(max_segments, ctas_per_sm, shared_bytes);
+    return occupancy<kTokens>(max_segments, host_work, ctas_per_sm, shared_bytes);
   });
 }
 
-cudaError_t launch_decode(int config, const DecodeParams& params, int grid, int shared_bytes,
-                          cudaStream_t stream) {
+cudaError_t launch_decode(int config, const DecodeParams& params, const HostWork* work, int grid,
+                          int shared_bytes, cudaStream_t stream) {
   return with_width(config, [&]<int kTokens>() {
-    return launch<kTokens>(params, grid, shared_bytes, stream);
+    if (work) return launch<kTokens>(&decode_kernel_host<kTokens>, grid, shared_bytes, stream, params, *work);
+    return launch<kTokens>(&decode_kernel<kTokens>, grid, shared_bytes, stream, params);
   });
 }
 

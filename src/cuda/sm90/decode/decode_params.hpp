@@ -74,6 +74,73 @@ static_assert(sizeof(Segment) == 48, "segments are read as 48-byte records");
 // pays while the tiles alone would leave resident CTAs idle.
 inline constexpr int kSplitTilesPerSm = 4;
 
+// The work rule, shared by the plan kernel's CTA 0 (decode_plan.cu) and the host plan
+// (decode_family.cpp), so that both give an expert the same tiles, chunks and split.
+
+// Chunks of K for an expert with `rows` rows.
+METRALE_HD constexpr int chunk_count(int rows, int k_tiles) {
+  const int tiles = chunk_k_tiles(rows, k_tiles);
+  return (k_tiles + tiles - 1) / tiles;
+}
+
+// Units per output tile. The persistent grid's CTAs take units in turn and stream a unit's
+// chunks one after another, so with `splits` units a tile the busiest CTA has ceil(units / grid)
+// units of ceil(chunks / splits) chunks, each unit costing about half a chunk more (finding it,
+// filling its first stages, its partial): minimise that, but first keep at least half of the
+// resident CTAs busy where a split can (fewer leave SMs' issue slots idle; past half, an SM's
+// CTAs share its issue slots and the split's partials and second pass cost more than the CTAs
+// it fills: DeepSeek-V3 gate_up at T = 1, 512 tiles on 528 CTAs, ran 81 µs split in two and
+// 65 µs unsplit); on a tie the smaller split (fewer partials). Every split gives the same bits.
+// `tiles`: the launch's output tiles; `chunks`: its experts' most chunks; `grid`: resident CTAs.
+METRALE_HD constexpr int choose_splits(int tiles, int chunks, int grid, int split_capacity,
+                                       int forced_splits) {
+  if (tiles == 0 || tiles > split_capacity) return 1;
+  if (forced_splits > 0) return forced_splits;
+  // 32-bit throughout: tiles <= split_capacity and chunks <= K / 1024 keep units far below 2^31.
+  int best = 1, best_cost = -1;
+  bool best_starved = true;
+  for (int s = 1; s <= chunks; ++s) {
+    const int units = tiles * s;
+    const bool starved = 2 * units < grid;
+    const int cost = (units + grid - 1) / grid * (2 * ((chunks + s - 1) / s) + 1);
+    if (best_cost < 0 || (best_starved && !starved) ||
+        (starved == best_starved && cost < best_cost)) {
+      best = s;
+      best_cost = cost;
+      best_starved = starved;
+    }
+  }
+  return best;
+}
+
+// One expert's share of the work list once the launch's split is known (the prefix sums of
+// tiles, units and partials over the experts place it).
+struct ExpertWork {
+  std::int32_t token_tiles, tiles, chunk_tiles, chunks, splits, units, fold_blocks;
+  std::int64_t partials;  // floats of its partial slots (split experts only)
+};
+
+// `tiles_per_token_tile`: projections x 64-row weight tiles; `splits`: choose_splits' answer.
+METRALE_HD constexpr ExpertWork expert_work(int rows, int tokens, int tiles_per_token_tile,
+                                            int k_tiles, int splits) {
+  ExpertWork w{};
+  w.token_tiles = (rows + tokens - 1) / tokens;
+  w.tiles = w.token_tiles * tiles_per_token_tile;
+  w.chunk_tiles = chunk_k_tiles(rows, k_tiles);
+  w.chunks = (k_tiles + w.chunk_tiles - 1) / w.chunk_tiles;
+  w.splits = splits < w.chunks ? splits : w.chunks;
+  w.units = w.tiles * w.splits;
+  w.fold_blocks = ((rows < tokens ? rows : tokens) + 7) / 8;
+  w.partials = w.splits > 1 ? 1LL * w.tiles * w.chunks * w.fold_blocks * 8 * kRows : 0;
+  return w;
+}
+
+METRALE_HD constexpr Segment segment_of(int expert, int row_begin, int rows, const ExpertWork& w,
+                                        int first_tile, std::int64_t first_partial) {
+  return Segment{expert,   row_begin,  rows,       w.token_tiles, w.chunk_tiles, w.chunks,
+                 w.splits, first_tile, first_partial, w.fold_blocks, 0};
+}
+
 // Totals the plan kernel leaves for the main kernel.
 struct PlanTotals {
   std::int32_t segments;
@@ -128,25 +195,25 @@ static_assert(sizeof(PlanArgs) <= kMaxLaunchParameterBytes &&
                   sizeof(DevicePlanArgs) <= kMaxLaunchParameterBytes,
               "a plan launch's parameters must fit the 32764 bytes a launch may carry");
 
-// Host offsets with few experts holding rows (decode sizes): the host lists those experts, and
-// the table holds them alone, indexed 0 .. count - 1, so a launch carries ~4 KB, not ~21 KB, and
-// the plan scans `count` experts, not all of them.
+// Host offsets with few experts holding rows (decode sizes): the host plans the work list itself
+// and the main kernel carries it (HostWork, ~6.4 KB of parameters), so the main kernel locates
+// its units and starts streaming weights while the staging kernel still writes the activations;
+// the table holds the listed experts alone, indexed 0 .. count - 1.
 inline constexpr int kCompactExperts = 64;
 
-struct ActiveExpert {
-  std::int32_t row_begin, rows;
-};
-
-struct CompactPlanArgs {
-  PlanShape shape;
-  std::int32_t count;
-  ActiveExpert experts[kCompactExperts];
+struct HostWork {
+  alignas(16) std::int32_t unit_first[kCompactExperts + 4];  // [segments + 1], copied 16 B a time
+  std::int32_t segments, units;
+  alignas(8) Segment segment[kCompactExperts];
   alignas(16) ExpertEntry entries[2][kCompactExperts];
 };
+static_assert(sizeof(HostWork) <= kMaxLaunchParameterBytes / 4,
+              "the host-planned work list must leave a launch light");
+inline constexpr int kHostPrefixPieces = sizeof(HostWork::unit_first) / 16;
 
 struct DecodeParams {             // the main kernel's parameters
-  const ExpertEntry* table;       // [proj][num_experts] (the compact plan: active experts only)
-  const Segment* segments;
+  const ExpertEntry* table;       // [proj][num_experts]    } the plan kernel's (a host-planned
+  const Segment* segments;        //                         } launch carries them in HostWork)
   const std::int32_t* unit_first;
   const PlanTotals* totals;
   const std::uint16_t* act;       // [m_total, act_stride(K)], decode order

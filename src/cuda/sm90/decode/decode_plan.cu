@@ -1,8 +1,7 @@
 // The decode family's plan kernels: everything the main kernel reads, written into the workspace
 // in one launch, from the host arrays they carry as parameters or from device offsets:
 //   - the expert table: its first chunk (kTableChunk experts with host offsets, kWideTableChunk
-//     with device offsets; later chunks: stage_tables), or, in the compact form, the experts with
-//     rows alone;
+//     with device offsets; later chunks: stage_tables);
 //   - the work list (CTA 0): one Segment per expert with rows in the window, the unit prefix, the
 //     split that fills the GPU;
 //   - (the other CTAs) the split tiles' counters zeroed, and the activations, gathered per group
@@ -10,6 +9,7 @@
 //     contiguous rows; with a gated input (PlanShape::glu, the MoE layer's down) each value is
 //     act(gate, up), computed here instead of in an activation kernel.
 // No host synchronisation: a graph replay re-plans from whatever offsets the device holds.
+// A host-planned launch (HostWork) runs the staging kernel instead: counters and activations only.
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 
@@ -69,15 +69,6 @@ __device__ void stage_rows(const DevicePlanArgs& a, std::int32_t* begin, std::in
   stage_row_counts(experts, begin, rows);
 }
 
-// The compact form: the host's list of experts with rows.
-__device__ void stage_rows(const CompactPlanArgs& a, std::int32_t* begin, std::int32_t* rows) {
-  for (int e = threadIdx.x; e < a.count; e += blockDim.x) {
-    begin[e] = a.experts[e].row_begin;
-    rows[e] = a.experts[e].rows;
-  }
-  __syncthreads();
-}
-
 struct Larger {
   __device__ int operator()(int a, int b) const { return a > b ? a : b; }
 };
@@ -90,40 +81,11 @@ __device__ __forceinline__ int max_chunks(const PlanShape& a, const int (&rows)[
   int mine = 1;
 #pragma unroll
   for (int j = 0; j < kItems; ++j)
-    if (rows[j] > 0) mine = max(mine, (a.k_tiles + chunk_k_tiles(rows[j], a.k_tiles) - 1) /
-                                          chunk_k_tiles(rows[j], a.k_tiles));
+    if (rows[j] > 0) mine = max(mine, chunk_count(rows[j], a.k_tiles));
   const int block_max = MaxReduce(storage).Reduce(mine, Larger{});
   if (threadIdx.x == 0) result = block_max;
   __syncthreads();
   return result;
-}
-
-// Units per output tile. The persistent grid's CTAs take units in turn and stream a unit's
-// chunks one after another, so with `splits` units a tile the busiest CTA has ceil(units / grid)
-// units of ceil(chunks / splits) chunks, each unit costing about half a chunk more (finding it,
-// filling its first stages, its partial): minimise that, but first keep at least half of the
-// resident CTAs busy where a split can (fewer leave SMs' issue slots idle; past half, an SM's
-// CTAs share its issue slots and the split's partials and second pass cost more than the CTAs
-// it fills: DeepSeek-V3 gate_up at T = 1, 512 tiles on 528 CTAs, ran 81 µs split in two and
-// 65 µs unsplit); on a tie the smaller split (fewer partials). Every split gives the same bits.
-__device__ int choose_splits(const PlanShape& a, int tiles, int chunks) {
-  if (tiles == 0 || tiles > a.split_capacity) return 1;
-  if (a.forced_splits > 0) return a.forced_splits;
-  // 32-bit throughout: tiles <= split_capacity and chunks <= K / 1024 keep units far below 2^31.
-  int best = 1, best_cost = -1;
-  bool best_starved = true;
-  for (int s = 1; s <= chunks; ++s) {
-    const int units = tiles * s;
-    const bool starved = 2 * units < a.grid;
-    const int cost = (units + a.grid - 1) / a.grid * (2 * ((chunks + s - 1) / s) + 1);
-    if (best_cost < 0 || (best_starved && !starved) ||
-        (starved == best_starved && cost < best_cost)) {
-      best = s;
-      best_cost = cost;
-      best_starved = starved;
-    }
-  }
-  return best;
 }
 
 // CTA 0: the work list. Experts are taken in order, kItems consecutive ones per thread, so
@@ -139,6 +101,7 @@ __device__ void plan_work(const PlanShape& a, int experts, const std::int32_t* f
   } scan;
   int rows[kItems], begin[kItems], tiles[kItems], active[kItems];
   const int first = threadIdx.x * kItems;
+  const int tiles_per_token_tile = a.proj_count * a.n_tiles;
 #pragma unroll
   for (int j = 0; j < kItems; ++j) {
     const int e = first + j;
@@ -148,24 +111,23 @@ __device__ void plan_work(const PlanShape& a, int experts, const std::int32_t* f
       rows[j] = row_count[e];
     }
     active[j] = rows[j] > 0 && rows[j] >= a.min_rows && rows[j] <= a.max_rows;
-    tiles[j] = active[j] ? (rows[j] + a.tokens - 1) / a.tokens * a.proj_count * a.n_tiles : 0;
+    tiles[j] = active[j] ? expert_work(rows[j], a.tokens, tiles_per_token_tile, a.k_tiles, 1).tiles : 0;
   }
   int tile_first[kItems], segment_index[kItems], total_tiles, total_segments;
   IntScan(scan.ints).ExclusiveSum(tiles, tile_first, total_tiles);
   __syncthreads();
   IntScan(scan.ints).ExclusiveSum(active, segment_index, total_segments);
   __syncthreads();
-  const int splits = choose_splits(a, total_tiles, max_chunks(a, rows));
-  int units[kItems], chunk_tiles[kItems], chunks[kItems], my_splits[kItems];
+  const int splits =
+      choose_splits(total_tiles, max_chunks(a, rows), a.grid, a.split_capacity, a.forced_splits);
+  ExpertWork work[kItems];
+  int units[kItems];
   long long partials[kItems];
 #pragma unroll
   for (int j = 0; j < kItems; ++j) {
-    chunk_tiles[j] = chunk_k_tiles(rows[j], a.k_tiles);
-    chunks[j] = (a.k_tiles + chunk_tiles[j] - 1) / chunk_tiles[j];
-    my_splits[j] = min(splits, chunks[j]);
-    units[j] = tiles[j] * my_splits[j];
-    const int fold_blocks = (min(rows[j], a.tokens) + 7) / 8;
-    partials[j] = my_splits[j] > 1 ? 1LL * tiles[j] * chunks[j] * fold_blocks * 8 * kRows : 0;
+    work[j] = expert_work(rows[j], a.tokens, tiles_per_token_tile, a.k_tiles, splits);
+    units[j] = active[j] ? work[j].units : 0;
+    partials[j] = active[j] ? work[j].partials : 0;
   }
   int unit_first[kItems], total_units;
   long long partial_first[kItems], total_partials;
@@ -176,11 +138,7 @@ __device__ void plan_work(const PlanShape& a, int experts, const std::int32_t* f
   for (int j = 0; j < kItems; ++j) {
     if (!active[j]) continue;
     const int s = segment_index[j];
-    a.segments[s] = Segment{first + j,        begin[j],         rows[j],
-                            (rows[j] + a.tokens - 1) / a.tokens,
-                            chunk_tiles[j],   chunks[j],        my_splits[j],
-                            tile_first[j],    partial_first[j], (min(rows[j], a.tokens) + 7) / 8,
-                            0};
+    a.segments[s] = segment_of(first + j, begin[j], rows[j], work[j], tile_first[j], partial_first[j]);
     a.unit_first[s] = unit_first[j];
   }
   if (threadIdx.x == 0) {
@@ -275,12 +233,9 @@ __device__ void stage_activations(const PlanShape& a, int thread, int threads) {
   }
 }
 
-// Counters, activations: spread over the CTAs after the first, which plans meanwhile (its scans
-// and the staging's dependent loads, token id then row, no longer add up at T = 1); over CTA 0
-// too when it is alone.
+// Counters, activations: spread over the CTAs from `first_cta` on.
 template <Staging kStaging>
-__device__ void stage_rest(const PlanShape& a) {
-  const int first_cta = gridDim.x > 1 ? 1 : 0;
+__device__ void stage_rest(const PlanShape& a, int first_cta) {
   if (static_cast<int>(blockIdx.x) < first_cta) return;
   const int thread = (blockIdx.x - first_cta) * blockDim.x + threadIdx.x;
   const int threads = (gridDim.x - first_cta) * blockDim.x;
@@ -303,20 +258,17 @@ __global__ void __launch_bounds__(kPlanThreads) plan_kernel(const __grid_constan
   if (blockIdx.x == 0) plan_on_cta0<kItems>(a, a.shape.tables.num_experts);
   copy_table_chunk(a.chunk, a.shape.tables, blockIdx.x * blockDim.x + threadIdx.x,
                    gridDim.x * blockDim.x);
-  stage_rest<kStaging>(a.shape);
+  // The other CTAs stage while CTA 0 plans (its scans and the staging's dependent loads, token
+  // id then row, no longer add up at T = 1); CTA 0 stages too when it is alone.
+  stage_rest<kStaging>(a.shape, gridDim.x > 1 ? 1 : 0);
 }
 
-template <int kItems, Staging kStaging>
-__global__ void __launch_bounds__(kPlanThreads)
-    compact_plan_kernel(const __grid_constant__ CompactPlanArgs a) {
+// A host-planned launch (HostWork): the main kernel carries its work list and table, so only the
+// counters and the activations are left, spread over every CTA.
+template <Staging kStaging>
+__global__ void __launch_bounds__(kPlanThreads) staging_kernel(const __grid_constant__ PlanShape a) {
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-  if (blockIdx.x == 0) {
-    plan_on_cta0<kItems>(a, a.count);
-    // The table of the listed experts: [proj][count].
-    for (int i = threadIdx.x; i < a.shape.proj_count * a.count; i += blockDim.x)
-      a.shape.tables.table[i] = a.entries[i / a.count][i % a.count];
-  }
-  stage_rest<kStaging>(a.shape);
+  stage_rest<kStaging>(a, 0);
 }
 
 // Calls fn.template operator()<kItems, kStaging>() with the items per thread for `experts` (one
@@ -355,10 +307,12 @@ cudaError_t launch_plan(const DevicePlanArgs& args, int grid, cudaStream_t strea
   });
 }
 
-cudaError_t launch_plan(const CompactPlanArgs& args, int grid, cudaStream_t stream) {
-  return with_items(args.shape, args.count, [&]<int kItems, Staging kStaging>() {
-    compact_plan_kernel<kItems, kStaging><<<grid, kPlanThreads, 0, stream>>>(args);
-  });
+cudaError_t launch_staging(const PlanShape& shape, int grid, cudaStream_t stream) {
+  if (shape.glu.up != nullptr)
+    staging_kernel<Staging::glu><<<grid, kPlanThreads, 0, stream>>>(shape);
+  else
+    staging_kernel<Staging::copy><<<grid, kPlanThreads, 0, stream>>>(shape);
+  return cudaGetLastError();
 }
 
 }  // namespace metrale::cuda::sm90::decode
