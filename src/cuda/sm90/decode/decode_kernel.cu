@@ -23,7 +23,7 @@ const void* kernel_of(bool host_work) {
 // A host-planned launch copies the whole prefix block of HostWork.
 template <int kTokens>
 cudaError_t occupancy(int max_segments, bool host_work, int* ctas, int* shared) {
-  *shared = host_work ? Shape<kTokens>::kPipelineBytes + static_cast<int>(sizeof(HostWork::unit_first))
+  *shared = host_work ? Shape<kTokens>::kPipelineBytes + kHostPrefixBytes
                       : shared_bytes_for<kTokens>(max_segments);
   // Configured once per device for the largest expert table; a launch asks for what it uses.
   const void* kernel = kernel_of<kTokens>(host_work);

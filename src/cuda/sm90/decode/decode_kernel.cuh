@@ -315,17 +315,19 @@ __global__ void __launch_bounds__(Shape<kTokens>::kThreads, Shape<kTokens>::kMin
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using S = Shape<kTokens>;
   extern __shared__ std::uint8_t smem_raw[];
-  if (static_cast<int>(blockIdx.x) >= w.units) return;
+  if (static_cast<int>(blockIdx.x) >= w.units) return;  // none: the grid is min(units, CTAs)
   const uint32_t base = stage_base(smem_raw);
   std::uint8_t* base_ptr = smem_raw + (base - smem_address(smem_raw));
-  // The unit prefix into shared memory first, 16 bytes a thread, where the device-planned kernel
-  // keeps it too: searched in the parameters at every unit boundary, it made DeepSeek-V3 gate_up
-  // at T = 8 (~7 units a CTA) 3 % slower.
+  // The unit prefix and the counts into shared memory first, 16 bytes a thread, where the
+  // device-planned kernel keeps them too. Read from the parameters, the counts live in uniform
+  // registers through the main loop, and the wgmma descriptors' uniform registers spill into
+  // moves: 14 more instructions in three sub-tiles, 3.5 % on DeepSeek-V3 gate_up at T = 8.
   auto* unit_first = reinterpret_cast<std::int32_t*>(base_ptr + S::kStages * S::kStageBytes);
-  if (threadIdx.x < kHostPrefixPieces)
+  if (threadIdx.x < kHostPrefixBytes / 16)
     reinterpret_cast<int4*>(unit_first)[threadIdx.x] = reinterpret_cast<const int4*>(w.unit_first)[threadIdx.x];
   __syncthreads();
-  const HostPlannedWork work{w, unit_first, w.segments, w.units};
+  constexpr int kCounts = offsetof(HostWork, segments) / 4;
+  const HostPlannedWork work{w, unit_first, unit_first[kCounts], unit_first[kCounts + 1]};
 
   LoadCursor<kTokens> cursor;
   cursor.begin(p, work);

@@ -202,14 +202,17 @@ static_assert(sizeof(PlanArgs) <= kMaxLaunchParameterBytes &&
 inline constexpr int kCompactExperts = 64;
 
 struct HostWork {
-  alignas(16) std::int32_t unit_first[kCompactExperts + 4];  // [segments + 1], copied 16 B a time
-  std::int32_t segments, units;
+  // The unit prefix [segments + 1] and the two counts: the block the kernel copies into shared
+  // memory, 16 bytes a thread.
+  alignas(16) std::int32_t unit_first[kCompactExperts + 1];
+  std::int32_t segments, units, reserved;
   alignas(8) Segment segment[kCompactExperts];
   alignas(16) ExpertEntry entries[2][kCompactExperts];
 };
 static_assert(sizeof(HostWork) <= kMaxLaunchParameterBytes / 4,
               "the host-planned work list must leave a launch light");
-inline constexpr int kHostPrefixPieces = sizeof(HostWork::unit_first) / 16;
+inline constexpr int kHostPrefixBytes = offsetof(HostWork, segment);
+static_assert(kHostPrefixBytes == (kCompactExperts + 4) * 4, "the copied block ends at the counts");
 
 struct DecodeParams {             // the main kernel's parameters
   const ExpertEntry* table;       // [proj][num_experts]    } the plan kernel's (a host-planned
