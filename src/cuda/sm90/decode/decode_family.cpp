@@ -1,5 +1,7 @@
 // The decode family's host side: what it refuses, which token width it takes, the workspace it
-// carves, and the launches (table chunks past the first, the plan kernel, the main kernel).
+// carves, and the launches: table chunks past the first, the plan kernel, the main kernel; or,
+// with host offsets and few experts holding rows, the work list planned here, the staging
+// kernel and the host-planned main kernel.
 #include <fmt/format.h>
 
 #include <algorithm>
