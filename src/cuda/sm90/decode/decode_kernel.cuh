@@ -134,8 +134,7 @@ __device__ __forceinline__ void store_partial(const DecodeParams& p, const Unit&
     if (i < 4 * u.fold_blocks) __stcg(slot + i * 128 + threadIdx.x, values[i]);
 }
 
-// The last unit of a split tile: sum every chunk's partial in chunk order, one chunk's loads at a
-// time (one L2 round trip a chunk).
+// The last unit of a split tile: sum every chunk's partial in chunk order.
 template <int kCount>
 __device__ __forceinline__ void fold_partials(const DecodeParams& p, const Unit& u,
                                               float (&total)[kCount]) {
@@ -147,32 +146,6 @@ __device__ __forceinline__ void fold_partials(const DecodeParams& p, const Unit&
       const float v = i < 4 * u.fold_blocks ? __ldcg(slot + i * 128 + threadIdx.x) : 0.f;
       total[i] = chunk == 0 ? v : __fadd_rn(total[i], v);
     }
-  }
-}
-
-// The same sums for narrow tiles (kCount < 16: up to 16 tokens), kBatch chunks' loads issued
-// together: one round trip a batch (Mixtral's down at T = 1 folds 14 chunks, 4 batches), the
-// additions still in chunk order. Out of line with scalar arguments: inlined, its registers
-// reshaped the main loop's allocation (14 more instructions over three 8-token sub-tiles).
-template <int kCount>
-__device__ __noinline__ void fold_partials_batched(const float* partials, int chunks, int values,
-                                                   std::int64_t chunk_floats,
-                                                   float (&total)[kCount]) {
-  constexpr int kBatch = 16 / kCount;
-  for (int first = 0; first < chunks; first += kBatch) {
-    float v[kBatch][kCount];
-#pragma unroll
-    for (int b = 0; b < kBatch; ++b) {
-      const float* slot = partials + (first + b) * chunk_floats;
-#pragma unroll
-      for (int i = 0; i < kCount; ++i)
-        v[b][i] = first + b < chunks && i < values ? __ldcg(slot + i * 128 + threadIdx.x) : 0.f;
-    }
-#pragma unroll
-    for (int b = 0; b < kBatch; ++b)
-#pragma unroll
-      for (int i = 0; i < kCount; ++i)
-        if (first + b < chunks) total[i] = first + b == 0 ? v[b][i] : __fadd_rn(total[i], v[b][i]);
   }
 }
 
@@ -280,12 +253,7 @@ __device__ __forceinline__ void run_units(const DecodeParams& p, const Work& wor
         __syncthreads();
         if (last_unit_of_tile) {
           __threadfence();
-          if constexpr (S::kFoldAcc < 16)
-            fold_partials_batched<S::kFoldAcc>(p.partials + unit.partial, unit.chunks,
-                                               4 * unit.fold_blocks,
-                                               std::int64_t{unit.fold_blocks} * 8 * kRows, total);
-          else
-            fold_partials<S::kFoldAcc>(p, unit, total);
+          fold_partials<S::kFoldAcc>(p, unit, total);
           store_rows(p, work, unit, total);
         }
       } else if (unit.chunks > 1) {
