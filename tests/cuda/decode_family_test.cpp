@@ -79,8 +79,9 @@ TEST(DecodeFamily, ShortUnitsCrossInTheFirstStages) {
   for (int k : {32, 96})
     for (bool device_offsets : {false, true}) {
       const check::Routing routing{64, 48, 4, RoutingKind::skew};
-      expect_pass(forced(grouped_case(Op::grouped_gate_up_fused, Mode::exact, 2048, k, routing, ++seed),
-                         kDecode, device_offsets));
+      expect_pass(
+          forced(grouped_case(Op::grouped_gate_up_fused, Mode::exact, 2048, k, routing, ++seed),
+                 kDecode, device_offsets));
     }
 }
 

@@ -133,7 +133,8 @@ class DecodeFamily final : public Family {
     const bool compact = list_active(a, plan.rows, listed);
     const int experts = compact ? static_cast<int>(listed.size()) : a.groups.num_experts;
     int ctas_per_sm = 0, shared_bytes = 0;
-    METRALE_CUDA_CHECK(decode_occupancy(plan.config, experts, compact, &ctas_per_sm, &shared_bytes));
+    METRALE_CUDA_CHECK(
+        decode_occupancy(plan.config, experts, compact, &ctas_per_sm, &shared_bytes));
     const PlanShape shape = plan_shape(problem, plan, l, experts, ctas_per_sm);
     const DecodeParams params = decode_params(problem, l, shape);
     if (compact) {
@@ -141,7 +142,8 @@ class DecodeFamily final : public Family {
       if (host_work.units == 0) return;  // no expert of the window holds rows
       METRALE_CUDA_CHECK(launch_staging(shape, plan_grid(problem, true), stream));
       METRALE_CUDA_CHECK(launch_decode(plan.config, params, &host_work,
-                                       std::min(host_work.units, shape.grid), shared_bytes, stream));
+                                       std::min(host_work.units, shape.grid), shared_bytes,
+                                       stream));
       return;
     }
     if (a.groups.offsets_on_device) {
@@ -149,7 +151,8 @@ class DecodeFamily final : public Family {
     } else {
       launch_general_plan(problem, shape, host_args, plan_grid(problem, false), stream);
     }
-    METRALE_CUDA_CHECK(launch_decode(plan.config, params, nullptr, shape.grid, shared_bytes, stream));
+    METRALE_CUDA_CHECK(
+        launch_decode(plan.config, params, nullptr, shape.grid, shared_bytes, stream));
   }
 
  private:
@@ -203,7 +206,8 @@ class DecodeFamily final : public Family {
     std::int64_t partial = 0;
     for (int i = 0; i < count; ++i) {
       const int e = listed[i];
-      const ExpertWork work = expert_work(rows_of(e), s.tokens, tiles_per_token_tile, s.k_tiles, splits);
+      const ExpertWork work =
+          expert_work(rows_of(e), s.tokens, tiles_per_token_tile, s.k_tiles, splits);
       w.segment[i] = segment_of(i, a.groups.offsets[e], rows_of(e), work, tile, partial);
       w.unit_first[i] = unit;
       tile += work.tiles;

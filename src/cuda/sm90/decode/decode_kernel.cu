@@ -30,7 +30,8 @@ cudaError_t occupancy(int max_segments, bool host_work, int* ctas, int* shared) 
   if (const cudaError_t err = configure_once_per_device(kernel, shared_bytes_for<kTokens>(kMaxExperts));
       err != cudaSuccess)
     return err;
-  return cudaOccupancyMaxActiveBlocksPerMultiprocessor(ctas, kernel, Shape<kTokens>::kThreads, *shared);
+  return cudaOccupancyMaxActiveBlocksPerMultiprocessor(ctas, kernel, Shape<kTokens>::kThreads,
+                                                       *shared);
 }
 
 // A programmatic dependent launch: the CTAs start while the plan (or staging) kernel finishes,
@@ -78,7 +79,9 @@ cudaError_t decode_occupancy(int config, int max_segments, bool host_work, int* 
 cudaError_t launch_decode(int config, const DecodeParams& params, const HostWork* work, int grid,
                           int shared_bytes, cudaStream_t stream) {
   return with_width(config, [&]<int kTokens>() {
-    if (work) return launch<kTokens>(&decode_kernel_host<kTokens>, grid, shared_bytes, stream, params, *work);
+    if (work)
+      return launch<kTokens>(&decode_kernel_host<kTokens>, grid, shared_bytes, stream, params,
+                             *work);
     return launch<kTokens>(&decode_kernel<kTokens>, grid, shared_bytes, stream, params);
   });
 }

@@ -108,8 +108,8 @@ __device__ __forceinline__ void issue_sub_tile(uint64_t act, const uint32_t (&fr
 // Step 5 helpers. Accumulator i of a thread is weight row 16 warp + lane/4 + 8 (i%4 >= 2), token
 // 8 (i/4) + 2 (lane%4) + i%2 (the wgmma D fragment).
 template <int kCount, class Work>
-__device__ __forceinline__ void store_rows(const DecodeParams& p, const Work& work,
-                                           const Unit& u, const float (&values)[kCount]) {
+__device__ __forceinline__ void store_rows(const DecodeParams& p, const Work& work, const Unit& u,
+                                           const float (&values)[kCount]) {
   const int lane = threadIdx.x % 32;
   const int channel = u.n0 + (threadIdx.x / 32) * 16 + lane / 4;
   const float factor = work.entry(u.proj, u.expert).scale_2 * kEpilogueFactor;
@@ -324,7 +324,8 @@ __global__ void __launch_bounds__(Shape<kTokens>::kThreads, Shape<kTokens>::kMin
   // moves: 14 more instructions in three sub-tiles, 3.5 % on DeepSeek-V3 gate_up at T = 8.
   auto* unit_first = reinterpret_cast<std::int32_t*>(base_ptr + S::kStages * S::kStageBytes);
   if (threadIdx.x < kHostPrefixBytes / 16)
-    reinterpret_cast<int4*>(unit_first)[threadIdx.x] = reinterpret_cast<const int4*>(w.unit_first)[threadIdx.x];
+    reinterpret_cast<int4*>(unit_first)[threadIdx.x] =
+        reinterpret_cast<const int4*>(w.unit_first)[threadIdx.x];
   __syncthreads();
   constexpr int kCounts = offsetof(HostWork, segments) / 4;
   const HostPlannedWork work{w, unit_first, unit_first[kCounts], unit_first[kCounts + 1]};

@@ -230,7 +230,8 @@ struct StageLoader {
           for (int i = 0; i < S::kActPerThread; ++i)
             cp_async_zfill<S::kActPieceBytes>(
                 stage + act_dst(i) + j * S::kActBytes,
-                (i < act_pieces ? act_piece(p, i) : act) + (kt0 + j) * (kKTile * 2), i < act_pieces);
+                (i < act_pieces ? act_piece(p, i) : act) + (kt0 + j) * (kKTile * 2),
+                i < act_pieces);
         }
         if constexpr (kWeights) {
           cp_async_16(weights_at + j * S::kWeightBytes, w + j * (kKTile / 2), weight_real);
@@ -251,7 +252,8 @@ struct StageLoader {
   }
 
   // The general path: K predicates, any scale layout.
-  __device__ void load_sub_tile_activations(const DecodeParams& p, int kt, uint32_t act_base) const {
+  __device__ void load_sub_tile_activations(const DecodeParams& p, int kt,
+                                            uint32_t act_base) const {
     const bool act_in_k = kt * kKTile < p.k;  // a k-tile of the padded rows (zeros past K)
 #pragma unroll
     for (int i = 0; i < S::kActPerThread; ++i) {
@@ -275,7 +277,8 @@ struct StageLoader {
       return;
     }
     if (p.scale_sfb) {
-      copy_scale_piece(scale_dst_base + scale_dst, scale + static_cast<std::size_t>(kt) * scale_stride);
+      copy_scale_piece(scale_dst_base + scale_dst,
+                       scale + static_cast<std::size_t>(kt) * scale_stride);
     } else if (p.scale_vec16) {
       if (scale) {
         const bool real = kt * 4 + scale_dst / kRows < p.k / 16;
@@ -316,7 +319,8 @@ struct LoadCursor {
   __device__ __forceinline__ void step(const DecodeParams& p, const Work& work, uint32_t base,
                                        std::uint8_t* base_ptr) {
     if (loading) {
-      loader.template load<kParts>(p, kt, base + slot * S::kStageBytes, base_ptr + slot * S::kStageBytes);
+      loader.template load<kParts>(p, kt, base + slot * S::kStageBytes,
+                                   base_ptr + slot * S::kStageBytes);
       kt += S::kSubTiles;
       if (kt >= unit.kt_end) {
         u += gridDim.x;

@@ -137,8 +137,9 @@ METRALE_HD constexpr ExpertWork expert_work(int rows, int tokens, int tiles_per_
 
 METRALE_HD constexpr Segment segment_of(int expert, int row_begin, int rows, const ExpertWork& w,
                                         int first_tile, std::int64_t first_partial) {
-  return Segment{expert,   row_begin,  rows,       w.token_tiles, w.chunk_tiles, w.chunks,
-                 w.splits, first_tile, first_partial, w.fold_blocks, 0};
+  return Segment{expert,        row_begin,     rows,     w.token_tiles,
+                 w.chunk_tiles, w.chunks,      w.splits, first_tile,
+                 first_partial, w.fold_blocks, 0};
 }
 
 // Totals the plan kernel leaves for the main kernel.

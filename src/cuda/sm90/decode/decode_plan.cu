@@ -111,7 +111,8 @@ __device__ void plan_work(const PlanShape& a, int experts, const std::int32_t* f
       rows[j] = row_count[e];
     }
     active[j] = rows[j] > 0 && rows[j] >= a.min_rows && rows[j] <= a.max_rows;
-    tiles[j] = active[j] ? expert_work(rows[j], a.tokens, tiles_per_token_tile, a.k_tiles, 1).tiles : 0;
+    tiles[j] =
+        active[j] ? expert_work(rows[j], a.tokens, tiles_per_token_tile, a.k_tiles, 1).tiles : 0;
   }
   int tile_first[kItems], segment_index[kItems], total_tiles, total_segments;
   IntScan(scan.ints).ExclusiveSum(tiles, tile_first, total_tiles);
@@ -138,7 +139,8 @@ __device__ void plan_work(const PlanShape& a, int experts, const std::int32_t* f
   for (int j = 0; j < kItems; ++j) {
     if (!active[j]) continue;
     const int s = segment_index[j];
-    a.segments[s] = segment_of(first + j, begin[j], rows[j], work[j], tile_first[j], partial_first[j]);
+    a.segments[s] =
+        segment_of(first + j, begin[j], rows[j], work[j], tile_first[j], partial_first[j]);
     a.unit_first[s] = unit_first[j];
   }
   if (threadIdx.x == 0) {
@@ -266,7 +268,8 @@ __global__ void __launch_bounds__(kPlanThreads) plan_kernel(const __grid_constan
 // A host-planned launch (HostWork): the main kernel carries its work list and table, so only the
 // counters and the activations are left, spread over every CTA.
 template <Staging kStaging>
-__global__ void __launch_bounds__(kPlanThreads) staging_kernel(const __grid_constant__ PlanShape a) {
+__global__ void __launch_bounds__(kPlanThreads)
+    staging_kernel(const __grid_constant__ PlanShape a) {
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
   stage_rest<kStaging>(a, 0);
 }
