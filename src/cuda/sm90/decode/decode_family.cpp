@@ -197,7 +197,7 @@ class DecodeFamily final : public Family {
     auto rows_of = [&](int e) { return a.groups.offsets[e + 1] - a.groups.offsets[e]; };
     int total_tiles = 0, most_chunks = 1;
     for (int e : listed) {
-      total_tiles += expert_work(rows_of(e), s.tokens, tiles_per_token_tile, s.k_tiles, 1).tiles;
+      total_tiles += output_tiles(rows_of(e), s.tokens, tiles_per_token_tile);
       most_chunks = std::max(most_chunks, chunk_count(rows_of(e), s.k_tiles));
     }
     const int splits =

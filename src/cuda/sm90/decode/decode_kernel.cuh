@@ -289,7 +289,7 @@ __global__ void __launch_bounds__(Shape<kTokens>::kThreads, Shape<kTokens>::kMin
 
   const uint32_t base = stage_base(smem_raw);
   std::uint8_t* base_ptr = smem_raw + (base - smem_address(smem_raw));
-  auto* unit_first = reinterpret_cast<std::int32_t*>(base_ptr + S::kStages * S::kStageBytes);
+  auto* unit_first = reinterpret_cast<std::int32_t*>(base_ptr + S::kUnitTableAt);
   const int cached = min(segments, p.max_segments);
   for (int i = threadIdx.x; i <= cached; i += S::kThreads) unit_first[i] = p.unit_first[i];
   __syncthreads();
@@ -322,7 +322,7 @@ __global__ void __launch_bounds__(Shape<kTokens>::kThreads, Shape<kTokens>::kMin
   // device-planned kernel keeps them too. Read from the parameters, the counts live in uniform
   // registers through the main loop, and the wgmma descriptors' uniform registers spill into
   // moves: 14 more instructions in three sub-tiles, 3.5 % on DeepSeek-V3 gate_up at T = 8.
-  auto* unit_first = reinterpret_cast<std::int32_t*>(base_ptr + S::kStages * S::kStageBytes);
+  auto* unit_first = reinterpret_cast<std::int32_t*>(base_ptr + S::kUnitTableAt);
   if (threadIdx.x < kHostPrefixBytes / 16)
     reinterpret_cast<int4*>(unit_first)[threadIdx.x] =
         reinterpret_cast<const int4*>(w.unit_first)[threadIdx.x];

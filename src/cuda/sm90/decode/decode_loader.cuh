@@ -49,7 +49,10 @@ struct Shape {
   // registers (12 -> 40 bytes of spills) and cost 9 % (Mixtral T = 64, docs/perf.md).
   static constexpr int kScaleCopiers = kTokens >= 32 ? 32 : kThreads;
   static constexpr int kScalePieceBytes = kScaleBytes / kScaleCopiers;
-  static constexpr int kPipelineBytes = kStages * kStageBytes + kSwizzleAtomBytes;
+  // The unit table (the unit prefix in shared memory) follows the stages; kPipelineBytes adds
+  // the slack that aligns the first stage.
+  static constexpr int kUnitTableAt = kStages * kStageBytes;
+  static constexpr int kPipelineBytes = kUnitTableAt + kSwizzleAtomBytes;
 
   static_assert(kTokens % 8 == 0 && kTokens <= 256, "kTokens: a wgmma N in 8..256");
   static_assert(kSubTiles % 2 == 0, "A-fragment buffers alternate: a stage starts on buffer 0");

@@ -120,12 +120,18 @@ struct ExpertWork {
   std::int64_t partials;  // floats of its partial slots (split experts only)
 };
 
-// `tiles_per_token_tile`: projections x 64-row weight tiles; `splits`: choose_splits' answer.
+// An expert's output tiles (what the split rule counts): token tiles x `tiles_per_token_tile`
+// (projections x 64-row weight tiles).
+METRALE_HD constexpr int output_tiles(int rows, int tokens, int tiles_per_token_tile) {
+  return (rows + tokens - 1) / tokens * tiles_per_token_tile;
+}
+
+// `splits`: choose_splits' answer for the launch.
 METRALE_HD constexpr ExpertWork expert_work(int rows, int tokens, int tiles_per_token_tile,
                                             int k_tiles, int splits) {
   ExpertWork w{};
   w.token_tiles = (rows + tokens - 1) / tokens;
-  w.tiles = w.token_tiles * tiles_per_token_tile;
+  w.tiles = output_tiles(rows, tokens, tiles_per_token_tile);
   w.chunk_tiles = chunk_k_tiles(rows, k_tiles);
   w.chunks = (k_tiles + w.chunk_tiles - 1) / w.chunk_tiles;
   w.splits = splits < w.chunks ? splits : w.chunks;
@@ -216,8 +222,9 @@ inline constexpr int kHostPrefixBytes = offsetof(HostWork, segment);
 static_assert(kHostPrefixBytes == (kCompactExperts + 4) * 4, "the copied block ends at the counts");
 
 struct DecodeParams {             // the main kernel's parameters
-  const ExpertEntry* table;       // [proj][num_experts]    } the plan kernel's (a host-planned
-  const Segment* segments;        //                         } launch carries them in HostWork)
+  // The plan kernel's work list and table (a host-planned launch carries its own in HostWork).
+  const ExpertEntry* table;       // [proj][num_experts]
+  const Segment* segments;
   const std::int32_t* unit_first;
   const PlanTotals* totals;
   const std::uint16_t* act;       // [m_total, act_stride(K)], decode order

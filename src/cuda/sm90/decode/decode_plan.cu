@@ -111,8 +111,7 @@ __device__ void plan_work(const PlanShape& a, int experts, const std::int32_t* f
       rows[j] = row_count[e];
     }
     active[j] = rows[j] > 0 && rows[j] >= a.min_rows && rows[j] <= a.max_rows;
-    tiles[j] =
-        active[j] ? expert_work(rows[j], a.tokens, tiles_per_token_tile, a.k_tiles, 1).tiles : 0;
+    tiles[j] = active[j] ? output_tiles(rows[j], a.tokens, tiles_per_token_tile) : 0;
   }
   int tile_first[kItems], segment_index[kItems], total_tiles, total_segments;
   IntScan(scan.ints).ExclusiveSum(tiles, tile_first, total_tiles);

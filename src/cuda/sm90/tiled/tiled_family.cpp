@@ -58,6 +58,12 @@ int channel_tiles(const GroupedNvfp4& a, const TileConfig& tile) {
 // The K ranges a plan cuts each tile into (1: none).
 int splits_of(const Plan& plan) { return std::max(plan.splits, 1); }
 
+// The grid's output tiles: row tiles x channel tiles x projections (each cut into
+// splits_of(plan) CTAs).
+int grid_tiles(const GroupedNvfp4& a, const Plan& plan) {
+  return row_tiles(a, plan) * channel_tiles(a, kTiles[plan.config]) * a.proj_count;
+}
+
 struct Layout {
   ExpertEntry* table;
   std::int32_t* offsets;
@@ -76,7 +82,7 @@ Layout carve(const Problem& problem, const Plan& plan, void* base) {
   l.offsets = c.take<std::int32_t>(experts + 1);
   if (splits_of(plan) > 1) {
     const TileConfig& t = kTiles[plan.config];
-    l.tiles = row_tiles(a, plan) * channel_tiles(a, t) * a.proj_count;
+    l.tiles = grid_tiles(a, plan);
     l.partials = c.take<float>(static_cast<std::size_t>(l.tiles) * splits_of(plan) * t.tokens *
                                t.weight_rows);
     l.counters = c.take<std::uint32_t>(static_cast<std::size_t>(l.tiles));
@@ -109,7 +115,7 @@ constexpr int cta_synchronised_twin(int config) {
 Plan split_small_grid(const Problem& problem, Plan plan) {
   const GroupedNvfp4& a = problem.args;
   if (problem.nvfp4 || a.groups.offsets_on_device || kTiles[plan.config].tokens < 128) return plan;
-  const int tiles = row_tiles(a, plan) * channel_tiles(a, kTiles[plan.config]) * a.proj_count;
+  const int tiles = grid_tiles(a, plan);
   const int k_tiles = (a.k + kBlockK - 1) / kBlockK;
   const int splits = std::min(device_sm_count() / std::max(tiles, 1), k_tiles / kMinSplitKTiles);
   const int twin = cta_synchronised_twin(plan.config);
