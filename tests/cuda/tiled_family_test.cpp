@@ -75,23 +75,27 @@ TEST(TiledFamily, EveryTileDenseExact) {
       }
 }
 
-// K splits of the bf16 GEMM (fold_splits): every CTA-synchronised tile forced at 2, 3 and 7 K
-// ranges, M past its token width, N off the channel tiles, K = 1056 (17 k-tiles: ranges of
-// unequal length) and K = 96 (2 k-tiles: past two ranges some are empty). Exact mode bit for bit
-// and realistic mode within the harness's tolerance; the harness runs each case twice and wants
-// the same bits (the fold adds the ranges in a fixed order, whichever CTA arrives last). Then the
-// dispatcher's own split (M = 512, N = 1024, K = 2048: 4 ranges on 132 SMs) through the public
-// call and the workspace its size query gives.
+// K splits of the bf16 GEMM (fold_cluster): every CTA-synchronised tile forced at 2, 3 and 8 K
+// ranges (8: a whole portable cluster), M past its token width, N off the channel tiles, K = 1056
+// (17 k-tiles: ranges of unequal length) and K = 96 (2 k-tiles: past two ranges some are empty).
+// Exact mode bit for bit and realistic mode within the harness's tolerance; the harness runs each
+// case twice and wants the same bits (rank 0 adds the ranges in rank order, whichever CTA
+// finishes first). Then the dispatcher's own splits through the public call and the workspace
+// its size query gives: M = 512, N = 1024, K = 2048 (the 128-token tile, 4 ranges on 132 SMs)
+// and the decode sizes M = 1 and 8 (the 8-token tile, N = 1536: 24 tiles, 4 ranges).
 TEST(TiledFamily, Bf16KSplitsExactAndRealistic) {
   METRALE_SKIP_WITHOUT_GPU();
   int failures = 0;
   std::uint64_t seed = 9600;
-  for (Mode mode : {Mode::exact, Mode::realistic})
+  for (Mode mode : {Mode::exact, Mode::realistic}) {
     if (!expect_pass(gemm_case(Op::bf16_gemm, mode, 512, 1024, 2048, seed++))) ++failures;
+    for (int m : {1, 8})
+      if (!expect_pass(gemm_case(Op::bf16_gemm, mode, m, 1536, 2048, seed++))) ++failures;
+  }
   for (int config = 0; config < tiled_configs(); ++config) {
     const cuda::sm90::TileConfig& tile = cuda::sm90::kTiles[config];
     if (tile.specialized) continue;
-    for (int splits : {2, 3, 7})
+    for (int splits : {2, 3, 8})
       for (int k : {96, 1056})
         for (Mode mode : {Mode::exact, Mode::realistic}) {
           check::Case c = gemm_case(Op::bf16_gemm, mode, tile.tokens + 3, 200, k, seed++);
@@ -282,10 +286,11 @@ TEST(TiledFamily, Bf16WeightsTakeTheCtaSynchronisedWideTile) {
 
 // Which bf16 GEMMs split K (split_small_grid), on 132 multiprocessors (an H200; the host count
 // without a device): those whose tiles fill at most half of them, at least 8 k-tiles a range,
-// the bench's dense M = 512 of Qwen3-30B (48 tiles of 128 x 128: 2 ranges) and Qwen3-Next (32
-// tiles: 4 ranges; at M = 64 too, on the same 128-token tile), nothing at 4096 rows nor on the
-// narrower tiles of M = 8 (not measured split); NVFP4 weights never. Host logic, but the count is
-// the current device's.
+// at most 8 ranges (a cluster): the bench's dense M = 512 of Qwen3-30B (48 tiles of 128 x 128:
+// 2 ranges) and Qwen3-Next (32 tiles: 4 ranges; at M = 64 too, two row tiles of 32), the
+// 8-token tiles of M = 1 and 8 (Qwen3-30B: 24 tiles, 4 ranges; DeepSeek-V3: 64 tiles, 2 ranges;
+// gpt-oss: 90 tiles, none), nothing at 4096 rows; NVFP4 weights never. Host logic, but the count
+// is the current device's.
 TEST(TiledFamily, SmallBf16GridsSplitK) {
   const cuda::Family* tiled = cuda::find_family("sm90-tiled");
   ASSERT_NE(tiled, nullptr);
@@ -294,10 +299,11 @@ TEST(TiledFamily, SmallBf16GridsSplitK) {
     const char* model;
     int tokens, splits;
   };
-  const Expected expected[] = {{"Qwen3-30B-A3B", 512, 2},   {"Qwen3-Next-80B-A3B", 512, 4},
-                               {"DeepSeek-V3", 512, 1},     {"Mixtral-8x7B", 512, 1},
-                               {"Qwen3-30B-A3B", 4096, 1},  {"Qwen3-Next-80B-A3B", 4096, 1},
-                               {"Qwen3-30B-A3B", 8, 1},     {"Qwen3-Next-80B-A3B", 64, 4}};
+  const Expected expected[] = {
+      {"Qwen3-30B-A3B", 512, 2}, {"Qwen3-Next-80B-A3B", 512, 4}, {"DeepSeek-V3", 512, 1},
+      {"Mixtral-8x7B", 512, 1},  {"Qwen3-30B-A3B", 4096, 1},     {"Qwen3-Next-80B-A3B", 4096, 1},
+      {"Qwen3-30B-A3B", 8, 4},   {"Qwen3-Next-80B-A3B", 64, 4},  {"Qwen3-30B-A3B", 1, 4},
+      {"DeepSeek-V3", 1, 2},     {"gpt-oss-120b", 1, 1}};
   for (const Expected& e : expected) {
     const check::ModelPreset* model = nullptr;
     for (const check::ModelPreset& m : check::model_presets())
@@ -375,7 +381,31 @@ TEST(TiledFamily, RasterVisitsEveryTileOnceBandByBand) {
       }
 }
 
-#endif  // METRALE_HAS_CUDA
+// A single GEMM of at most 64 rows takes the narrow tile that holds its rows (no headroom for
+// uneven routing), or past 32 rows two 32-token row tiles while its weights fit in L2 (the second
+// reads them from there), else one 64-token tile. Over the bench's dense shapes. Host logic (the
+// L2 size is the current device's; without one, the H200's).
+TEST(TiledFamily, SingleGemmTakesTheNarrowTileHoldingItsRows) {
+  const cuda::Family* tiled = cuda::find_family("sm90-tiled");
+  ASSERT_NE(tiled, nullptr);
+  for (const check::ModelPreset& model : check::model_presets())
+    for (int rows : {1, 8, 9, 16, 17, 32, 33, 64}) {
+      const std::int32_t offsets[2] = {0, rows};
+      cuda::Problem problem;
+      problem.args.groups = ExpertGroups{offsets, false, 1, rows, rows};
+      problem.args.n = 2 * model.inter;
+      problem.args.k = model.hidden;
+      problem.args.proj_count = 1;
+      problem.nvfp4 = false;
+      const cuda::sm90::TileConfig& tile =
+          cuda::sm90::kTiles[tiled->plan(problem, cuda::RowWindow{}).config];
+      const bool fits_l2 = 2.0 * problem.args.n * problem.args.k <= cuda::device_l2_bytes();
+      const int tokens = rows <= 8 ? 8 : rows <= 16 ? 16 : rows <= 32 || fits_l2 ? 32 : 64;
+      EXPECT_EQ(tile.tokens, tokens) << model.display << ", " << rows << " rows";
+      EXPECT_FALSE(tile.specialized) << model.display << ", " << rows << " rows";
+    }
+}
 
+#endif  // METRALE_HAS_CUDA
 }  // namespace
 }  // namespace metrale::cuda_test

@@ -3,6 +3,7 @@
 // into ranges, the fold of the ranges' sums before that.
 #pragma once
 
+#include <cooperative_groups.h>
 #include <cuda_bf16.h>
 
 #include <cstdint>
@@ -19,10 +20,10 @@ __device__ __forceinline__ std::uint16_t scaled_bf16(float sum, float scale_2) {
 
 // Step 4. Accumulator (m64nNk16 fp32 layout) -> bf16 group rows.
 template <class Config>
-__device__ __forceinline__ void store_tile(const GroupedParams& p, std::uint16_t* out, float scale_2,
-                                           int n0, int row_begin, int row_end,
+__device__ __forceinline__ void store_tile(const GroupedParams& p, std::uint16_t* out,
+                                           float scale_2, int n0, int row_begin, int row_end,
                                            const float (&acc)[Config::tokens / 2],
-                                           unsigned thread = threadIdx.x) {
+                                           unsigned thread = threadIdx.x, int skip = 0) {
   const int lane = thread % 32, g = lane / 4, t = lane % 4;
   const int channel = n0 + (thread / 32) * 16 + g;
 #pragma unroll
@@ -31,7 +32,7 @@ __device__ __forceinline__ void store_tile(const GroupedParams& p, std::uint16_t
     for (int q = 0; q < 4; ++q) {
       const int n = channel + (q >= 2 ? 8 : 0);
       const int row = row_begin + 8 * j + 2 * t + (q & 1);
-      if (n < p.n && row < row_end)
+      if (n < p.n && row < row_end && row >= row_begin + skip)
         out[static_cast<size_t>(row) * p.n + n] = scaled_bf16(acc[4 * j + q], scale_2);
     }
   }
@@ -63,14 +64,14 @@ __device__ __forceinline__ bool rows_take_16_bytes(const GroupedParams& p,
   return p.n % 8 == 0 && reinterpret_cast<std::uintptr_t>(out) % 16 == 0;
 }
 
-// `barrier` synchronises the consumer threads; `staging` holds StagedTile::kBytes.
+// `barrier` synchronises the consumer threads; `staging` holds StagedTile::kBytes. Both stores
+// leave the tile's first `skip` rows to another CTA (a K split's other ranks: fold_cluster).
 template <class Config, class Barrier>
 __device__ __forceinline__ void store_tile_staged(const GroupedParams& p, std::uint16_t* out,
-                                                  float scale_2, int n0, int row_begin,
-                                                  int row_end,
+                                                  float scale_2, int n0, int row_begin, int row_end,
                                                   const float (&acc)[Config::tokens / 2],
                                                   std::uint8_t* staging, unsigned thread,
-                                                  Barrier barrier) {
+                                                  Barrier barrier, int skip = 0) {
   using Staged = StagedTile<Config>;
   static_assert(Staged::kFits, "whole pairs of 8-token groups");
   // Matrix i of a stmatrix holds 8 tokens (group j + i / 2) x 8 channels (half i % 2 of the
@@ -94,42 +95,44 @@ __device__ __forceinline__ void store_tile_staged(const GroupedParams& p, std::u
   for (int round = 0; round < kRounds; ++round) {
     const int i = static_cast<int>(thread) + round * Staged::kThreads;
     const int r = i / Staged::kPieces, c = i % Staged::kPieces, n = n0 + 8 * c;
-    if (r < rows && n < p.n)
+    if (r < rows && r >= skip && n < p.n)
       *reinterpret_cast<uint4*>(out + static_cast<size_t>(row_begin + r) * p.n + n) =
           *reinterpret_cast<const uint4*>(staging + r * Staged::kPitch + c * 16);
   }
 }
 
-// A tile cut into K ranges (p.splits > 1, one CTA each): every CTA leaves its fp32 sums in the
-// workspace, and the last to arrive adds all of them in split order (whichever CTA that is, so
-// a second run gives the same bits) into `acc` and returns true; the others return false.
+// A tile cut into K ranges (p.splits > 1): the ranges are the CTAs of one thread-block cluster,
+// rank r holding range r. Each leaves its fp32 sums in its own shared memory (`scratch`, the free
+// stages); then each rank takes a slice of the tile's 8-token groups and adds every rank's sums
+// of it in rank order, through distributed shared memory, so any run gives the same bits and the
+// fold's reads spread over the cluster. Returns the slice, [first, end) in tile rows, for the
+// store. No workspace, no counter to zero, no launch in front.
+struct TileSlice {
+  int first, end;
+};
 template <int kThreads, int kAcc>
-__device__ bool fold_splits(const GroupedParams& p, int tile, int split, float (&acc)[kAcc]) {
-  __shared__ int last;
-  const size_t tile_floats = static_cast<size_t>(kAcc) * kThreads;
-  const float* first = p.partials + static_cast<size_t>(tile) * p.splits * tile_floats;
-  float* mine = p.partials + (static_cast<size_t>(tile) * p.splits + split) * tile_floats;
+__device__ TileSlice fold_cluster(float (&acc)[kAcc], float* scratch) {
+  namespace cg = cooperative_groups;
+  const cg::cluster_group cluster = cg::this_cluster();
+  const int rank = static_cast<int>(cluster.block_rank());
+  const int ranks = static_cast<int>(cluster.num_blocks());
+  constexpr int kGroups = kAcc / 4;  // accumulator i holds tokens of group i / 4
+  const int first = rank * kGroups / ranks, end = (rank + 1) * kGroups / ranks;
+  __syncthreads();  // the stages are free: every warp's wgmmas are done
 #pragma unroll
-  for (int i = 0; i < kAcc; ++i) __stcg(mine + i * kThreads + threadIdx.x, acc[i]);
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(p.counters + tile, 1u) == unsigned(p.splits - 1);
-  __syncthreads();
-  if (!last) return false;
-  __threadfence();
-  // Range by range, each range's loads in flight together (a loop over the ranges inside each
-  // accumulator's made one L2 round trip per value: 2.5x the unsplit time at 2 ranges).
-#pragma unroll
-  for (int i = 0; i < kAcc; ++i) acc[i] = __ldcg(first + i * kThreads + threadIdx.x);
-  for (int s = 1; s < p.splits; ++s) {
-    float v[kAcc];
+  for (int i = 0; i < kAcc; ++i) scratch[i * kThreads + threadIdx.x] = acc[i];
+  cluster.sync();  // release the sums; acquire the others'
+  for (int s = 0; s < ranks; ++s) {
+    const float* sums = cluster.map_shared_rank(scratch, s);
 #pragma unroll
     for (int i = 0; i < kAcc; ++i)
-      v[i] = __ldcg(first + s * tile_floats + i * kThreads + threadIdx.x);
-#pragma unroll
-    for (int i = 0; i < kAcc; ++i) acc[i] = __fadd_rn(acc[i], v[i]);
+      if (i / 4 >= first && i / 4 < end) {
+        const float v = sums[i * kThreads + threadIdx.x];
+        acc[i] = s == 0 ? v : __fadd_rn(acc[i], v);
+      }
   }
-  return true;
+  cluster.sync();  // a rank's shared memory must outlive the others' reads
+  return TileSlice{8 * first, 8 * end};
 }
 
 }  // namespace metrale::cuda::sm90

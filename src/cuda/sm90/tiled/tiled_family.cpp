@@ -64,42 +64,41 @@ int grid_tiles(const GroupedNvfp4& a, const Plan& plan) {
   return row_tiles(a, plan) * channel_tiles(a, kTiles[plan.config]) * a.proj_count;
 }
 
+// One expert on host offsets (a single GEMM): its entries and offsets travel in the launch's
+// parameters (GroupedParams::single), so nothing is staged.
+bool single_expert(const GroupedNvfp4& a) {
+  return a.groups.num_experts == 1 && !a.groups.offsets_on_device;
+}
+
 struct Layout {
   ExpertEntry* table;
   std::int32_t* offsets;
-  float* partials;  // a K split's sums
-  std::uint32_t* counters;
-  int tiles;  // the grid's tiles (channel x row x projection), each cut into splits_of(plan)
   std::size_t bytes;
 };
 
-Layout carve(const Problem& problem, const Plan& plan, void* base) {
+Layout carve(const Problem& problem, void* base) {
   const GroupedNvfp4& a = problem.args;
   const std::size_t experts = static_cast<std::size_t>(a.groups.num_experts);
   WorkspaceCarve c(base);
   Layout l{};
-  l.table = c.take<ExpertEntry>(experts * static_cast<std::size_t>(a.proj_count));
-  l.offsets = c.take<std::int32_t>(experts + 1);
-  if (splits_of(plan) > 1) {
-    const TileConfig& t = kTiles[plan.config];
-    l.tiles = grid_tiles(a, plan);
-    l.partials = c.take<float>(static_cast<std::size_t>(l.tiles) * splits_of(plan) * t.tokens *
-                               t.weight_rows);
-    l.counters = c.take<std::uint32_t>(static_cast<std::size_t>(l.tiles));
+  if (!single_expert(a)) {
+    l.table = c.take<ExpertEntry>(experts * static_cast<std::size_t>(a.proj_count));
+    l.offsets = c.take<std::int32_t>(experts + 1);
   }
   l.bytes = c.used();
   return l;
 }
 
-// A bf16 GEMM whose tiles would leave more than half of the multiprocessors idle (a dense M = 512
-// of a narrow N, say) cuts each tile's K into ranges, one CTA each, at least kMinSplitKTiles
-// k-tiles a range (so that a CTA's pipeline fill stays small), on the CTA-synchronised tile of the
-// same shape (fold_splits). NVFP4 weights keep one order of K: a grouped call and a GEMM on an
-// expert's rows give the same bits (the seeds define the one by the other). Measured on the
-// 128-token tile (dense M = 512: 0.82-0.91x the unsplit time, docs/perf.md, "2026-12-02, eighth
-// session"); the narrower tiles (M < 64 rows) split only when forced (METRALE_CUDA_KERNEL), until
-// measured.
+// A bf16 GEMM whose tiles would leave more than half of the multiprocessors idle (a dense GEMM
+// of a narrow N, say) cuts each tile's K into ranges, at least kMinSplitKTiles k-tiles a range (so
+// that a CTA's pipeline fill stays small), on the CTA-synchronised tile of the same shape: the
+// ranges are the CTAs of a thread-block cluster, at most kMaxSplits (the portable cluster size),
+// folded through distributed shared memory (fold_cluster). NVFP4 weights keep one order of K: a
+// grouped call and a GEMM on an expert's rows give the same bits (the seeds define the one by
+// the other). Measured: docs/perf.md, "2026-12-02, eighth session" (the 128-token tile) and
+// "2026-12-03" (every tile).
 constexpr int kMinSplitKTiles = 8;
+constexpr int kMaxSplits = 8;
 // The CTA-synchronised configuration of the same tile (tokens, weight rows, chunk); itself when
 // there is none.
 constexpr int cta_synchronised_twin(int config) {
@@ -114,10 +113,11 @@ constexpr int cta_synchronised_twin(int config) {
 }
 Plan split_small_grid(const Problem& problem, Plan plan) {
   const GroupedNvfp4& a = problem.args;
-  if (problem.nvfp4 || a.groups.offsets_on_device || kTiles[plan.config].tokens < 128) return plan;
+  if (problem.nvfp4 || a.groups.offsets_on_device) return plan;
   const int tiles = grid_tiles(a, plan);
   const int k_tiles = (a.k + kBlockK - 1) / kBlockK;
-  const int splits = std::min(device_sm_count() / std::max(tiles, 1), k_tiles / kMinSplitKTiles);
+  const int splits =
+      std::min({device_sm_count() / std::max(tiles, 1), k_tiles / kMinSplitKTiles, kMaxSplits});
   const int twin = cta_synchronised_twin(plan.config);
   if (splits < 2 || kTiles[twin].specialized) return plan;
   plan.config = twin;
@@ -211,12 +211,31 @@ int choose_tile(const Problem& problem, RowWindow window, double mean) {
   return problem.nvfp4 ? widest : kBf16WideTile;
 }
 
+// Whether one expert's weights of a projection fit in L2.
+bool weights_fit_l2(const Problem& problem) {
+  const GroupedNvfp4& a = problem.args;
+  const double weight_bytes = static_cast<double>(a.n) * a.k * (problem.nvfp4 ? 0.5 : 2.0);
+  return weight_bytes <= static_cast<double>(device_l2_bytes());
+}
+
 // raster_tile's band: row tile by row tile while one expert's weights of a projection fit in
 // L2, else bands of kRasterRows.
 int band_rows(const Problem& problem) {
-  const GroupedNvfp4& a = problem.args;
-  const double weight_bytes = static_cast<double>(a.n) * a.k * (problem.nvfp4 ? 0.5 : 2.0);
-  return weight_bytes > static_cast<double>(device_l2_bytes()) ? kRasterRows : 1;
+  return weights_fit_l2(problem) ? 1 : kRasterRows;
+}
+
+// A single GEMM of at most kNarrowTileRows rows: its row count is exact, so no headroom for
+// uneven routing (pick_tile's factor 2). The smallest of the 64-weight-row tiles that holds the
+// rows, or, past 32 rows, two row tiles of 32 while the weights stay in L2 for the second
+// (more CTAs on a weight stream); past L2, one 64-token tile, the weights read once. Measured on
+// the bench's dense GEMMs at M = 64 (docs/perf.md, "2026-12-03"): two 32-token row tiles 0.65-
+// 0.90x the time of the 128-token tile the mean rule took, one 64-token tile 1.38x on the four
+// that fit and 0.72x on Mixtral's 235 MB.
+constexpr int kNarrowTileRows = 64;
+int single_gemm_tile(const Problem& problem, int rows) {
+  for (int i : kChosenTiles)
+    if (kTiles[i].weight_rows == 64 && rows <= kTiles[i].tokens) return i;
+  return weights_fit_l2(problem) ? 2 : 3;
 }
 
 }  // namespace
@@ -264,13 +283,16 @@ class TiledFamily final : public Family {
       return plan;
     }
     const WindowRows w = rows_in_window(g, rows);
-    plan.config =
-        choose_tile(problem, rows, w.experts ? static_cast<double>(w.rows) / w.experts : 1.0);
+    if (single_expert(problem.args) && w.experts == 1 && w.rows <= kNarrowTileRows)
+      plan.config = single_gemm_tile(problem, static_cast<int>(w.rows));
+    else
+      plan.config =
+          choose_tile(problem, rows, w.experts ? static_cast<double>(w.rows) / w.experts : 1.0);
     return split_small_grid(problem, plan);
   }
 
   std::size_t workspace_bytes(const Problem& problem, const Plan& plan) const override {
-    return carve(problem, plan, nullptr).bytes;
+    return carve(problem, nullptr).bytes;
   }
 
   void launch(const Problem& problem, const Plan& plan, core::Buffer ws,
@@ -284,6 +306,10 @@ class TiledFamily final : public Family {
            "{}: a K split (splits = {}) runs on bf16 weights and a CTA-synchronised tile only "
            "(configuration {} is {}); NVFP4 weights keep one order of K",
            problem.op, splits, plan.config, describe(plan));
+    if (splits > kMaxSplits)
+      fail(Status::unsupported,
+           "{}: a K split (splits = {}) folds within a thread-block cluster: at most {} ranges",
+           problem.op, splits, kMaxSplits);
     const int channels = channel_tiles(a, kTiles[plan.config]);
     dim3 grid(channels, tiles, a.proj_count * splits);
     if (kTiles[plan.config].specialized)  // persistent: at most one CTA per multiprocessor
@@ -292,16 +318,16 @@ class TiledFamily final : public Family {
     if (grid.y > 65535)
       fail(Status::unsupported, "{}: {} row tiles exceed the grid limit of 65535", problem.op,
            grid.y);
-    const Layout l = carve(problem, plan, ws.ptr);
-    const StagedTables tables{.table = l.table,
-                              .offsets = l.offsets,
-                              .num_experts = a.groups.num_experts,
-                              .proj_count = a.proj_count,
-                              .counters = l.counters,
-                              .counter_count = l.tiles};
+    const Layout l = carve(problem, ws.ptr);
     thread_local HostOffsets offsets;  // ~8 KB: per-thread scratch, not a heap block per call
     fill_host_offsets(problem, offsets);
-    stage_tables(problem, 0, &offsets, tables, stream);
+    if (!single_expert(a))
+      stage_tables(problem, 0, &offsets,
+                   StagedTables{.table = l.table,
+                                .offsets = l.offsets,
+                                .num_experts = a.groups.num_experts,
+                                .proj_count = a.proj_count},
+                   stream);
 
     GroupedParams p{};
     p.a = a.a;
@@ -323,8 +349,11 @@ class TiledFamily final : public Family {
     p.projections = a.proj_count;
     p.band_rows = band_rows(problem);
     p.splits = splits;
-    p.partials = l.partials;
-    p.counters = l.counters;
+    if (single_expert(a)) {
+      for (int j = 0; j < a.proj_count; ++j) p.single.entry[j] = expert_entry(problem, j, 0);
+      p.single.offsets[0] = offsets.values[0];
+      p.single.offsets[1] = offsets.values[1];
+    }
     METRALE_CUDA_CHECK(launch_grouped_gemm(plan.config, problem.nvfp4, p, grid, stream));
   }
 };

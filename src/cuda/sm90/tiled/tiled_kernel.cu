@@ -113,8 +113,22 @@ cudaError_t launch_config(const GroupedParams& params, dim3 grid, cudaStream_t s
 #ifdef METRALE_WS_WATCHDOG
   if constexpr (Config::specialized) install_ws_watchdog(stream);
 #endif
-  kernel<<<grid, Shape::kThreads, Shape::kSmemBytes, stream>>>(params);
-  return cudaGetLastError();
+  if (params.splits <= 1) {
+    kernel<<<grid, Shape::kThreads, Shape::kSmemBytes, stream>>>(params);
+    return cudaGetLastError();
+  }
+  // A K split: a tile's ranges (consecutive z) are one cluster, folded in it (fold_cluster).
+  cudaLaunchAttribute cluster{};
+  cluster.id = cudaLaunchAttributeClusterDimension;
+  cluster.val.clusterDim = {1, 1, static_cast<unsigned>(params.splits)};
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = dim3(Shape::kThreads);
+  config.dynamicSmemBytes = Shape::kSmemBytes;
+  config.stream = stream;
+  config.attrs = &cluster;
+  config.numAttrs = 1;
+  return cudaLaunchKernelEx(&config, kernel, params);
 }
 
 template <bool kNvfp4>

@@ -22,8 +22,8 @@
 //     swizzled tile and wgmma reads both operands from shared memory. Software-pipelined: while
 //     the wgmmas of k-tile kt run, the CTA waits for kt + 1, refills kt - 1's slot and decodes
 //     kt + 1. Every tile accumulates K in the same order (k16 steps, ascending), so the products
-//     do not depend on the tile chosen; a bf16 tile may cut K into ranges (p.splits), one CTA
-//     each, folded in range order.
+//     do not depend on the tile chosen; a bf16 tile may cut K into ranges (p.splits), the CTAs
+//     of one cluster, folded in range order (fold_cluster).
 //  4. epilogue (tiled_epilogue.cuh): fp32 accumulators x scale_2 (fp32) -> bf16, stored to the
 //     group rows, through shared memory where the rows take 16-byte stores.
 //
@@ -350,7 +350,7 @@ __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
   int expert, row_begin, row_end;
   if (!locate_row_tile<Shape::kThreads, Config::tokens>(p, at.row, expert, row_begin, row_end))
     return;
-  const ExpertEntry entry = p.table[projection * p.num_experts + expert];
+  const ExpertEntry entry = expert_entry(p, projection, expert);
   const int n0 = at.channel * Config::weight_rows;
 
   // 2. gather
@@ -413,20 +413,27 @@ __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
   run_stages(k_tiles, frag, acc, step);
 
   // 4. epilogue (the stages are free: the last wgmmas are done, no copy is in flight)
-  const int tile = (projection * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
-  if (p.splits > 1 && !fold_splits<Shape::kThreads>(p, tile, split, acc)) return;
+  static_assert(Config::tokens / 2 * Shape::kThreads * 4 <= Config::stages * Shape::kStageBytes,
+                "a K range's sums fit in the stages");
+  TileSlice slice{0, Config::tokens};
+  if (p.splits > 1) {
+    slice = fold_cluster<Shape::kThreads>(acc, reinterpret_cast<float*>(base_ptr));
+    row_end = min(row_end, row_begin + slice.end);
+    if (row_begin + slice.first >= row_end) return;
+  }
   const float scale_2 = kNvfp4 ? entry.scale_2 : 1.0f;
   std::uint16_t* out = p.out[projection];
   if constexpr (StagedTile<Config>::kFits) {
     static_assert(StagedTile<Config>::kBytes <= Config::stages * Shape::kStageBytes,
                   "the staging tile fits in the stages");
     if (rows_take_16_bytes(p, out)) {
-      store_tile_staged<Config>(p, out, scale_2, n0, row_begin, row_end, acc, base_ptr,
-                                threadIdx.x, [] { __syncthreads(); });
+      store_tile_staged<Config>(
+          p, out, scale_2, n0, row_begin, row_end, acc, base_ptr, threadIdx.x,
+          [] { __syncthreads(); }, slice.first);
       return;
     }
   }
-  store_tile<Config>(p, out, scale_2, n0, row_begin, row_end, acc);
+  store_tile<Config>(p, out, scale_2, n0, row_begin, row_end, acc, threadIdx.x, slice.first);
 #elif defined(__CUDA_ARCH__)
   __trap();  // built for a target without wgmma: fail loudly instead of leaving `out` unwritten
 #endif

@@ -13,7 +13,14 @@
 namespace metrale::cuda::sm90 {
 
 __device__ __forceinline__ int expert_offset(const GroupedParams& p, int e) {
-  return min(max(__ldg(p.offsets + e), 0), p.m_total);
+  const int offset = p.offsets ? __ldg(p.offsets + e) : p.single.offsets[e == 0 ? 0 : 1];
+  return min(max(offset, 0), p.m_total);
+}
+
+__device__ __forceinline__ ExpertEntry expert_entry(const GroupedParams& p, int projection,
+                                                    int expert) {
+  if (p.table == nullptr) return p.single.entry[projection == 0 ? 0 : 1];
+  return p.table[projection * p.num_experts + expert];
 }
 
 // Row tiles of expert e: none when its rows belong to another family's window.

@@ -100,6 +100,11 @@ __host__ __device__ constexpr TileCoord raster_tile(int t, int channel_tiles, in
   return TileCoord{in_band / rows, first_row + in_band % rows};
 }
 
+struct SingleExpert {
+  ExpertEntry entry[2];     // per projection
+  std::int32_t offsets[2];  // the expert's group rows [offsets[0], offsets[1])
+};
+
 struct GroupedParams {
   const std::uint16_t* a;         // bf16 [a_rows, K]
   const std::int32_t* token_ids;  // [m_total] source row of each group row, or null
@@ -108,17 +113,20 @@ struct GroupedParams {
   std::int32_t num_experts;
   std::int32_t scale_sfb;           // 1: SFB scales, 0: [K/16, N] scales
   std::int32_t scale_vec16;         // [K/16, N] scales may be read 16 bytes at a time
-  const std::int32_t* offsets;      // [num_experts + 1] in device memory (staged host offsets)
+  const std::int32_t* offsets;      // [num_experts + 1] in device memory, or null: `single`
   std::int32_t m_total;             // rows past it are dropped (device offsets are not validated)
   std::int32_t min_rows, max_rows;  // experts whose rows fall outside belong to another family
   std::uint16_t* out[2];            // bf16 [m_total, N] per projection
-  const ExpertEntry* table;         // [proj][num_experts]
+  const ExpertEntry* table;         // [proj][num_experts], or null: `single`
   std::int32_t channel_tiles;       // persistent kernels: the tiles of N (the grid's x) ...
   std::int32_t projections;         // ... and of the projections (its z) they walk
   std::int32_t band_rows;           // raster_tile's band: 1, or kRasterRows past L2
-  std::int32_t splits;              // K ranges per tile (bf16 weights, CTA-synchronised tiles)
-  float* partials;                  // splits > 1: [tile][split][accumulator][thread] fp32
-  std::uint32_t* counters;          // splits > 1: [tile] arrivals, zeroed by the staging launch
+  // K ranges per tile (bf16 weights, CTA-synchronised tiles): the CTAs of one thread-block
+  // cluster, which fold their sums through distributed shared memory (fold_cluster).
+  std::int32_t splits;
+  // One expert on host offsets (a single GEMM): its entries and offsets travel here, so the
+  // launch needs no staged table and no staging launch in front of it.
+  SingleExpert single;
 };
 
 // The work of a grid of tiles: how many, and their summed time in units of a full 128-token

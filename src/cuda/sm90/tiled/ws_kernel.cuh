@@ -122,7 +122,7 @@ __device__ __forceinline__ void produce(const GroupedParams& p, WsShared<Config>
                                        p, at.row, expert, row_begin, row_end);
     const int projection = t / projection_tiles;
     const int n0 = at.channel * Config::weight_rows;
-    const ExpertEntry entry = live ? p.table[projection * p.num_experts + expert] : ExpertEntry{};
+    const ExpertEntry entry = live ? expert_entry(p, projection, expert) : ExpertEntry{};
     // Only the thread that writes the hand-over slot waits for it to be free: had every producer
     // thread waited, the consumers could take the tile thread 0 hands over (completing
     // tile_empty[b]'s next phase) before a lagging producer warp first polled, which would then
