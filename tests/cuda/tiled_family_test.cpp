@@ -288,9 +288,10 @@ TEST(TiledFamily, Bf16WeightsTakeTheCtaSynchronisedWideTile) {
 // without a device): those whose tiles fill at most half of them, at least 8 k-tiles a range,
 // at most 8 ranges (a cluster): the bench's dense M = 512 of Qwen3-30B (48 tiles of 128 x 128:
 // 2 ranges) and Qwen3-Next (32 tiles: 4 ranges; at M = 64 too, two row tiles of 32), the
-// 8-token tiles of M = 1 and 8 (Qwen3-30B: 24 tiles, 4 ranges; DeepSeek-V3: 64 tiles, 2 ranges;
-// gpt-oss: 90 tiles, none), nothing at 4096 rows; NVFP4 weights never. Host logic, but the count
-// is the current device's.
+// 8- and 16-token tiles of M = 1 and 8 (Qwen3-30B: 24 tiles, 4 ranges; DeepSeek-V3: 64 tiles, 2
+// ranges; gpt-oss: 90 tiles, none), nothing at 4096 rows; NVFP4 weights never. On a device, fewer
+// ranges where the tiles' clusters would not all run at once. Host logic, but the counts are the
+// current device's.
 TEST(TiledFamily, SmallBf16GridsSplitK) {
   const cuda::Family* tiled = cuda::find_family("sm90-tiled");
   ASSERT_NE(tiled, nullptr);
@@ -304,6 +305,7 @@ TEST(TiledFamily, SmallBf16GridsSplitK) {
       {"Mixtral-8x7B", 512, 1},  {"Qwen3-30B-A3B", 4096, 1},     {"Qwen3-Next-80B-A3B", 4096, 1},
       {"Qwen3-30B-A3B", 8, 4},   {"Qwen3-Next-80B-A3B", 64, 4},  {"Qwen3-30B-A3B", 1, 4},
       {"DeepSeek-V3", 1, 2},     {"gpt-oss-120b", 1, 1}};
+  const bool device_answers = cuda::sm90::bf16_split_clusters(0, 2) > 0;
   for (const Expected& e : expected) {
     const check::ModelPreset* model = nullptr;
     for (const check::ModelPreset& m : check::model_presets())
@@ -318,7 +320,11 @@ TEST(TiledFamily, SmallBf16GridsSplitK) {
     EXPECT_LE(tiled->plan(problem, cuda::RowWindow{}).splits, 1) << e.model << " NVFP4";
     problem.nvfp4 = false;
     const cuda::Plan plan = tiled->plan(problem, cuda::RowWindow{});
-    EXPECT_EQ(std::max(plan.splits, 1), e.splits) << e.model << " T = " << e.tokens;
+    // On a device, fewer ranges where the clusters would not run in one wave.
+    if (device_answers)
+      EXPECT_LE(std::max(plan.splits, 1), e.splits) << e.model << " T = " << e.tokens;
+    else
+      EXPECT_EQ(std::max(plan.splits, 1), e.splits) << e.model << " T = " << e.tokens;
     EXPECT_TRUE(plan.splits <= 1 || !cuda::sm90::kTiles[plan.config].specialized) << e.model;
   }
 }
@@ -381,15 +387,15 @@ TEST(TiledFamily, RasterVisitsEveryTileOnceBandByBand) {
       }
 }
 
-// A single GEMM of at most 64 rows takes the narrow tile that holds its rows (no headroom for
-// uneven routing), or past 32 rows two 32-token row tiles while its weights fit in L2 (the second
-// reads them from there), else one 64-token tile. Over the bench's dense shapes. Host logic (the
-// L2 size is the current device's; without one, the H200's).
-TEST(TiledFamily, SingleGemmTakesTheNarrowTileHoldingItsRows) {
+// A single GEMM of 33 to 64 rows takes two 32-token row tiles while its weights fit in L2 (the
+// second reads them from there), else one 64-token tile; fewer rows keep the mean rule (twice the
+// rows: 8, 16, 32 or 64 tokens). Over the bench's dense shapes. Host logic (the L2 size is the
+// current device's; without one, the H200's).
+TEST(TiledFamily, SingleGemmTilesByItsExactRows) {
   const cuda::Family* tiled = cuda::find_family("sm90-tiled");
   ASSERT_NE(tiled, nullptr);
   for (const check::ModelPreset& model : check::model_presets())
-    for (int rows : {1, 8, 9, 16, 17, 32, 33, 64}) {
+    for (int rows : {1, 4, 5, 8, 9, 16, 17, 32, 33, 64}) {
       const std::int32_t offsets[2] = {0, rows};
       cuda::Problem problem;
       problem.args.groups = ExpertGroups{offsets, false, 1, rows, rows};
@@ -400,7 +406,11 @@ TEST(TiledFamily, SingleGemmTakesTheNarrowTileHoldingItsRows) {
       const cuda::sm90::TileConfig& tile =
           cuda::sm90::kTiles[tiled->plan(problem, cuda::RowWindow{}).config];
       const bool fits_l2 = 2.0 * problem.args.n * problem.args.k <= cuda::device_l2_bytes();
-      const int tokens = rows <= 8 ? 8 : rows <= 16 ? 16 : rows <= 32 || fits_l2 ? 32 : 64;
+      const int tokens = rows <= 4    ? 8
+                         : rows <= 8  ? 16
+                         : rows <= 16 ? 32
+                         : rows <= 32 ? 64
+                                      : (fits_l2 ? 32 : 64);
       EXPECT_EQ(tile.tokens, tokens) << model.display << ", " << rows << " rows";
       EXPECT_FALSE(tile.specialized) << model.display << ", " << rows << " rows";
     }

@@ -116,9 +116,18 @@ Plan split_small_grid(const Problem& problem, Plan plan) {
   if (problem.nvfp4 || a.groups.offsets_on_device) return plan;
   const int tiles = grid_tiles(a, plan);
   const int k_tiles = (a.k + kBlockK - 1) / kBlockK;
-  const int splits =
+  int splits =
       std::min({device_sm_count() / std::max(tiles, 1), k_tiles / kMinSplitKTiles, kMaxSplits});
   const int twin = cta_synchronised_twin(plan.config);
+  // The split grid in one wave of clusters: a cluster's CTAs start together, on one GPC, so past
+  // what the device runs at once a second wave doubles the time (Qwen3-Next's dense M = 512, 32
+  // tiles in clusters of 4 on the 128-token tile: 2.1x the time of the fold through the
+  // workspace; docs/perf.md, "2026-12-03"). Fewer ranges until the tiles fit.
+  while (splits >= 2 && !kTiles[twin].specialized) {
+    const int fit = bf16_split_clusters(twin, splits);
+    if (fit <= 0 || tiles <= fit) break;
+    --splits;
+  }
   if (splits < 2 || kTiles[twin].specialized) return plan;
   plan.config = twin;
   plan.splits = splits;
@@ -224,17 +233,15 @@ int band_rows(const Problem& problem) {
   return weights_fit_l2(problem) ? 1 : kRasterRows;
 }
 
-// A single GEMM of at most kNarrowTileRows rows: its row count is exact, so no headroom for
-// uneven routing (pick_tile's factor 2). The smallest of the 64-weight-row tiles that holds the
-// rows, or, past 32 rows, two row tiles of 32 while the weights stay in L2 for the second
-// (more CTAs on a weight stream); past L2, one 64-token tile, the weights read once. Measured on
-// the bench's dense GEMMs at M = 64 (docs/perf.md, "2026-12-03"): two 32-token row tiles 0.65-
-// 0.90x the time of the 128-token tile the mean rule took, one 64-token tile 1.38x on the four
-// that fit and 0.72x on Mixtral's 235 MB.
+// A single GEMM of 33 to kNarrowTileRows rows, where pick_tile's headroom for uneven routing
+// (its factor 2) takes the 128-token tile though the rows are exact: two row tiles of 32 while
+// the weights stay in L2 for the second (more CTAs on the weight stream); past L2, one 64-token
+// tile, the weights read once. Measured on the bench's dense GEMMs at M = 64 (docs/perf.md,
+// "2026-12-03"): two 32-token row tiles 0.65-0.90x the time of the 128-token tile, one
+// 64-token tile 1.38x on the four that fit and 0.72x on Mixtral's 235 MB. At 32 rows and fewer
+// the mean rule stays (an 8-row GEMM on the 16-token tile: Mixtral 61 us, 69 on the 8-token one).
 constexpr int kNarrowTileRows = 64;
-int single_gemm_tile(const Problem& problem, int rows) {
-  for (int i : kChosenTiles)
-    if (kTiles[i].weight_rows == 64 && rows <= kTiles[i].tokens) return i;
+int single_gemm_tile(const Problem& problem) {
   return weights_fit_l2(problem) ? 2 : 3;
 }
 
@@ -283,8 +290,8 @@ class TiledFamily final : public Family {
       return plan;
     }
     const WindowRows w = rows_in_window(g, rows);
-    if (single_expert(problem.args) && w.experts == 1 && w.rows <= kNarrowTileRows)
-      plan.config = single_gemm_tile(problem, static_cast<int>(w.rows));
+    if (single_expert(problem.args) && w.experts == 1 && w.rows > 32 && w.rows <= kNarrowTileRows)
+      plan.config = single_gemm_tile(problem);
     else
       plan.config =
           choose_tile(problem, rows, w.experts ? static_cast<double>(w.rows) / w.experts : 1.0);

@@ -1,6 +1,9 @@
 // Instantiations of the tiled family's kernel, one per entry of kTiles and weight format, and the
 // launch switch its host side (tiled_family.cpp) calls. In a watchdog build, the watchdog's host
 // side too (ws_watchdog.cuh): it must map the device variables of this translation unit.
+#include <map>
+#include <mutex>
+#include <tuple>
 #include <type_traits>
 #ifdef METRALE_WS_WATCHDOG
 #include <chrono>
@@ -131,21 +134,60 @@ cudaError_t launch_config(const GroupedParams& params, dim3 grid, cudaStream_t s
   return cudaLaunchKernelEx(&config, kernel, params);
 }
 
-template <bool kNvfp4>
-cudaError_t launch_format(int tile, const GroupedParams& params, dim3 grid, cudaStream_t stream) {
+// Calls f(Tile<tile>{}) for a runtime index into kTiles.
+template <class F>
+auto with_tile(int tile, F&& f) {
   static_assert(kTileCount == 10, "one case per kTiles entry");
   switch (tile) {
-    case 0: return launch_config<Tile<0>, kNvfp4>(params, grid, stream);
-    case 1: return launch_config<Tile<1>, kNvfp4>(params, grid, stream);
-    case 2: return launch_config<Tile<2>, kNvfp4>(params, grid, stream);
-    case 3: return launch_config<Tile<3>, kNvfp4>(params, grid, stream);
-    case 4: return launch_config<Tile<4>, kNvfp4>(params, grid, stream);
-    case 5: return launch_config<Tile<5>, kNvfp4>(params, grid, stream);
-    case 6: return launch_config<Tile<6>, kNvfp4>(params, grid, stream);
-    case 7: return launch_config<Tile<7>, kNvfp4>(params, grid, stream);
-    case 8: return launch_config<Tile<8>, kNvfp4>(params, grid, stream);
-    default: return launch_config<Tile<9>, kNvfp4>(params, grid, stream);
+    case 0: return f(Tile<0>{});
+    case 1: return f(Tile<1>{});
+    case 2: return f(Tile<2>{});
+    case 3: return f(Tile<3>{});
+    case 4: return f(Tile<4>{});
+    case 5: return f(Tile<5>{});
+    case 6: return f(Tile<6>{});
+    case 7: return f(Tile<7>{});
+    case 8: return f(Tile<8>{});
+    default: return f(Tile<9>{});
   }
+}
+
+template <bool kNvfp4>
+cudaError_t launch_format(int tile, const GroupedParams& params, dim3 grid, cudaStream_t stream) {
+  return with_tile(tile, [&](auto config) {
+    return launch_config<decltype(config), kNvfp4>(params, grid, stream);
+  });
+}
+
+// cudaOccupancyMaxActiveClusters for the CTA-synchronised kernel of a tile (bf16 weights: the
+// only K split); 0 when the runtime cannot answer.
+int max_active_clusters(int tile, int cluster_size) {
+  return with_tile(tile, [&](auto config) {
+    using Config = decltype(config);
+    if constexpr (Config::specialized) {
+      return 0;
+    } else {
+      using Shape = KernelShape<Config, false>;
+      const void* kernel = reinterpret_cast<const void*>(&grouped_gemm_kernel<Config, false>);
+      if (configure_once_per_device(kernel, Shape::kSmemBytes) != cudaSuccess) return 0;
+      cudaLaunchAttribute cluster{};
+      cluster.id = cudaLaunchAttributeClusterDimension;
+      cluster.val.clusterDim = {1, 1, static_cast<unsigned>(cluster_size)};
+      cudaLaunchConfig_t launch{};
+      launch.gridDim = dim3(1, 1, static_cast<unsigned>(cluster_size));
+      launch.blockDim = dim3(Shape::kThreads);
+      launch.dynamicSmemBytes = Shape::kSmemBytes;
+      launch.attrs = &cluster;
+      launch.numAttrs = 1;
+      int clusters = 0;
+      if (cudaOccupancyMaxActiveClusters(&clusters, &grouped_gemm_kernel<Config, false>, &launch) !=
+          cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+      }
+      return clusters;
+    }
+  });
 }
 
 }  // namespace
@@ -154,6 +196,20 @@ cudaError_t launch_grouped_gemm(int tile, bool nvfp4, const GroupedParams& param
                                 cudaStream_t stream) {
   return nvfp4 ? launch_format<true>(tile, params, grid, stream)
                : launch_format<false>(tile, params, grid, stream);
+}
+
+int bf16_split_clusters(int tile, int splits) {
+  static std::mutex mutex;
+  static std::map<std::tuple<int, int, int>, int> known;  // (device, tile, splits) -> clusters
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  std::lock_guard<std::mutex> lock(mutex);
+  auto [it, fresh] = known.try_emplace({device, tile, splits}, 0);
+  if (fresh) it->second = max_active_clusters(tile, splits);
+  return it->second;
 }
 
 }  // namespace metrale::cuda::sm90

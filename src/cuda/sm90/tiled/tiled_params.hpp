@@ -146,6 +146,10 @@ constexpr double tile_time(int width) {
 // on `sm_count` multiprocessors: waves of tiles times a tile's mean time.
 bool wide_tile_pays(TileLoad wide, TileLoad narrow, int sm_count);
 
+// How many K-split clusters of `splits` CTAs of tile kTiles[tile] (bf16 weights) the current
+// device runs at once (cached per device); 0 when that cannot be asked (no device).
+int bf16_split_clusters(int tile, int splits);
+
 // Launches tile kTiles[tile] with NVFP4 (or bf16) weights; returns the launch's CUDA error.
 cudaError_t launch_grouped_gemm(int tile, bool nvfp4, const GroupedParams& params, dim3 grid,
                                 cudaStream_t stream);
