@@ -249,6 +249,17 @@ TEST(TiledFamily, ChoosesWarpSpecialisedTilesFrom128Tokens) {
   }
 }
 
+// The bench's dense GEMM of a preset as a one-expert problem: M = offsets[1] rows, N = 2 inter,
+// K = hidden, NVFP4 weights (set nvfp4 = false for bf16). `offsets` must outlive the problem.
+cuda::Problem dense_problem(const check::ModelPreset& model, const std::int32_t (&offsets)[2]) {
+  cuda::Problem problem;
+  problem.args.groups = ExpertGroups{offsets, false, 1, offsets[1], offsets[1]};
+  problem.args.n = 2 * model.inter;
+  problem.args.k = model.hidden;
+  problem.args.proj_count = 1;
+  return problem;
+}
+
 // bf16 weights (the dense GEMM) take the CTA-synchronised 256-token tile wherever NVFP4 weights
 // of the same shape take the warp-specialised one, and the same tile elsewhere. Over the bench's
 // dense shapes (M = T, N = 2 inter, K = hidden). Host logic.
@@ -262,11 +273,7 @@ TEST(TiledFamily, Bf16WeightsTakeTheCtaSynchronisedWideTile) {
   for (const check::ModelPreset& model : check::model_presets())
     for (int tokens : {512, 4096, 16384}) {
       const std::int32_t offsets[2] = {0, tokens};
-      cuda::Problem problem;
-      problem.args.groups = ExpertGroups{offsets, false, 1, tokens, tokens};
-      problem.args.n = 2 * model.inter;
-      problem.args.k = model.hidden;
-      problem.args.proj_count = 1;
+      cuda::Problem problem = dense_problem(model, offsets);
       const int nvfp4 = tiled->plan(problem, cuda::RowWindow{}).config;
       problem.nvfp4 = false;
       const cuda::Plan bf16 = tiled->plan(problem, cuda::RowWindow{});
@@ -312,11 +319,7 @@ TEST(TiledFamily, SmallBf16GridsSplitK) {
       if (m.display == std::string(e.model)) model = &m;
     ASSERT_NE(model, nullptr) << e.model;
     const std::int32_t offsets[2] = {0, e.tokens};
-    cuda::Problem problem;
-    problem.args.groups = ExpertGroups{offsets, false, 1, e.tokens, e.tokens};
-    problem.args.n = 2 * model->inter;
-    problem.args.k = model->hidden;
-    problem.args.proj_count = 1;
+    cuda::Problem problem = dense_problem(*model, offsets);
     EXPECT_LE(tiled->plan(problem, cuda::RowWindow{}).splits, 1) << e.model << " NVFP4";
     problem.nvfp4 = false;
     const cuda::Plan plan = tiled->plan(problem, cuda::RowWindow{});
@@ -397,11 +400,7 @@ TEST(TiledFamily, SingleGemmTilesByItsExactRows) {
   for (const check::ModelPreset& model : check::model_presets())
     for (int rows : {1, 4, 5, 8, 9, 16, 17, 32, 33, 64}) {
       const std::int32_t offsets[2] = {0, rows};
-      cuda::Problem problem;
-      problem.args.groups = ExpertGroups{offsets, false, 1, rows, rows};
-      problem.args.n = 2 * model.inter;
-      problem.args.k = model.hidden;
-      problem.args.proj_count = 1;
+      cuda::Problem problem = dense_problem(model, offsets);
       problem.nvfp4 = false;
       const cuda::sm90::TileConfig& tile =
           cuda::sm90::kTiles[tiled->plan(problem, cuda::RowWindow{}).config];
