@@ -63,8 +63,8 @@ struct GemmBuffers {
 };
 
 // A K split forced where it does not run: NVFP4 weights (one order of K, so a grouped call and a
-// GEMM on an expert's rows agree), the warp-specialised tiles, and more ranges than a cluster
-// holds (the ranges fold within one).
+// GEMM on an expert's rows agree), the warp-specialised tiles, and on a narrow tile (whose ranges
+// fold within a cluster) more ranges than a cluster holds.
 TEST(RejectSmall, KSplitOnlyForBf16OnCtaSynchronisedTiles) {
   METRALE_SKIP_WITHOUT_GPU();
   GemmBuffers b(4, 64, 1024);
@@ -80,7 +80,7 @@ TEST(RejectSmall, KSplitOnlyForBf16OnCtaSynchronisedTiles) {
                    {"splits = 3", "warp-specialised"});
   }
   {
-    const check::ScopedCudaKernel forced("sm90-tiled:6:9");
+    const check::ScopedCudaKernel forced("sm90-tiled:0:9");
     DenseGemm dense{b.act.as<bf16_bits>(), b.act.as<bf16_bits>(), b.out.as<bf16_bits>(), 4, 4, 64};
     expect_refused(bf16_gemm_act_weight_t(dense, kCuda), Status::unsupported,
                    {"splits = 9", "cluster", "at most 8"});

@@ -75,14 +75,15 @@ TEST(TiledFamily, EveryTileDenseExact) {
       }
 }
 
-// K splits of the bf16 GEMM (fold_cluster): every CTA-synchronised tile forced at 2, 3 and 8 K
-// ranges (8: a whole portable cluster), M past its token width, N off the channel tiles, K = 1056
-// (17 k-tiles: ranges of unequal length) and K = 96 (2 k-tiles: past two ranges some are empty).
-// Exact mode bit for bit and realistic mode within the harness's tolerance; the harness runs each
-// case twice and wants the same bits (rank 0 adds the ranges in rank order, whichever CTA
-// finishes first). Then the dispatcher's own splits through the public call and the workspace
-// its size query gives: M = 512, N = 1024, K = 2048 (the 128-token tile, 4 ranges on 132 SMs)
-// and the decode sizes M = 1 and 8 (the 8-token tile, N = 1536: 24 tiles, 4 ranges).
+// K splits of the bf16 GEMM (fold_cluster on the narrow tiles, fold_splits through the workspace
+// on the wide ones): every CTA-synchronised tile forced at 2, 3 and 8 K ranges (8: a whole
+// portable cluster), M past its token width, N off the channel tiles, K = 1056 (17 k-tiles:
+// ranges of unequal length) and K = 96 (2 k-tiles: past two ranges some are empty). Exact mode
+// bit for bit and realistic mode within the harness's tolerance; the harness runs each case twice
+// and wants the same bits (both folds add the ranges in range order, whichever CTA finishes
+// first). Then the dispatcher's own splits through the public call and the workspace its size
+// query gives: M = 512, N = 1024, K = 2048 (the 128-token tile, 4 ranges on 132 SMs) and the
+// decode sizes M = 1 and 8 (the 8- and 16-token tiles, N = 1536: 24 tiles, 4 ranges).
 TEST(TiledFamily, Bf16KSplitsExactAndRealistic) {
   METRALE_SKIP_WITHOUT_GPU();
   int failures = 0;

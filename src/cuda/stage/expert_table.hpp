@@ -44,6 +44,8 @@ struct StagedTables {
   ExpertEntry* table = nullptr;
   std::int32_t* offsets = nullptr;
   std::int32_t num_experts = 0, proj_count = 1;
+  std::uint32_t* counters = nullptr;  // a K-split launch's tile counters, zeroed by the staging
+  std::int32_t counter_count = 0;
 };
 
 }  // namespace metrale::cuda

@@ -18,6 +18,7 @@ constexpr int kCopyThreads = 256;
 __global__ void __launch_bounds__(kCopyThreads) stage_tables_kernel(const __grid_constant__ TableCopyArgs args) {
   copy_table_chunk(args.chunk, args.dst, threadIdx.x, blockDim.x);
   copy_host_offsets(args.offsets, args.dst, threadIdx.x, blockDim.x);
+  for (int i = threadIdx.x; i < args.dst.counter_count; i += blockDim.x) args.dst.counters[i] = 0;
 }
 
 }  // namespace
@@ -46,6 +47,7 @@ void stage_tables(const Problem& problem, int first_expert, const HostOffsets* o
     args.offsets.count = 0;  // the chunks after the first carry no offsets
     if (offsets && first == first_expert) args.offsets = *offsets;
     args.dst = dst;
+    if (first != first_expert) args.dst.counter_count = 0;  // the first launch zeroes them
     stage_tables_kernel<<<1, kCopyThreads, 0, stream>>>(args);
     METRALE_CUDA_CHECK_LAUNCH(stage_tables_kernel);
   }

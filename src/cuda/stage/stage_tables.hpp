@@ -27,8 +27,8 @@ void fill_table_chunk(const Problem& problem, int first, TableChunkOf<kCapacity>
 void fill_host_offsets(const Problem& problem, HostOffsets& offsets);
 
 // Copies the chunks of experts [first_expert, num_experts) and, when `offsets` is not null and
-// holds host offsets, the offsets, into `dst`. One launch per chunk (one at least when there
-// are offsets to copy).
+// holds host offsets, the offsets, into `dst`, and zeroes dst.counters. One launch per chunk (one
+// at least when there are offsets to copy).
 void stage_tables(const Problem& problem, int first_expert, const HostOffsets* offsets,
                   const StagedTables& dst, cudaStream_t stream);
 

@@ -1,6 +1,6 @@
 // Step 4 of the tiled family's kernels (tiled_kernel.cuh, ws_kernel.cuh): the accumulators x
 // scale_2 as bf16 group rows, directly or through shared memory, and, for a tile whose K is cut
-// into ranges, the fold of the ranges' sums before that.
+// into ranges, the fold of the ranges' sums before that (in a cluster or through the workspace).
 #pragma once
 
 #include <cooperative_groups.h>
@@ -101,7 +101,7 @@ __device__ __forceinline__ void store_tile_staged(const GroupedParams& p, std::u
   }
 }
 
-// A tile cut into K ranges (p.splits > 1): the ranges are the CTAs of one thread-block cluster,
+// The narrow tiles' fold (folds_in_cluster): the ranges are the CTAs of one thread-block cluster,
 // rank r holding range r. Each leaves its fp32 sums in its own shared memory (`scratch`, the free
 // stages); then each rank takes a slice of the tile's 8-token groups and adds every rank's sums
 // of it in rank order, through distributed shared memory, so any run gives the same bits and the
@@ -133,6 +133,38 @@ __device__ TileSlice fold_cluster(float (&acc)[kAcc], float* scratch) {
   }
   cluster.sync();  // a rank's shared memory must outlive the others' reads
   return TileSlice{8 * first, 8 * end};
+}
+
+// The wide tiles' fold (folds_in_cluster false): every CTA of a split tile leaves its fp32 sums in
+// the workspace, and the last to arrive adds all of them in split order (whichever CTA that is,
+// so a second run gives the same bits) into `acc` and returns true; the others return false.
+template <int kThreads, int kAcc>
+__device__ bool fold_splits(const GroupedParams& p, int tile, int split, float (&acc)[kAcc]) {
+  __shared__ int last;
+  const size_t tile_floats = static_cast<size_t>(kAcc) * kThreads;
+  const float* first = p.partials + static_cast<size_t>(tile) * p.splits * tile_floats;
+  float* mine = p.partials + (static_cast<size_t>(tile) * p.splits + split) * tile_floats;
+#pragma unroll
+  for (int i = 0; i < kAcc; ++i) __stcg(mine + i * kThreads + threadIdx.x, acc[i]);
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(p.counters + tile, 1u) == unsigned(p.splits - 1);
+  __syncthreads();
+  if (!last) return false;
+  __threadfence();
+  // Range by range, each range's loads in flight together (a loop over the ranges inside each
+  // accumulator's made one L2 round trip per value: 2.5x the unsplit time at 2 ranges).
+#pragma unroll
+  for (int i = 0; i < kAcc; ++i) acc[i] = __ldcg(first + i * kThreads + threadIdx.x);
+  for (int s = 1; s < p.splits; ++s) {
+    float v[kAcc];
+#pragma unroll
+    for (int i = 0; i < kAcc; ++i)
+      v[i] = __ldcg(first + s * tile_floats + i * kThreads + threadIdx.x);
+#pragma unroll
+    for (int i = 0; i < kAcc; ++i) acc[i] = __fadd_rn(acc[i], v[i]);
+  }
+  return true;
 }
 
 }  // namespace metrale::cuda::sm90

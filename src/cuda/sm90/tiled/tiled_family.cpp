@@ -55,35 +55,52 @@ int channel_tiles(const GroupedNvfp4& a, const TileConfig& tile) {
   return (a.n + tile.weight_rows - 1) / tile.weight_rows;
 }
 
-// The K ranges a plan cuts each tile into (1: none).
-int splits_of(const Plan& plan) { return std::max(plan.splits, 1); }
-
 // The grid's output tiles: row tiles x channel tiles x projections (each cut into
 // splits_of(plan) CTAs).
 int grid_tiles(const GroupedNvfp4& a, const Plan& plan) {
   return row_tiles(a, plan) * channel_tiles(a, kTiles[plan.config]) * a.proj_count;
 }
 
-// One expert on host offsets (a single GEMM): its entries and offsets travel in the launch's
-// parameters (GroupedParams::single), so nothing is staged.
-bool single_expert(const GroupedNvfp4& a) {
-  return a.groups.num_experts == 1 && !a.groups.offsets_on_device;
+// The K ranges a plan cuts each tile into (1: none), and whether they fold through the
+// workspace (the wide tiles: folds_in_cluster).
+int splits_of(const Plan& plan) {
+  return std::max(plan.splits, 1);
+}
+bool workspace_fold(const Plan& plan) {
+  return splits_of(plan) > 1 && !folds_in_cluster(kTiles[plan.config]);
+}
+
+// Whether the launch reads staged tables: always but for one expert on host offsets (a single
+// GEMM), whose entries and offsets travel in the launch's parameters (GroupedParams::single),
+// unless a workspace fold needs its counters zeroed by the staging launch anyway.
+bool staged(const GroupedNvfp4& a, const Plan& plan) {
+  return a.groups.num_experts != 1 || a.groups.offsets_on_device || workspace_fold(plan);
 }
 
 struct Layout {
   ExpertEntry* table;
   std::int32_t* offsets;
+  float* partials;  // a workspace fold's sums
+  std::uint32_t* counters;
+  int tiles;  // the grid's tiles (channel x row x projection), each cut into splits_of(plan)
   std::size_t bytes;
 };
 
-Layout carve(const Problem& problem, void* base) {
+Layout carve(const Problem& problem, const Plan& plan, void* base) {
   const GroupedNvfp4& a = problem.args;
   const std::size_t experts = static_cast<std::size_t>(a.groups.num_experts);
   WorkspaceCarve c(base);
   Layout l{};
-  if (!single_expert(a)) {
+  if (staged(a, plan)) {
     l.table = c.take<ExpertEntry>(experts * static_cast<std::size_t>(a.proj_count));
     l.offsets = c.take<std::int32_t>(experts + 1);
+  }
+  if (workspace_fold(plan)) {
+    const TileConfig& t = kTiles[plan.config];
+    l.tiles = grid_tiles(a, plan);
+    l.partials = c.take<float>(static_cast<std::size_t>(l.tiles) * splits_of(plan) * t.tokens *
+                               t.weight_rows);
+    l.counters = c.take<std::uint32_t>(static_cast<std::size_t>(l.tiles));
   }
   l.bytes = c.used();
   return l;
@@ -91,12 +108,11 @@ Layout carve(const Problem& problem, void* base) {
 
 // A bf16 GEMM whose tiles would leave more than half of the multiprocessors idle (a dense GEMM
 // of a narrow N, say) cuts each tile's K into ranges, at least kMinSplitKTiles k-tiles a range (so
-// that a CTA's pipeline fill stays small), on the CTA-synchronised tile of the same shape: the
-// ranges are the CTAs of a thread-block cluster, at most kMaxSplits (the portable cluster size),
-// folded through distributed shared memory (fold_cluster). NVFP4 weights keep one order of K: a
-// grouped call and a GEMM on an expert's rows give the same bits (the seeds define the one by
-// the other). Measured: docs/perf.md, "2026-12-02, eighth session" (the 128-token tile) and
-// "2026-12-03" (every tile).
+// that a CTA's pipeline fill stays small), at most kMaxSplits (the portable cluster size), on the
+// CTA-synchronised tile of the same shape, folded as folds_in_cluster says. NVFP4 weights keep one
+// order of K: a grouped call and a GEMM on an expert's rows give the same bits (the seeds define
+// the one by the other). Measured: docs/perf.md, "2026-12-02, eighth session" (the 128-token tile)
+// and "2026-12-03" (every tile).
 constexpr int kMinSplitKTiles = 8;
 constexpr int kMaxSplits = 8;
 // The CTA-synchronised configuration of the same tile (tokens, weight rows, chunk); itself when
@@ -123,7 +139,7 @@ Plan split_small_grid(const Problem& problem, Plan plan) {
   // what the device runs at once a second wave doubles the time (Qwen3-Next's dense M = 512, 32
   // tiles in clusters of 4 on the 128-token tile: 2.1x the time of the fold through the
   // workspace; docs/perf.md, "2026-12-03"). Fewer ranges until the tiles fit.
-  while (splits >= 2 && !kTiles[twin].specialized) {
+  while (splits >= 2 && !kTiles[twin].specialized && folds_in_cluster(kTiles[twin])) {
     const int fit = bf16_split_clusters(twin, splits);
     if (fit <= 0 || tiles <= fit) break;
     --splits;
@@ -290,7 +306,7 @@ class TiledFamily final : public Family {
       return plan;
     }
     const WindowRows w = rows_in_window(g, rows);
-    if (single_expert(problem.args) && w.experts == 1 && w.rows > 32 && w.rows <= kNarrowTileRows)
+    if (g.num_experts == 1 && w.experts == 1 && w.rows > 32 && w.rows <= kNarrowTileRows)
       plan.config = single_gemm_tile(problem);
     else
       plan.config =
@@ -299,7 +315,7 @@ class TiledFamily final : public Family {
   }
 
   std::size_t workspace_bytes(const Problem& problem, const Plan& plan) const override {
-    return carve(problem, nullptr).bytes;
+    return carve(problem, plan, nullptr).bytes;
   }
 
   void launch(const Problem& problem, const Plan& plan, core::Buffer ws,
@@ -313,7 +329,7 @@ class TiledFamily final : public Family {
            "{}: a K split (splits = {}) runs on bf16 weights and a CTA-synchronised tile only "
            "(configuration {} is {}); NVFP4 weights keep one order of K",
            problem.op, splits, plan.config, describe(plan));
-    if (splits > kMaxSplits)
+    if (splits > kMaxSplits && folds_in_cluster(kTiles[plan.config]))
       fail(Status::unsupported,
            "{}: a K split (splits = {}) folds within a thread-block cluster: at most {} ranges",
            problem.op, splits, kMaxSplits);
@@ -325,15 +341,17 @@ class TiledFamily final : public Family {
     if (grid.y > 65535)
       fail(Status::unsupported, "{}: {} row tiles exceed the grid limit of 65535", problem.op,
            grid.y);
-    const Layout l = carve(problem, ws.ptr);
+    const Layout l = carve(problem, plan, ws.ptr);
     thread_local HostOffsets offsets;  // ~8 KB: per-thread scratch, not a heap block per call
     fill_host_offsets(problem, offsets);
-    if (!single_expert(a))
+    if (staged(a, plan))
       stage_tables(problem, 0, &offsets,
                    StagedTables{.table = l.table,
                                 .offsets = l.offsets,
                                 .num_experts = a.groups.num_experts,
-                                .proj_count = a.proj_count},
+                                .proj_count = a.proj_count,
+                                .counters = l.counters,
+                                .counter_count = l.tiles},
                    stream);
 
     GroupedParams p{};
@@ -356,7 +374,9 @@ class TiledFamily final : public Family {
     p.projections = a.proj_count;
     p.band_rows = band_rows(problem);
     p.splits = splits;
-    if (single_expert(a)) {
+    p.partials = l.partials;
+    p.counters = l.counters;
+    if (!staged(a, plan)) {
       for (int j = 0; j < a.proj_count; ++j) p.single.entry[j] = expert_entry(problem, j, 0);
       p.single.offsets[0] = offsets.values[0];
       p.single.offsets[1] = offsets.values[1];

@@ -116,7 +116,7 @@ cudaError_t launch_config(const GroupedParams& params, dim3 grid, cudaStream_t s
 #ifdef METRALE_WS_WATCHDOG
   if constexpr (Config::specialized) install_ws_watchdog(stream);
 #endif
-  if (params.splits <= 1) {
+  if (params.splits <= 1 || !Config::cluster_fold) {
     kernel<<<grid, Shape::kThreads, Shape::kSmemBytes, stream>>>(params);
     return cudaGetLastError();
   }

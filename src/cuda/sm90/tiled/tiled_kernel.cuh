@@ -417,9 +417,14 @@ __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
                 "a K range's sums fit in the stages");
   TileSlice slice{0, Config::tokens};
   if (p.splits > 1) {
-    slice = fold_cluster<Shape::kThreads>(acc, reinterpret_cast<float*>(base_ptr));
-    row_end = min(row_end, row_begin + slice.end);
-    if (row_begin + slice.first >= row_end) return;
+    if constexpr (Config::cluster_fold) {
+      slice = fold_cluster<Shape::kThreads>(acc, reinterpret_cast<float*>(base_ptr));
+      row_end = min(row_end, row_begin + slice.end);
+      if (row_begin + slice.first >= row_end) return;
+    } else {
+      const int tile = (projection * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+      if (!fold_splits<Shape::kThreads>(p, tile, split, acc)) return;
+    }
   }
   const float scale_2 = kNvfp4 ? entry.scale_2 : 1.0f;
   std::uint16_t* out = p.out[projection];

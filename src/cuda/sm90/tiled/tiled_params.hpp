@@ -56,6 +56,15 @@ constexpr int kChosenTiles[] = {0, 1, 2, 3, 4, 8};
 // family picks 8 in one call, 0.91-0.98x in another (docs/perf.md, "2026-12-02, seventh session").
 constexpr int kBf16WideTile = 7;
 
+// How a tile's K ranges meet. The narrow tiles (several CTAs an SM) fold in a thread-block
+// cluster, through distributed shared memory: no workspace, no counters, so a single GEMM needs
+// no staging launch. The 128- and 256-token tiles (one CTA an SM) fold through the workspace: in
+// a cluster they measured slower split than whole (Qwen3-30B dense M = 512: 18.9 us whole, 21.3
+// at 2 ranges, 35.9 at 4; through the workspace 16.7 at 2; docs/perf.md, "2026-12-03").
+constexpr bool folds_in_cluster(const TileConfig& t) {
+  return t.tokens < 128;
+}
+
 // A kTiles entry as a type: what the kernel templates take (nvcc's launch stubs cannot carry
 // class-type template arguments).
 template <int kIndex>
@@ -65,6 +74,7 @@ struct Tile {
   static constexpr int stages = kTiles[kIndex].stages;
   static constexpr bool specialized = kTiles[kIndex].specialized;
   static constexpr int chunk = kTiles[kIndex].chunk;
+  static constexpr bool cluster_fold = folds_in_cluster(kTiles[kIndex]);
   static_assert(tokens % chunk == 0 && chunk % 8 == 0, "whole chunks of whole swizzle atoms");
 };
 
@@ -121,9 +131,10 @@ struct GroupedParams {
   std::int32_t channel_tiles;       // persistent kernels: the tiles of N (the grid's x) ...
   std::int32_t projections;         // ... and of the projections (its z) they walk
   std::int32_t band_rows;           // raster_tile's band: 1, or kRasterRows past L2
-  // K ranges per tile (bf16 weights, CTA-synchronised tiles): the CTAs of one thread-block
-  // cluster, which fold their sums through distributed shared memory (fold_cluster).
+  // K ranges per tile (bf16 weights, CTA-synchronised tiles), folded as folds_in_cluster says.
   std::int32_t splits;
+  float* partials;          // the workspace fold: [tile][split][accumulator][thread] fp32
+  std::uint32_t* counters;  // the workspace fold: [tile] arrivals, zeroed by the staging launch
   // One expert on host offsets (a single GEMM): its entries and offsets travel here, so the
   // launch needs no staged table and no staging launch in front of it.
   SingleExpert single;
