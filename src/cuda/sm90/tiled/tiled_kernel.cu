@@ -101,6 +101,24 @@ void install_ws_watchdog(cudaStream_t stream) {
 
 namespace {
 
+// A launch of `grid` in clusters of `size` CTAs along z (a tile's K ranges).
+template <class Shape>
+struct ClusterLaunch {
+  cudaLaunchAttribute cluster{};
+  cudaLaunchConfig_t config{};
+  ClusterLaunch(dim3 grid, int size, cudaStream_t stream) {
+    cluster.id = cudaLaunchAttributeClusterDimension;
+    cluster.val.clusterDim = {1, 1, static_cast<unsigned>(size)};
+    config.gridDim = grid;
+    config.blockDim = dim3(Shape::kThreads);
+    config.dynamicSmemBytes = Shape::kSmemBytes;
+    config.stream = stream;
+    config.attrs = &cluster;
+    config.numAttrs = 1;
+  }
+  ClusterLaunch(const ClusterLaunch&) = delete;  // config points at cluster
+};
+
 template <class Config, bool kNvfp4>
 cudaError_t launch_config(const GroupedParams& params, dim3 grid, cudaStream_t stream) {
   using Shape = std::conditional_t<Config::specialized, WsShape<Config, kNvfp4>,
@@ -121,17 +139,8 @@ cudaError_t launch_config(const GroupedParams& params, dim3 grid, cudaStream_t s
     return cudaGetLastError();
   }
   // A K split: a tile's ranges (consecutive z) are one cluster, folded in it (fold_cluster).
-  cudaLaunchAttribute cluster{};
-  cluster.id = cudaLaunchAttributeClusterDimension;
-  cluster.val.clusterDim = {1, 1, static_cast<unsigned>(params.splits)};
-  cudaLaunchConfig_t config{};
-  config.gridDim = grid;
-  config.blockDim = dim3(Shape::kThreads);
-  config.dynamicSmemBytes = Shape::kSmemBytes;
-  config.stream = stream;
-  config.attrs = &cluster;
-  config.numAttrs = 1;
-  return cudaLaunchKernelEx(&config, kernel, params);
+  ClusterLaunch<Shape> launch(grid, params.splits, stream);
+  return cudaLaunchKernelEx(&launch.config, kernel, params);
 }
 
 // Calls f(Tile<tile>{}) for a runtime index into kTiles.
@@ -170,17 +179,11 @@ int max_active_clusters(int tile, int cluster_size) {
       using Shape = KernelShape<Config, false>;
       const void* kernel = reinterpret_cast<const void*>(&grouped_gemm_kernel<Config, false>);
       if (configure_once_per_device(kernel, Shape::kSmemBytes) != cudaSuccess) return 0;
-      cudaLaunchAttribute cluster{};
-      cluster.id = cudaLaunchAttributeClusterDimension;
-      cluster.val.clusterDim = {1, 1, static_cast<unsigned>(cluster_size)};
-      cudaLaunchConfig_t launch{};
-      launch.gridDim = dim3(1, 1, static_cast<unsigned>(cluster_size));
-      launch.blockDim = dim3(Shape::kThreads);
-      launch.dynamicSmemBytes = Shape::kSmemBytes;
-      launch.attrs = &cluster;
-      launch.numAttrs = 1;
+      ClusterLaunch<Shape> launch(dim3(1, 1, static_cast<unsigned>(cluster_size)), cluster_size,
+                                  nullptr);
       int clusters = 0;
-      if (cudaOccupancyMaxActiveClusters(&clusters, &grouped_gemm_kernel<Config, false>, &launch) !=
+      if (cudaOccupancyMaxActiveClusters(&clusters, &grouped_gemm_kernel<Config, false>,
+                                         &launch.config) !=
           cudaSuccess) {
         (void)cudaGetLastError();
         return 0;
