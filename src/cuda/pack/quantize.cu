@@ -13,6 +13,7 @@
 //     sizes, nothing else): finding the index needs the read that quantizes.
 // The scratch is 16 bytes of the call's workspace. A host sync cannot be captured into a CUDA
 // graph, so a capturing stream is refused before anything is enqueued.
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -186,12 +187,27 @@ __device__ __forceinline__ void load_tile(const QuantizeParams& p, TileOrigin t,
   }
 }
 
+// format::block_scale_e4m3, its last step in hardware from sm_89 on: cuda_fp8.h's
+// __nv_cvt_float_to_fp8 is then one cvt.rn.satfinite instruction, and its host emulation rounds
+// as format::float_to_e4m3 does on a dense sweep of fp32 (tests/format/e4m3_test.cpp,
+// E4m3Cuda.EncodeMatchesCudaSatfiniteOnDenseSweep). The software conversion, a dozen branches,
+// was a third of a scale's ~75 instructions, and a thread computes two scales a tile.
 __device__ __forceinline__ std::uint8_t scale_of(std::uint32_t amax_bits, float scale_2) {
-  return format::block_scale_e4m3(format::bf16_to_float(static_cast<std::uint16_t>(amax_bits)),
-                                  scale_2);
+  const float amax = format::bf16_to_float(static_cast<std::uint16_t>(amax_bits));
+#if __CUDA_ARCH__ >= 890
+  float sf = amax / (6.0f * scale_2);  // the recipe's steps before the conversion, as written there
+  if (sf == 0.0f) sf = 1.0f;
+  if (format::is_nan_bits(sf)) sf = format::kE4m3Max;
+  sf = fminf(fmaxf(sf, format::kE4m3MinSubnormal), format::kE4m3Max);
+  return static_cast<std::uint8_t>(__nv_cvt_float_to_fp8(sf, __NV_SATFINITE, __NV_E4M3));
+#else
+  return format::block_scale_e4m3(amax, scale_2);
+#endif
 }
 
-__global__ void __launch_bounds__(kQuantThreads) quantize_kernel(QuantizeParams p) {
+// 4 CTAs an SM (at most 64 registers): the pass is bound by its instruction issue, and at 70
+// registers only 3 fit, 24 warps to hide each tile's load and shared-memory latency.
+__global__ void __launch_bounds__(kQuantThreads, 4) quantize_kernel(QuantizeParams p) {
   __shared__ pack::CodeConstants table[pack::kScaleBytes];
   __shared__ std::uint8_t tile_scales[2][kTileBlocks][kTileRows];
   const float scale_2 = p.scale_2_out ? format::scale_2_from_amax(format::bf16_to_float(
