@@ -136,6 +136,7 @@ struct QuantizeParams {
   PackScratch* scratch;
   std::int64_t n, k;
   std::int64_t row_tiles, col_tiles;
+  bool scale_words;  // the scales leave 4 bytes at a time: N % 4 == 0 and `scale` 4-byte aligned
 };
 
 struct TileLoad {
@@ -174,24 +175,59 @@ struct TileCursor {
   }
 };
 
+// A thread's rows of a tile: its first row's 16 bytes of weight and 4 bytes of codes (the next
+// rows follow K / 8 vectors and K / 8 words on: the same stride for both), and how many of its
+// rows lie in the tensor (none when its columns are past K). Found once a tile, in 64-bit
+// arithmetic; then each row costs an add and a compare (it was a 64-bit multiply and two 64-bit
+// compares a row, for the loads and again for the stores: ~30 % of the non-code instructions).
+struct ThreadRows {
+  const uint4* weight;
+  unsigned int* codes;
+  int rows;
+};
+
+__device__ __forceinline__ ThreadRows thread_rows(const QuantizeParams& p, TileOrigin t, int warp,
+                                                  int lane) {
+  const std::int64_t row = t.row0 + kRowsPerWarp * warp, col = t.col0 + 8 * lane;
+  const std::int64_t inside = col < p.k ? p.n - row : 0;
+  return {reinterpret_cast<const uint4*>(p.weight + row * p.k + col),
+          reinterpret_cast<unsigned int*>(p.packed + row * (p.k / 2) + col / 2),
+          static_cast<int>(inside < 0              ? 0
+                           : inside < kRowsPerWarp ? inside
+                                                   : kRowsPerWarp)};
+}
+
 __device__ __forceinline__ void load_tile(const QuantizeParams& p, TileOrigin t, int warp, int lane,
                                           TileLoad& out) {
-  const std::int64_t col = t.col0 + 8 * lane;
+  const ThreadRows at = thread_rows(p, t, warp, lane);
+  const std::int64_t stride = p.k / 8;
 #pragma unroll
-  for (int j = 0; j < kRowsPerWarp; ++j) {
-    const std::int64_t row = t.row0 + kRowsPerWarp * warp + j;
-    // Streaming: this is the last read of the weight.
-    out.v[j] = row < p.n && col < p.k
-                   ? __ldcs(reinterpret_cast<const uint4*>(p.weight + row * p.k + col))
-                   : make_uint4(0, 0, 0, 0);
+  for (int j = 0; j < kRowsPerWarp; ++j)  // streaming: this is the last read of the weight
+    out.v[j] = j < at.rows ? __ldcs(at.weight + j * stride) : make_uint4(0, 0, 0, 0);
+}
+
+// A tile's scales out: 16 runs of 32 consecutive n of [K/16, N], 4 bytes a thread where N and the
+// pointer allow it (a run is then 8 threads; rows start at multiples of 32, so with N % 4 == 0 a
+// word's first n inside the tensor means all four), else a byte a thread, a warp a run.
+__device__ __forceinline__ void store_tile_scales(
+    const QuantizeParams& p, TileOrigin t, const std::uint8_t (&scales)[kTileBlocks][kTileRows]) {
+  const std::int64_t blocks = p.k / format::kBlockSize, first_block = t.col0 / format::kBlockSize;
+  if (p.scale_words) {
+    constexpr int kWordsPerRun = kTileRows / 4;
+    const int i = threadIdx.x, block_in_tile = i / kWordsPerRun, r = 4 * (i % kWordsPerRun);
+    const std::int64_t sn = t.row0 + r, sb = first_block + block_in_tile;
+    if (i < kTileBlocks * kWordsPerRun && sn < p.n && sb < blocks)
+      __stcs(reinterpret_cast<unsigned int*>(p.scale + sb * p.n + sn),
+             *reinterpret_cast<const unsigned int*>(&scales[block_in_tile][r]));
+    return;
+  }
+  for (int i = threadIdx.x; i < kTileBlocks * kTileRows; i += kQuantThreads) {
+    const int block_in_tile = i / kTileRows, r = i % kTileRows;
+    const std::int64_t sn = t.row0 + r, sb = first_block + block_in_tile;
+    if (sn < p.n && sb < blocks) __stcs(p.scale + sb * p.n + sn, scales[block_in_tile][r]);
   }
 }
 
-// format::block_scale_e4m3, its last step in hardware from sm_89 on: cuda_fp8.h's
-// __nv_cvt_float_to_fp8 is then one cvt.rn.satfinite instruction, and its host emulation rounds
-// as format::float_to_e4m3 does on a dense sweep of fp32 (tests/format/e4m3_test.cpp,
-// E4m3Cuda.EncodeMatchesCudaSatfiniteOnDenseSweep). The software conversion, a dozen branches,
-// was a third of a scale's ~75 instructions, and a thread computes two scales a tile.
 __device__ __forceinline__ std::uint8_t scale_of(std::uint32_t amax_bits, float scale_2) {
   const float amax = format::bf16_to_float(static_cast<std::uint16_t>(amax_bits));
 #if __CUDA_ARCH__ >= 890
@@ -209,7 +245,7 @@ __device__ __forceinline__ std::uint8_t scale_of(std::uint32_t amax_bits, float 
 // registers only 3 fit, 24 warps to hide each tile's load and shared-memory latency.
 __global__ void __launch_bounds__(kQuantThreads, 4) quantize_kernel(QuantizeParams p) {
   __shared__ pack::CodeConstants table[pack::kScaleBytes];
-  __shared__ std::uint8_t tile_scales[2][kTileBlocks][kTileRows];
+  __shared__ alignas(4) std::uint8_t tile_scales[2][kTileBlocks][kTileRows];
   const float scale_2 = p.scale_2_out ? format::scale_2_from_amax(format::bf16_to_float(
                                             static_cast<std::uint16_t>(p.scratch->amax_magnitude)))
                                       : 1.0f;
@@ -232,7 +268,6 @@ __global__ void __launch_bounds__(kQuantThreads, 4) quantize_kernel(QuantizePara
     if (step + gridDim.x < tiles) load_tile(p, ahead.origin(), warp, lane, next);
     const TileOrigin t = at.origin();
     at = ahead;
-    const std::int64_t col = t.col0 + 8 * lane;
     std::uint32_t words[kRowsPerWarp][4];
     std::uint32_t block_max[kRowsPerWarp];
 #pragma unroll
@@ -241,7 +276,7 @@ __global__ void __launch_bounds__(kQuantThreads, 4) quantize_kernel(QuantizePara
       const std::uint32_t half_max = pack::max_of_lanes(pack::max_magnitudes(words[j]));
       block_max[j] = max(half_max, __shfl_xor_sync(0xFFFFFFFFu, half_max, 1));
       if (half_max >= pack::kNonFiniteMagnitude) {  // rows past N and columns past K load zeros
-        const std::int64_t row = t.row0 + kRowsPerWarp * warp + j;
+        const std::int64_t row = t.row0 + kRowsPerWarp * warp + j, col = t.col0 + 8 * lane;
         first_bad = min(first_bad, static_cast<unsigned long long>(
                                        row * p.k + col + pack::first_non_finite(words[j])));
       }
@@ -250,27 +285,19 @@ __global__ void __launch_bounds__(kQuantThreads, 4) quantize_kernel(QuantizePara
     const std::uint32_t mine = scale_of(my_rows ? block_max[2] : block_max[0], scale_2) |
                                scale_of(my_rows ? block_max[3] : block_max[1], scale_2) << 8;
     const std::uint32_t theirs = __shfl_xor_sync(0xFFFFFFFFu, mine, 1);
+    const ThreadRows rows = thread_rows(p, t, warp, lane);
 #pragma unroll
     for (int j = 0; j < kRowsPerWarp; ++j) {
       const std::uint32_t pair = (j & 2) == my_rows ? mine : theirs;
       const auto sf = static_cast<std::uint8_t>(pair >> (8 * (j & 1)));
       if ((j & 2) == my_rows) tile_scales[buffer][lane / 2][kRowsPerWarp * warp + j] = sf;
-      const std::int64_t row = t.row0 + kRowsPerWarp * warp + j;
-      if (row < p.n && col < p.k) {
-        const std::uint32_t codes = pack::pack_four_words(words[j], table[sf], sf, scale_2);
-        __stcs(reinterpret_cast<unsigned int*>(p.packed + row * (p.k / 2) + col / 2), codes);
-      }
+      if (j < rows.rows)
+        __stcs(rows.codes + j * (p.k / 8), pack::pack_four_words(words[j], table[sf], sf, scale_2));
     }
     // One barrier a tile: a thread writing this buffer again (two tiles on) has passed the next
     // barrier, which every reader of it reaches only after its stores below.
     __syncthreads();
-    // Scales out: 16 runs of 32 consecutive n, a warp storing one run per instruction.
-    for (int i = threadIdx.x; i < kTileBlocks * kTileRows; i += kQuantThreads) {
-      const int block_in_tile = i / kTileRows, r = i % kTileRows;
-      const std::int64_t sn = t.row0 + r, sb = t.col0 / format::kBlockSize + block_in_tile;
-      if (sn < p.n && sb < p.k / format::kBlockSize)
-        __stcs(p.scale + sb * p.n + sn, tile_scales[buffer][block_in_tile][r]);
-    }
+    store_tile_scales(p, t, tile_scales[buffer]);
     cur = next;
   }
   publish_first_bad(first_bad, p.scratch);
@@ -327,6 +354,7 @@ void pack_nvfp4(std::string_view who, const PackNvfp4& args, core::Buffer ws, vo
   p.n = n;
   p.k = k;
   p.row_tiles = (n + kTileRows - 1) / kTileRows;
+  p.scale_words = n % 4 == 0 && reinterpret_cast<std::uintptr_t>(args.scale) % 4 == 0;
   p.col_tiles = (k + kTileCols - 1) / kTileCols;
   const unsigned grid = pack::grid_size(static_cast<std::size_t>(p.row_tiles * p.col_tiles), 1,
                                         pack::resident_ctas(quantize_kernel, kQuantThreads));
