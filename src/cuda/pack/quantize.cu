@@ -5,9 +5,11 @@
 // lowest flat index, as on the CPU backend. Any arch (sm_80+). Two forms, on the caller's stream:
 //   scale_2 computed (scale_2_out set): the recipe needs the tensor's amax before any code, so
 //     1. scan: one read of the weight: amax and the first non-finite index into the scratch
-//     2. a host sync and the check: a refusal writes nothing (outputs and *scale_2_out untouched)
-//     3. quantize: reads the weight again, last part first (what the scan left in L2), writes
-//        codes, scales and *scale_2_out; no further host sync
+//     2. quantize: unless the scan found a NaN or ±Inf (then it writes nothing: outputs and
+//        *scale_2_out untouched), reads the weight again, last part first (what the scan left
+//        in L2), writes codes, scales and *scale_2_out
+//     3. the host sync and the check, which refuses the weight naming the scan's index. The
+//        check sat between the passes until 2026-12-03: the GPU idled for its round trip.
 //   seeds' form (scale_2 = 1): the quantize pass alone records the first non-finite index; then
 //     the host sync and the check. A refusal has written packed_t and scale_t (within their
 //     sizes, nothing else): finding the index needs the read that quantizes.
@@ -246,6 +248,8 @@ __device__ __forceinline__ std::uint8_t scale_of(std::uint32_t amax_bits, float 
 __global__ void __launch_bounds__(kQuantThreads, 4) quantize_kernel(QuantizeParams p) {
   __shared__ pack::CodeConstants table[pack::kScaleBytes];
   __shared__ alignas(4) std::uint8_t tile_scales[2][kTileBlocks][kTileRows];
+  // After a scan that found a NaN or ±Inf, write nothing: the host refuses the weight.
+  if (p.scale_2_out && p.scratch->first_bad_complement != 0) return;
   const float scale_2 = p.scale_2_out ? format::scale_2_from_amax(format::bf16_to_float(
                                             static_cast<std::uint16_t>(p.scratch->amax_magnitude)))
                                       : 1.0f;
@@ -343,7 +347,6 @@ void pack_nvfp4(std::string_view who, const PackNvfp4& args, core::Buffer ws, vo
     scan_kernel<<<grid, kScanThreads, 0, s>>>(reinterpret_cast<const uint4*>(args.weight), vectors,
                                               scratch);
     METRALE_CUDA_CHECK_LAUNCH(scan_kernel);
-    check_finite(who, args, scratch, s);
   }
   QuantizeParams p{};
   p.weight = args.weight;
@@ -354,13 +357,13 @@ void pack_nvfp4(std::string_view who, const PackNvfp4& args, core::Buffer ws, vo
   p.n = n;
   p.k = k;
   p.row_tiles = (n + kTileRows - 1) / kTileRows;
-  p.scale_words = n % 4 == 0 && reinterpret_cast<std::uintptr_t>(args.scale) % 4 == 0;
   p.col_tiles = (k + kTileCols - 1) / kTileCols;
+  p.scale_words = n % 4 == 0 && reinterpret_cast<std::uintptr_t>(args.scale) % 4 == 0;
   const unsigned grid = pack::grid_size(static_cast<std::size_t>(p.row_tiles * p.col_tiles), 1,
                                         pack::resident_ctas(quantize_kernel, kQuantThreads));
   quantize_kernel<<<grid, kQuantThreads, 0, s>>>(p);
   METRALE_CUDA_CHECK_LAUNCH(quantize_kernel);
-  if (args.scale_2_out == nullptr) check_finite(who, args, scratch, s);
+  check_finite(who, args, scratch, s);
 }
 
 }  // namespace metrale::cuda
