@@ -181,7 +181,8 @@ struct TileCursor {
 // rows follow K / 8 vectors and K / 8 words on: the same stride for both), and how many of its
 // rows lie in the tensor (none when its columns are past K). Found once a tile, in 64-bit
 // arithmetic; then each row costs an add and a compare (it was a 64-bit multiply and two 64-bit
-// compares a row, for the loads and again for the stores: ~30 % of the non-code instructions).
+// compares a row, for the loads and again for the stores: ~110 of a tile's ~490 instructions
+// outside the codes, by a count of the SASS).
 struct ThreadRows {
   const uint4* weight;
   unsigned int* codes;
@@ -243,8 +244,9 @@ __device__ __forceinline__ std::uint8_t scale_of(std::uint32_t amax_bits, float 
 #endif
 }
 
-// 4 CTAs an SM (at most 64 registers): the pass is bound by its instruction issue, and at 70
-// registers only 3 fit, 24 warps to hide each tile's load and shared-memory latency.
+// 4 CTAs an SM (at most 64 registers; ptxas spills one word, reloaded once a tile): the pass is
+// bound by its instruction issue and latency, and at 70 registers only 3 fit, 24 warps. With the
+// hardware conversion above: 0.88-0.93x the time (docs/perf.md, "2026-12-03, second session").
 __global__ void __launch_bounds__(kQuantThreads, 4) quantize_kernel(QuantizeParams p) {
   __shared__ pack::CodeConstants table[pack::kScaleBytes];
   __shared__ alignas(4) std::uint8_t tile_scales[2][kTileBlocks][kTileRows];
