@@ -36,17 +36,21 @@ METRALE_HD inline float scale_2_from_amax(float amax) {
   return finite_positive ? scale_2 : 1.0f;
 }
 
-// The e4m3 byte of one block. `6·scale_2` is rounded to fp32 first and then divides, as ModelOpt
-// computes `per_block_amax / (6.0 * weight_scale_2)`. A quotient of exactly 0 (an all-zero block)
-// becomes 1.0; then clamp to [2^-9, 448] (a NaN quotient, from a NaN scale_2, is sent to 448 so
-// that no NaN scale byte is ever written) and round to nearest even.
-METRALE_HD inline std::uint8_t block_scale_e4m3(float block_amax, float scale_2) {
+// The block scale before its rounding to e4m3. `6·scale_2` is rounded to fp32 first and then
+// divides, as ModelOpt computes `per_block_amax / (6.0 * weight_scale_2)`. A quotient of exactly
+// 0 (an all-zero block) becomes 1.0; then clamp to [2^-9, 448] (a NaN quotient, from a NaN
+// scale_2, is sent to 448 so that no NaN scale byte is ever written).
+METRALE_HD inline float block_scale_value(float block_amax, float scale_2) {
   float sf = block_amax / (6.0f * scale_2);
   if (sf == 0.0f) sf = 1.0f;
   if (is_nan_bits(sf)) sf = kE4m3Max;
   sf = sf < kE4m3MinSubnormal ? kE4m3MinSubnormal : sf;
-  sf = sf > kE4m3Max ? kE4m3Max : sf;
-  return float_to_e4m3(sf);
+  return sf > kE4m3Max ? kE4m3Max : sf;
+}
+
+// The e4m3 byte of one block: its value rounded to nearest even.
+METRALE_HD inline std::uint8_t block_scale_e4m3(float block_amax, float scale_2) {
+  return float_to_e4m3(block_scale_value(block_amax, scale_2));
 }
 
 // The e2m1 code of one element, given its block's scale byte: fp32 product of the decoded scale
