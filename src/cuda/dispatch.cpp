@@ -5,22 +5,21 @@
 // launches it will make (they run one after another on the caller's stream, so they share it)
 // and launches. METRALE_CUDA_KERNEL overrides the choice for tuning and tests. A gated input
 // (nvfp4_grouped_on_glu) runs only when every chosen launch stages it; else nothing launches.
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <array>
-#include <map>
-#include <mutex>
 #include <utility>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "core/config.hpp"
 #include "core/error.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/family.hpp"
-#include "cuda/sm90/decode/decode_params.hpp"
+#include "cuda/per_device.hpp"
 #include "cuda/require_device.hpp"
+#include "cuda/sm90/decode/decode_params.hpp"
 #include "cuda/stage/expert_table.hpp"
 
 namespace metrale::cuda {
@@ -237,21 +236,17 @@ namespace {
 // A device attribute of the current device, cached per (device, attribute); `no_device` (an
 // H200's value) when there is no device (a workspace-size query on a machine without one).
 int cached_device_attribute(cudaDeviceAttr attribute, int no_device) {
-  static std::mutex mutex;
-  static std::map<std::pair<int, cudaDeviceAttr>, int> values;
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) {
-    cudaGetLastError();
-    return no_device;
-  }
-  std::lock_guard<std::mutex> lock(mutex);
-  auto it = values.find({device, attribute});
-  if (it == values.end()) {
-    int value = 0;
-    METRALE_CUDA_CHECK(cudaDeviceGetAttribute(&value, attribute, device));
-    it = values.emplace(std::pair{device, attribute}, value).first;
-  }
-  return it->second;
+  return once_per_device(
+      attribute,
+      [&](int device) {
+        int value = 0;
+        METRALE_CUDA_CHECK(cudaDeviceGetAttribute(&value, attribute, device));
+        return value;
+      },
+      [&](cudaError_t) {
+        (void)cudaGetLastError();
+        return no_device;
+      });
 }
 
 }  // namespace
@@ -275,16 +270,13 @@ bool scales_aligned_16(const Problem& problem) {
 }
 
 cudaError_t configure_once_per_device(const void* kernel, int shared_bytes) {
-  static std::mutex mutex;
-  static std::map<std::pair<const void*, int>, cudaError_t> done;
-  int device = 0;
-  if (const cudaError_t err = cudaGetDevice(&device); err != cudaSuccess) return err;
-  std::lock_guard<std::mutex> lock(mutex);
-  auto [it, fresh] = done.try_emplace({kernel, device}, cudaSuccess);
-  if (fresh)
-    it->second = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      shared_bytes);
-  return it->second;
+  return once_per_device(
+      kernel,
+      [&](int) {
+        return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    shared_bytes);
+      },
+      [](cudaError_t err) { return err; });
 }
 
 void bf16_gemm(const DenseGemm& args, core::Buffer ws, void* stream) {

@@ -179,10 +179,11 @@ struct TileCursor {
 
 // A thread's rows of a tile: its first row's 16 bytes of weight and 4 bytes of codes (the next
 // rows follow K / 8 vectors and K / 8 words on: the same stride for both), and how many of its
-// rows lie in the tensor (none when its columns are past K). Found once a tile, in 64-bit
-// arithmetic; then each row costs an add and a compare (it was a 64-bit multiply and two 64-bit
-// compares a row, for the loads and again for the stores: ~110 of a tile's ~490 instructions
-// outside the codes, by a count of the SASS).
+// rows lie in the tensor (none when its columns are past K). Found in 64-bit arithmetic for a
+// tile's loads and again, a tile later, for its code stores (kept in between, it would cost the
+// registers that the 64-register bound below does not have); each row then costs an add and a
+// compare (it was a 64-bit multiply and two 64-bit compares a row, for the loads and again for
+// the stores: ~110 of a tile's ~490 instructions outside the codes, by a count of the SASS).
 struct ThreadRows {
   const uint4* weight;
   unsigned int* codes;

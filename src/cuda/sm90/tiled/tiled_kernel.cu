@@ -1,10 +1,8 @@
 // Instantiations of the tiled family's kernel, one per entry of kTiles and weight format, and the
 // launch switch its host side (tiled_family.cpp) calls. In a watchdog build, the watchdog's host
 // side too (ws_watchdog.cuh): it must map the device variables of this translation unit.
-#include <map>
-#include <mutex>
-#include <tuple>
 #include <type_traits>
+#include <utility>
 #ifdef METRALE_WS_WATCHDOG
 #include <chrono>
 #include <cstdio>
@@ -14,6 +12,7 @@
 #endif
 
 #include "cuda/family.hpp"
+#include "cuda/per_device.hpp"
 #include "cuda/sm90/tiled/tiled_kernel.cuh"
 #include "cuda/sm90/tiled/ws_kernel.cuh"
 
@@ -202,17 +201,12 @@ cudaError_t launch_grouped_gemm(int tile, bool nvfp4, const GroupedParams& param
 }
 
 int bf16_split_clusters(int tile, int splits) {
-  static std::mutex mutex;
-  static std::map<std::tuple<int, int, int>, int> known;  // (device, tile, splits) -> clusters
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
-  }
-  std::lock_guard<std::mutex> lock(mutex);
-  auto [it, fresh] = known.try_emplace({device, tile, splits}, 0);
-  if (fresh) it->second = max_active_clusters(tile, splits);
-  return it->second;
+  return once_per_device(
+      std::pair{tile, splits}, [&](int) { return max_active_clusters(tile, splits); },
+      [](cudaError_t) {
+        (void)cudaGetLastError();
+        return 0;
+      });
 }
 
 }  // namespace metrale::cuda::sm90

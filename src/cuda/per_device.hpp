@@ -1,0 +1,29 @@
+// A value computed once per CUDA device and cached, for what does not change while a process runs
+// (device attributes, kernel attributes set, occupancy answers). Host only.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <map>
+#include <mutex>
+#include <utility>
+
+namespace metrale::cuda {
+
+// compute(device) for the current device and `key`, computed on the first call and cached (one
+// cache per call site: each passes its own lambda type); without a current device,
+// no_device(the error of cudaGetDevice), uncached.
+template <class Key, class Compute, class NoDevice>
+auto once_per_device(const Key& key, Compute&& compute, NoDevice&& no_device) {
+  using Value = decltype(compute(0));
+  static std::mutex mutex;
+  static std::map<std::pair<int, Key>, Value> values;
+  int device = 0;
+  if (const cudaError_t err = cudaGetDevice(&device); err != cudaSuccess) return no_device(err);
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = values.find({device, key});
+  if (it == values.end()) it = values.emplace(std::pair{device, key}, compute(device)).first;
+  return it->second;
+}
+
+}  // namespace metrale::cuda
