@@ -62,8 +62,16 @@ __device__ __forceinline__ uint32_t e4m3x2_to_scaled_bf16x2(uint32_t pair) {
   return bf16x2_mul(bf16x2_mul(scaled, kTwoPow116), kTwoPow115);
 }
 
-// {low half, low half} and {high half, high half} of a bf16x2.
-__device__ __forceinline__ uint32_t broadcast_low(uint32_t x) { return __byte_perm(x, 0, 0x1010); }
-__device__ __forceinline__ uint32_t broadcast_high(uint32_t x) { return __byte_perm(x, 0, 0x3232); }
+// {low half, low half} and {high half, high half} of a bf16x2. Written as bf16 half moves (not a
+// byte permute), ptxas folds them into the multiplies' operand selectors (R.H0_H0, R.H1_H1): two
+// PRMTs a sub-tile fewer.
+__device__ __forceinline__ uint32_t broadcast_low(uint32_t x) {
+  const __nv_bfloat162 b = __low2bfloat162(*reinterpret_cast<const __nv_bfloat162*>(&x));
+  return *reinterpret_cast<const uint32_t*>(&b);
+}
+__device__ __forceinline__ uint32_t broadcast_high(uint32_t x) {
+  const __nv_bfloat162 b = __high2bfloat162(*reinterpret_cast<const __nv_bfloat162*>(&x));
+  return *reinterpret_cast<const uint32_t*>(&b);
+}
 
 }  // namespace metrale::cuda::sm90::decode
