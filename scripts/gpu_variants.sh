@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Code variants measured in one GPU call. The base revision is built once; each variant's files
+# that differ are laid over that tree and rebuilt incrementally (a decode header rebuilds in
+# ~15 s on the H200 machine's 16 cores, where a fresh tree takes ~45 s); then `metrale bench`
+# runs once per variant and round, alternating, and a table gives each row's best median against
+# the base's, with the geomean. Machines of one kind differ by up to ~5 % between calls, so
+# variants are compared within one call (docs/perf.md, "2026-12-03, third session").
+#
+# On the CPU machine, pack the revisions (the base first):
+#   scripts/gpu_variants.sh pack BASE_REV VARIANT_REV...
+# which writes .variants/NN-<short hash>.tar.gz (each revision's tree without docs/ and
+# bench/results/); .variants/ is ignored by git, so name it in the device call's `carry`. Then,
+# on the GPU machine:
+#   scripts/gpu_variants.sh run OUTDIR [BENCH_ARGS...]
+#   e.g. scripts/gpu_variants.sh run "$OUT" --model all --tokens 1,8,64 --ops gate_up,down
+# BENCH_ARGS must not name --json or --commit (each run gets its own). ROUNDS=N (default 2).
+# OUTDIR/table.txt, build.log, and the first round's JSON per variant (up to six variants).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+REPO=$PWD
+PACKS=$REPO/.variants
+
+usage() {
+  echo "usage: scripts/gpu_variants.sh pack BASE_REV VARIANT_REV... | run OUTDIR [BENCH_ARGS...]" >&2
+  exit 2
+}
+
+pack() {
+  (($# >= 2)) || usage
+  rm -rf "$PACKS" && mkdir -p "$PACKS"
+  local i=0 rev hash
+  for rev in "$@"; do
+    hash=$(git rev-parse --short "$rev") || exit 1
+    git archive --format=tar.gz -o "$PACKS/$(printf '%02d' "$i")-$hash.tar.gz" "$hash" -- . \
+      ':!docs' ':!bench/results' || exit 1
+    i=$((i + 1))
+  done
+  ls -l "$PACKS"
+}
+
+# Lays tree $1 over tree $2: copies the files that differ, removes those $1 lacks (build outputs
+# under build/ are left alone), so that the next build recompiles only what changed.
+overlay() {
+  local from=$1 to=$2 f
+  (cd "$from" && find . -type f) | while read -r f; do
+    cmp -s "$from/$f" "$to/$f" || { mkdir -p "$(dirname "$to/$f")" && cp "$from/$f" "$to/$f"; }
+  done
+  (cd "$to" && find . -path ./build -prune -o -type f -print) | while read -r f; do
+    [[ -e $from/$f ]] || rm -f "$to/$f"
+  done
+}
+
+run() {
+  (($# >= 1)) || usage
+  local out
+  out=$(mkdir -p "$1" && cd "$1" && pwd)
+  shift
+  local packs=("$PACKS"/*.tar.gz)
+  [[ -e ${packs[0]} ]] || { echo "no packs in $PACKS: run 'pack' first and carry .variants" >&2; exit 2; }
+  source scripts/gpu_build.sh
+  local work=/tmp/variants tree=/tmp/variants/tree names=() name pack
+  rm -rf "$work" && mkdir -p "$tree"
+  for pack in "${packs[@]}"; do
+    name=$(basename "$pack" .tar.gz)
+    name=${name#*-}
+    names+=("$name")
+    mkdir -p "$work/src/$name" "$work/bin/$name"
+    tar -xzf "$pack" -C "$work/src/$name"
+    overlay "$work/src/$name" "$tree"
+    if ! (cd "$tree" && release_build "$out/build.log" --target metrale_cli); then
+      echo "build of $name failed:" && grep -m 20 -E "error|FAILED" "$out/build.log"
+      exit 1
+    fi
+    cp "$tree/build/release/bin/metrale" "$work/bin/$name/"
+    echo "built $name ($SECONDS s)"
+  done
+  local round
+  for round in $(seq 1 "${ROUNDS:-2}"); do
+    for name in "${names[@]}"; do
+      "$work/bin/$name/metrale" bench --impls metrale --commit "$name" "$@" \
+        --json "$work/$name.$round.json" >"$work/$name.$round.log" 2>&1 ||
+        echo "bench $name round $round failed: $(tail -3 "$work/$name.$round.log")"
+    done
+  done
+  python3 - "$work" "${names[@]}" <<'PY' | tee "$out/table.txt"
+import glob, json, math, os, sys
+work, names = sys.argv[1], sys.argv[2:]
+best = {}  # name -> (model, op, T) -> best median us over the rounds
+for name in names:
+    for path in glob.glob(os.path.join(work, f"{name}.*.json")):
+        for r in json.load(open(path))["rows"]:
+            if r.get("status") == "ok" and r["impl"] in ("metrale", "metrale-cpu"):
+                key = (r["model"], r["op"], r["tokens"])
+                old = best.setdefault(name, {}).get(key)
+                best[name][key] = r["median_us"] if old is None else min(old, r["median_us"])
+base = best.get(names[0], {})
+print(f"best median us of each row over the rounds; the variants as a ratio to {names[0]}")
+print(f"{'model':20s} {'op':8s} {'T':>6s} {names[0]:>10s} " + " ".join(f"{n:>9s}" for n in names[1:]))
+logs = {n: [] for n in names[1:]}
+for key in sorted(base):
+    cells = []
+    for n in names[1:]:
+        t = best.get(n, {}).get(key)
+        cells.append(f"{t / base[key]:9.3f}" if t else f"{'-':>9s}")
+        if t:
+            logs[n].append(math.log(t / base[key]))
+    print(f"{key[0]:20s} {key[1]:8s} {key[2]:6d} {base[key]:10.2f} " + " ".join(cells))
+print(f"{'geomean':37s}" + " ".join(
+    f"{math.exp(sum(l) / len(l)):9.3f}" if l else f"{'-':>9s}" for l in logs.values()))
+PY
+  if ((${#names[@]} <= 6)); then
+    for name in "${names[@]}"; do cp "$work/$name.1.json" "$out/" 2>/dev/null; done
+  fi
+}
+
+case ${1:-} in
+  pack) shift && pack "$@" ;;
+  run) shift && run "$@" ;;
+  *) usage ;;
+esac
