@@ -98,11 +98,17 @@ __device__ __forceinline__ void stmatrix_x4_trans(uint32_t addr, uint32_t m0, ui
                : "memory");
 }
 
+// A bf16 pair and the raw 32-bit word the decoders keep it in, one as the other.
+__device__ __forceinline__ __nv_bfloat162 as_bf16x2(uint32_t word) {
+  return *reinterpret_cast<const __nv_bfloat162*>(&word);
+}
+__device__ __forceinline__ uint32_t as_word(__nv_bfloat162 pair) {
+  return *reinterpret_cast<const uint32_t*>(&pair);
+}
+
 // a * b on two bf16 pairs held as raw 32-bit words (the decoders' block-scale multiply).
 __device__ __forceinline__ uint32_t bf16x2_mul(uint32_t a, uint32_t b) {
-  const __nv_bfloat162 product = __hmul2(*reinterpret_cast<const __nv_bfloat162*>(&a),
-                                         *reinterpret_cast<const __nv_bfloat162*>(&b));
-  return *reinterpret_cast<const uint32_t*>(&product);
+  return as_word(__hmul2(as_bf16x2(a), as_bf16x2(b)));
 }
 
 // Descriptor of a K-major, 128-byte-swizzled tile starting at shared address `addr`

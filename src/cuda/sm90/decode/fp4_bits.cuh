@@ -66,12 +66,10 @@ __device__ __forceinline__ uint32_t e4m3x2_to_scaled_bf16x2(uint32_t pair) {
 // byte permute), ptxas folds them into the multiplies' operand selectors (R.H0_H0, R.H1_H1): two
 // PRMTs a sub-tile fewer.
 __device__ __forceinline__ uint32_t broadcast_low(uint32_t x) {
-  const __nv_bfloat162 b = __low2bfloat162(*reinterpret_cast<const __nv_bfloat162*>(&x));
-  return *reinterpret_cast<const uint32_t*>(&b);
+  return as_word(__low2bfloat162(as_bf16x2(x)));
 }
 __device__ __forceinline__ uint32_t broadcast_high(uint32_t x) {
-  const __nv_bfloat162 b = __high2bfloat162(*reinterpret_cast<const __nv_bfloat162*>(&x));
-  return *reinterpret_cast<const uint32_t*>(&b);
+  return as_word(__high2bfloat162(as_bf16x2(x)));
 }
 
 }  // namespace metrale::cuda::sm90::decode

@@ -49,8 +49,7 @@ __device__ __forceinline__ uint32_t e4m3x2_to_bf16x2(uint32_t pair) {
   const __half2_raw halves =
       __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(pair & 0xFFFFu), __NV_E4M3);
   const float2 values = __half22float2(__half2(halves));
-  const __nv_bfloat162 scales = __float22bfloat162_rn(values);
-  return *reinterpret_cast<const uint32_t*>(&scales);
+  return as_word(__float22bfloat162_rn(values));
 }
 
 }  // namespace metrale::cuda::sm90
