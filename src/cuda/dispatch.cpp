@@ -1,10 +1,11 @@
 // The CUDA backend's dispatcher: turns each API call into a Problem, gives its experts to kernel
-// families by row count (the decode family streams experts with up to kDecodeMaxRows rows, the
-// tiled family takes the rest and every bf16 GEMM; with device offsets one family takes every
-// expert, chosen by the mean row count), sizes the workspace as the largest of the
-// launches it will make (they run one after another on the caller's stream, so they share it)
-// and launches. METRALE_CUDA_KERNEL overrides the choice for tuning and tests. A gated input
-// (nvfp4_grouped_on_glu) runs only when every chosen launch stages it; else nothing launches.
+// families by row count (the decode family streams experts with up to kDecodeWideMaxRows rows, in
+// two launches split at kDecodeMaxRows, the tiled family takes the rest and every bf16 GEMM; with
+// device offsets one family takes every expert, chosen by the mean row count), sizes the
+// workspace as the largest of the launches it will make (they run one after another on the
+// caller's stream, so they share it) and launches. METRALE_CUDA_KERNEL overrides the choice for
+// tuning and tests. A gated input (nvfp4_grouped_on_glu) runs only when every chosen launch stages
+// it; else nothing launches.
 #include <algorithm>
 #include <array>
 #include <utility>
@@ -77,13 +78,14 @@ bool decode_takes(const Problem& problem) {
 // Device offsets: the row counts are unknown here, only their total (m_total, a bound) and the
 // largest expert's bound. Splitting by the bound would launch both families whenever it passes
 // 32 rows (the MoE layer's bound is T), each family mostly idle, and size the decode tiles for
-// the bound. The mean decides instead: up to kDecodeMaxRows rows an expert on average, the
-// decode family takes every expert, its token tile sized for twice the mean (a busier expert
-// takes several tiles); past it, the tiled family takes them all.
+// the bound. The mean decides instead: up to kDecodeMaxMeanRows rows an expert on average, the
+// decode family takes every expert, its token tile sized for twice the mean, at most
+// kDecodeWideMaxRows (a busier expert takes several tiles); past it, the tiled family takes them
+// all.
 std::vector<Launch> choose_for_device_offsets(const Problem& problem) {
   const ExpertGroups& g = problem.args.groups;
   const int mean = (g.m_total + g.num_experts - 1) / g.num_experts;
-  if (mean <= kDecodeMaxRows && decode_takes(problem)) {
+  if (mean <= kDecodeMaxMeanRows && decode_takes(problem)) {
     const Family& decode = sm90::decode::decode_family();
     return {{&decode, decode.plan(problem, RowWindow{})}};
   }
@@ -101,9 +103,11 @@ std::vector<Launch> choose(const Problem& problem) {
   std::vector<Launch> launches;
   RowWindow rest{};
   if (decode_takes(problem)) {
-    const RowWindow few{1, kDecodeMaxRows};
-    if (has_rows_in(problem.args, few)) launches.push_back({&decode, decode.plan(problem, few)});
-    rest.min_rows = kDecodeMaxRows + 1;
+    for (const RowWindow window :
+         {RowWindow{1, kDecodeMaxRows}, RowWindow{kDecodeMaxRows + 1, kDecodeWideMaxRows}})
+      if (has_rows_in(problem.args, window))
+        launches.push_back({&decode, decode.plan(problem, window)});
+    rest.min_rows = kDecodeWideMaxRows + 1;
   }
   if (has_rows_in(problem.args, rest)) {
     if (const std::string why = tiled.why_not(problem); !why.empty())

@@ -32,12 +32,21 @@ struct Problem {
   GluInput glu{};           // glu.up set: A's rows are act(args.a, up) (stages_glu_input)
 };
 
-// Rows per expert up to which the dispatcher (dispatch.cpp) gives an expert to the decode family.
-// Measured (docs/perf.md, "the threshold"): at 8-32 rows per expert it beats the tiled family by
-// up to 1.4x, at 64 it loses 1.2x and at 128-256 2x (its wide token tiles are compute-bound with
-// one warpgroup), so the tiled family takes experts past 32 rows. METRALE_CUDA_KERNEL=sm90-decode
-// forces it anyway (up to 256 rows read once, more as several token tiles).
+// Rows per expert up to which the dispatcher (dispatch.cpp) gives an expert to the decode family,
+// at its narrow widths (8-32 tokens, 4 CTAs an SM); METRALE_CUDA_KERNEL=sm90-decode forces it
+// anyway (up to 256 rows read once, more as several token tiles).
 inline constexpr std::int32_t kDecodeMaxRows = 32;
+// Experts of kDecodeMaxRows + 1 to kDecodeWideMaxRows rows go to the decode family too, in a launch
+// of their own at its 64-token width (each expert's weights read once), not to the tiled family's
+// 128-token tile, which pads them to 128 rows. Measured with every expert forced on one kernel
+// (docs/perf.md, "2026-12-03, fifth session"): at 48 rows an expert on average the 64-token decode
+// took 0.70-0.81x the 128-token tile's time (DeepSeek-V3, gpt-oss at T = 1536, Qwen3-30B at
+// T = 768), at 64 rows 1.10x (Qwen3-30B at T = 1024, where half its experts take two tiles), and
+// at 128 and more the tiled family's wide tiles win by 1.3-2.2x (Mixtral).
+inline constexpr std::int32_t kDecodeWideMaxRows = 64;
+// Device offsets give one family every expert, chosen by the mean rows an expert: the decode
+// family up to this mean (at its 64-token width past kDecodeMaxRows), the tiled family above.
+inline constexpr std::int32_t kDecodeMaxMeanRows = 48;
 
 // Expert row counts a launch covers: experts whose rows fall outside are left to another family.
 struct RowWindow {
