@@ -185,10 +185,10 @@ TEST(DecodeGluStaging, RefusedWithoutLaunchingWhenALaunchWouldNotStageIt) {
                              fmt::format("sm90-tiled forced, device offsets {}", device_offsets));
     unsetenv("METRALE_CUDA_KERNEL");
   }
-  // Host offsets, 48 rows on one expert: past the decode family's 32 rows, the tiled family
-  // takes that expert.
-  GluCall busy(128, {24, 8, 2, RoutingKind::one_expert}, false, 7710);
-  expect_refused_untouched(busy, "one expert of 48 rows");
+  // Host offsets, 80 rows on one expert: past the decode family's kDecodeWideMaxRows (64), the
+  // tiled family takes that expert.
+  GluCall busy(128, {40, 8, 2, RoutingKind::one_expert}, false, 7710);
+  expect_refused_untouched(busy, "one expert of 80 rows");
 }
 
 // Host logic, no GPU: only the decode family stages a gated input.
