@@ -1,11 +1,11 @@
 // The CUDA backend's dispatcher: turns each API call into a Problem, gives its experts to kernel
-// families by row count (the decode family streams experts with up to kDecodeWideMaxRows rows, in
-// two launches split at kDecodeMaxRows, the tiled family takes the rest and every bf16 GEMM; with
-// device offsets one family takes every expert, chosen by the mean row count), sizes the
-// workspace as the largest of the launches it will make (they run one after another on the
-// caller's stream, so they share it) and launches. METRALE_CUDA_KERNEL overrides the choice for
-// tuning and tests. A gated input (nvfp4_grouped_on_glu) runs only when every chosen launch stages
-// it; else nothing launches.
+// families by row count (the decode family streams experts with up to kDecodeMaxRows rows, and
+// in a launch of its own at a wider tile the busier ones when few pass kDecodeWideMaxRows; the
+// tiled family takes the rest and every bf16 GEMM; with device offsets one family takes every
+// expert, chosen by the mean row count), sizes the workspace as the largest of the launches it
+// will make (they run one after another on the caller's stream, so they share it) and launches.
+// METRALE_CUDA_KERNEL overrides the choice for tuning and tests. A gated input
+// (nvfp4_grouped_on_glu) runs only when every chosen launch stages it; else nothing launches.
 #include <algorithm>
 #include <array>
 #include <utility>
@@ -75,41 +75,56 @@ bool decode_takes(const Problem& problem) {
   return sm90::decode::decode_family().why_not(problem).empty();
 }
 
+// A decode launch for the experts in `window`, its token tile at most kDecodeWideMaxRows wide (a
+// busier expert takes several tiles).
+Launch decode_launch(const Problem& problem, RowWindow window) {
+  const Family& decode = sm90::decode::decode_family();
+  Plan plan = decode.plan(problem, window);
+  plan.config = std::min(plan.config, sm90::decode::width_config(kDecodeWideMaxRows));
+  return {&decode, plan};
+}
+
 // Device offsets: the row counts are unknown here, only their total (m_total, a bound) and the
 // largest expert's bound. Splitting by the bound would launch both families whenever it passes
 // 32 rows (the MoE layer's bound is T), each family mostly idle, and size the decode tiles for
 // the bound. The mean decides instead: up to kDecodeMaxMeanRows rows an expert on average, the
-// decode family takes every expert, its token tile sized for twice the mean, at most
-// kDecodeWideMaxRows (a busier expert takes several tiles); past it, the tiled family takes them
-// all.
+// decode family takes every expert, its token tile sized for twice the mean; past it, the tiled
+// family takes them all.
 std::vector<Launch> choose_for_device_offsets(const Problem& problem) {
   const ExpertGroups& g = problem.args.groups;
   const int mean = (g.m_total + g.num_experts - 1) / g.num_experts;
-  if (mean <= kDecodeMaxMeanRows && decode_takes(problem)) {
-    const Family& decode = sm90::decode::decode_family();
-    return {{&decode, decode.plan(problem, RowWindow{})}};
-  }
+  if (mean <= kDecodeMaxMeanRows && decode_takes(problem))
+    return {decode_launch(problem, RowWindow{})};
   const Family& tiled = sm90::tiled_family();
   if (const std::string why = tiled.why_not(problem); !why.empty())
     fail(Status::unsupported, "{}: {}", problem.op, why);
   return {{&tiled, tiled.plan(problem, RowWindow{})}};
 }
 
+// Whether the experts past kDecodeMaxRows rows go to the decode family's widest chosen tile:
+// when at most one in kDecodeWideTileShare of them needs a second one (family.hpp).
+bool decode_takes_busier(const ExpertGroups& g) {
+  const WindowRows busier = rows_in_window(g, RowWindow{kDecodeMaxRows + 1});
+  const WindowRows past = rows_in_window(g, RowWindow{kDecodeWideMaxRows + 1});
+  return past.experts * kDecodeWideTileShare <= busier.experts;
+}
+
 std::vector<Launch> choose(const Problem& problem) {
   if (const auto forced = core::forced_cuda_kernel()) return {forced_launch(problem, *forced)};
   if (problem.args.groups.offsets_on_device) return choose_for_device_offsets(problem);
-  const Family& decode = sm90::decode::decode_family();
-  const Family& tiled = sm90::tiled_family();
   std::vector<Launch> launches;
   RowWindow rest{};
   if (decode_takes(problem)) {
-    for (const RowWindow window :
-         {RowWindow{1, kDecodeMaxRows}, RowWindow{kDecodeMaxRows + 1, kDecodeWideMaxRows}})
-      if (has_rows_in(problem.args, window))
-        launches.push_back({&decode, decode.plan(problem, window)});
-    rest.min_rows = kDecodeWideMaxRows + 1;
+    const RowWindow few{1, kDecodeMaxRows}, busier{kDecodeMaxRows + 1};
+    if (has_rows_in(problem.args, few)) launches.push_back(decode_launch(problem, few));
+    if (decode_takes_busier(problem.args.groups)) {
+      if (has_rows_in(problem.args, busier)) launches.push_back(decode_launch(problem, busier));
+      return launches;
+    }
+    rest = busier;
   }
   if (has_rows_in(problem.args, rest)) {
+    const Family& tiled = sm90::tiled_family();
     if (const std::string why = tiled.why_not(problem); !why.empty())
       fail(Status::unsupported, "{}: {}", problem.op, why);
     launches.push_back({&tiled, tiled.plan(problem, rest)});

@@ -36,16 +36,21 @@ struct Problem {
 // at its narrow widths (8-32 tokens, 4 CTAs an SM); METRALE_CUDA_KERNEL=sm90-decode forces it
 // anyway (up to 256 rows read once, more as several token tiles).
 inline constexpr std::int32_t kDecodeMaxRows = 32;
-// Experts of kDecodeMaxRows + 1 to kDecodeWideMaxRows rows go to the decode family too, in a launch
-// of their own at its 64-token width (each expert's weights read once), not to the tiled family's
-// 128-token tile, which pads them to 128 rows. Measured with every expert forced on one kernel
-// (docs/perf.md, "2026-12-03, fifth session"): at 48 rows an expert on average the 64-token decode
-// took 0.70-0.81x the 128-token tile's time (DeepSeek-V3, gpt-oss at T = 1536, Qwen3-30B at
-// T = 768), at 64 rows 1.10x (Qwen3-30B at T = 1024, where half its experts take two tiles), and
-// at 128 and more the tiled family's wide tiles win by 1.3-2.2x (Mixtral).
+// Past kDecodeMaxRows, the decode family's 64-token width (one CTA an SM; an expert's weights read
+// once per 64 rows) against the tiled family's 128-token tile (which pads 33-64 rows to 128).
+// Measured with every expert forced on one kernel, then with the dispatcher's rules (docs/perf.md,
+// "2026-12-03, fifth session"): where experts of 33-64 rows carry the call, the 64-token decode
+// takes 0.50-0.83x the tile's time (DeepSeek-V3 and gpt-oss at 32-48 rows an expert, Qwen3-30B
+// at 32-48, skewed routing at T = 64, a single GEMM of 48 or 64 rows); where many experts pass
+// 64 rows (Qwen3-30B at 64 an expert, Qwen3-Next at 80) it loses 1.07-1.12x, their second token
+// tile streaming the weights again; from 96 rows up the tiled family's wide tiles win by
+// 1.5-2.2x. So with host offsets the experts past kDecodeMaxRows go to the decode family at
+// kDecodeWideMaxRows tokens when at most one in kDecodeWideTileShare of them passes that width,
+// else to the tiled family.
 inline constexpr std::int32_t kDecodeWideMaxRows = 64;
+inline constexpr std::int32_t kDecodeWideTileShare = 10;
 // Device offsets give one family every expert, chosen by the mean rows an expert: the decode
-// family up to this mean (at its 64-token width past kDecodeMaxRows), the tiled family above.
+// family up to this mean (at most kDecodeWideMaxRows wide), the tiled family above.
 inline constexpr std::int32_t kDecodeMaxMeanRows = 48;
 
 // Expert row counts a launch covers: experts whose rows fall outside are left to another family.

@@ -9,6 +9,7 @@
 //   - an expert past the widest token tile (more than 256 rows: several token tiles);
 //   - host-planned launches whose loader crosses units inside the first stages;
 //   - the seam's refusals: a forced family that cannot run says why; 2049 experts name the limit.
+#include <algorithm>
 #include <cstdlib>
 #include <vector>
 
@@ -186,6 +187,35 @@ TEST(DecodeFamily, TokenWidthIsTwiceTheMeanExpert) {
             "sm90-decode tokens=16 splits=auto");
   EXPECT_EQ(decode->describe(decode->plan(p, cuda::RowWindow{1, 4})),
             "sm90-decode tokens=8 splits=auto");
+}
+
+// Host logic: the launches the dispatcher makes for experts past kDecodeMaxRows (family.hpp): a
+// decode launch of its own at the 64-token width while at most one in ten of them passes 64 rows
+// (that one in several token tiles), else the tiled family; a single GEMM of 48 rows is one
+// 64-token decode.
+TEST(DecodeFamily, BusierExpertsTakeTheWideTileUnlessManyPassIt) {
+  auto launches = [](const std::vector<std::int32_t>& rows) {
+    std::vector<std::int32_t> offsets{0};
+    for (std::int32_t r : rows) offsets.push_back(offsets.back() + r);
+    GroupedNvfp4 a{};
+    a.groups = ExpertGroups{offsets.data(), false, static_cast<std::int32_t>(rows.size()),
+                            offsets.back(), *std::max_element(rows.begin(), rows.end())};
+    a.n = 256;
+    a.k = 256;
+    a.proj_count = 1;
+    return cuda::nvfp4_grouped_plan(a);
+  };
+  EXPECT_EQ(launches({48}), "sm90-decode tokens=64 splits=auto");
+  EXPECT_EQ(launches({6, 0, 40, 64}),
+            "sm90-decode tokens=8 splits=auto + sm90-decode tokens=64 splits=auto");
+  std::vector<std::int32_t> rows(9, 40);
+  rows.push_back(200);  // one in ten past 64 rows
+  EXPECT_EQ(launches(rows), "sm90-decode tokens=64 splits=auto");
+  rows[0] = 65;  // two in ten
+  EXPECT_EQ(launches(rows).rfind("sm90-tiled", 0), 0u) << launches(rows);
+  rows.push_back(20);  // and one expert for the narrow decode
+  EXPECT_EQ(launches(rows).rfind("sm90-decode tokens=32 splits=auto + sm90-tiled", 0), 0u)
+      << launches(rows);
 }
 
 // The split rule (host logic, shared by the plan kernel and the host plan): split while fewer

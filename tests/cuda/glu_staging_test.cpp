@@ -185,8 +185,8 @@ TEST(DecodeGluStaging, RefusedWithoutLaunchingWhenALaunchWouldNotStageIt) {
                              fmt::format("sm90-tiled forced, device offsets {}", device_offsets));
     unsetenv("METRALE_CUDA_KERNEL");
   }
-  // Host offsets, 80 rows on one expert: past the decode family's kDecodeWideMaxRows (64), the
-  // tiled family takes that expert.
+  // Host offsets, 80 rows on one expert: past kDecodeMaxRows, and past kDecodeWideMaxRows (64),
+  // so the tiled family takes that expert.
   GluCall busy(128, {40, 8, 2, RoutingKind::one_expert}, false, 7710);
   expect_refused_untouched(busy, "one expert of 80 rows");
 }

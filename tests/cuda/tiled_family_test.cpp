@@ -336,7 +336,7 @@ TEST(TiledFamily, SmallBf16GridsSplitK) {
 // Device offsets cannot be read on the host, so the family prices their experts as uniform
 // routing would spread them; on such a routing it must choose the tile host offsets get. Over the
 // presets at every T where the tiled family takes device offsets (more than kDecodeMaxMeanRows
-// rows an expert on average; host offsets give it the experts past kDecodeWideMaxRows). Pricing
+// rows an expert on average; host offsets give it the experts past kDecodeMaxRows). Pricing
 // every expert at the mean chose the 128-token tile for DeepSeek-V3 and gpt-oss at T = 4096 and
 // Mixtral at 512, where host offsets get the faster 256-token one (docs/perf.md, "2026-12-02,
 // sixth session"). Host logic.
@@ -355,7 +355,7 @@ TEST(TiledFamily, DeviceOffsetsChooseAsHostOffsetsOnUniformRouting) {
         problem.args.proj_count = gate_up ? 2 : 1;
         problem.args.groups = ExpertGroups{routing.offsets.data(), false, model.experts,
                                            routing.m_total, routing.max_rows};
-        const int host = tiled->plan(problem, cuda::RowWindow{cuda::kDecodeWideMaxRows + 1}).config;
+        const int host = tiled->plan(problem, cuda::RowWindow{cuda::kDecodeMaxRows + 1}).config;
         problem.args.groups.offsets_on_device = true;
         problem.args.groups.max_rows_per_expert = tokens;  // the MoE layer's bound
         const int device = tiled->plan(problem, cuda::RowWindow{}).config;

@@ -20,9 +20,7 @@ namespace {
 int k_tiles_of(int k) { return (k + kKTile - 1) / kKTile; }
 
 // The largest expert a launch may meet and the mean over its experts with rows (rounded up):
-// exact for host offsets; for device offsets the caller's bound, at most kDecodeWideMaxRows (the
-// dispatcher gives this family device offsets up to kDecodeMaxMeanRows rows an expert on average:
-// a busier expert takes several token tiles), and the mean over every expert.
+// exact for host offsets; for device offsets the caller's bound and the mean over every expert.
 struct RowStats {
   int largest, mean;
 };
@@ -31,8 +29,7 @@ RowStats row_stats(const GroupedNvfp4& a, RowWindow window) {
   const ExpertGroups& g = a.groups;
   if (g.offsets_on_device) {
     const int experts = std::max(1, g.num_experts);
-    const int largest = std::min({g.max_rows_per_expert, window.max_rows, kDecodeWideMaxRows});
-    return {largest, (g.m_total + experts - 1) / experts};
+    return {std::min(g.max_rows_per_expert, window.max_rows), (g.m_total + experts - 1) / experts};
   }
   const WindowRows w = rows_in_window(g, window);
   return {w.largest, w.experts ? static_cast<int>((w.rows + w.experts - 1) / w.experts) : 0};

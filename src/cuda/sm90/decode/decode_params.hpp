@@ -38,11 +38,13 @@ inline constexpr int kKMultiple = 32;
 // largest expert if that is less. Sizing for the largest made every expert pay the tensor-core
 // work of the busiest: DeepSeek-V3 gate_up at T = 64 (512 rows, the largest expert past 16) took
 // 2128 us at 32 tokens and 1488 at 8, its busier experts taking several tiles (docs/perf.md).
-constexpr int token_config(int largest, int mean) {
-  const int wanted = largest < 2 * mean ? largest : 2 * mean;
+constexpr int width_config(int tokens) {  // the narrowest width holding `tokens`
   for (int i = 0; i < kConfigCount; ++i)
-    if (wanted <= kTokenWidths[i]) return i;
+    if (tokens <= kTokenWidths[i]) return i;
   return kConfigCount - 1;
+}
+constexpr int token_config(int largest, int mean) {
+  return width_config(largest < 2 * mean ? largest : 2 * mean);
 }
 
 // Elements per row of the decode-order activations: K padded to whole k-tiles (zeros past K),
