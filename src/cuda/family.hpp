@@ -36,17 +36,18 @@ struct Problem {
 // at its narrow widths (8-32 tokens, 4 CTAs an SM); METRALE_CUDA_KERNEL=sm90-decode forces it
 // anyway (up to 256 rows read once, more as several token tiles).
 inline constexpr std::int32_t kDecodeMaxRows = 32;
-// Past kDecodeMaxRows, the decode family's 64-token width (one CTA an SM; an expert's weights read
-// once per 64 rows) against the tiled family's 128-token tile (which pads 33-64 rows to 128).
-// Measured with every expert forced on one kernel, then with the dispatcher's rules (docs/perf.md,
-// "2026-12-03, fifth session"): where experts of 33-64 rows carry the call, the 64-token decode
-// takes 0.50-0.83x the tile's time (DeepSeek-V3 and gpt-oss at 32-48 rows an expert, Qwen3-30B
-// at 32-48, skewed routing at T = 64, a single GEMM of 48 or 64 rows); where many experts pass
-// 64 rows (Qwen3-30B at 64 an expert, Qwen3-Next at 80) it loses 1.07-1.12x, their second token
-// tile streaming the weights again; from 96 rows up the tiled family's wide tiles win by
-// 1.5-2.2x. So with host offsets the experts past kDecodeMaxRows go to the decode family at
-// kDecodeWideMaxRows tokens when at most one in kDecodeWideTileShare of them passes that width,
-// else to the tiled family.
+// Past kDecodeMaxRows, the decode family's 64-token width (launch bounds of one CTA an SM; an
+// expert's weights read once per 64 rows) against the tiled family's 128-token tile, which pads
+// 33-64 rows to 128. Measured (docs/perf.md, "2026-12-03, fifth session"): where experts of
+// 33-64 rows carry the call, the 64-token decode takes 0.50-0.87x the time (DeepSeek-V3 and
+// gpt-oss at 32-48 rows an expert, Qwen3-30B at 32-48, skewed routing at T = 64, a single GEMM
+// of 48 or 64 rows). Where many experts pass 64 rows it lost: every expert forced on it, 1.10x
+// at 64 rows an expert (Qwen3-30B T = 1024), their second token tile streaming the weights
+// again; a decode launch for the 33-64-row experts beside the tiled family's for the busier
+// ones, 1.07-1.09x there and 1.12x (Qwen3-Next down at 80 rows an expert). From 96 rows up the
+// tiled family's wide tiles win by 1.5-2.2x. So with host offsets the experts past
+// kDecodeMaxRows go to the decode family, at most kDecodeWideMaxRows tokens wide, when at most
+// one in kDecodeWideTileShare of them passes that width, else to the tiled family.
 inline constexpr std::int32_t kDecodeWideMaxRows = 64;
 inline constexpr std::int32_t kDecodeWideTileShare = 10;
 // Device offsets give one family every expert, chosen by the mean rows an expert: the decode

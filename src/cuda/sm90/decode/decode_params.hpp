@@ -33,16 +33,18 @@ inline constexpr int kFoldMaxRows = 64;  // experts with more rows sum K in one 
 // K: rows of codes in whole 16-byte pieces (the loader's cp.async).
 inline constexpr int kKMultiple = 32;
 
+// The configuration of the narrowest width holding `tokens`.
+constexpr int width_config(int tokens) {
+  for (int i = 0; i < kConfigCount; ++i)
+    if (tokens <= kTokenWidths[i]) return i;
+  return kConfigCount - 1;
+}
+
 // The configuration of a launch whose largest expert has `largest` rows and whose experts with
 // rows have `mean` rows on average (rounded up): the smallest width holding twice the mean, or the
 // largest expert if that is less. Sizing for the largest made every expert pay the tensor-core
 // work of the busiest: DeepSeek-V3 gate_up at T = 64 (512 rows, the largest expert past 16) took
 // 2128 us at 32 tokens and 1488 at 8, its busier experts taking several tiles (docs/perf.md).
-constexpr int width_config(int tokens) {  // the narrowest width holding `tokens`
-  for (int i = 0; i < kConfigCount; ++i)
-    if (tokens <= kTokenWidths[i]) return i;
-  return kConfigCount - 1;
-}
 constexpr int token_config(int largest, int mean) {
   return width_config(largest < 2 * mean ? largest : 2 * mean);
 }
