@@ -101,8 +101,9 @@ std::vector<Launch> choose_for_device_offsets(const Problem& problem) {
   return {{&tiled, tiled.plan(problem, RowWindow{})}};
 }
 
-// Whether the experts past kDecodeMaxRows rows go to the decode family's widest chosen tile:
-// when at most one in kDecodeWideTileShare of them needs a second one (family.hpp).
+// Whether the experts past kDecodeMaxRows rows go to the decode family (its token tile at most
+// kDecodeWideMaxRows wide): when at most one in kDecodeWideTileShare of them needs a second tile
+// (family.hpp).
 bool decode_takes_busier(const ExpertGroups& g) {
   const WindowRows busier = rows_in_window(g, RowWindow{kDecodeMaxRows + 1});
   const WindowRows past = rows_in_window(g, RowWindow{kDecodeWideMaxRows + 1});
