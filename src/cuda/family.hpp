@@ -39,7 +39,7 @@ inline constexpr std::int32_t kDecodeMaxRows = 32;
 // Past kDecodeMaxRows, the decode family's 64-token width (launch bounds of one CTA an SM; an
 // expert's weights read once per 64 rows) against the tiled family's 128-token tile, which pads
 // 33-64 rows to 128. Measured (docs/perf.md, "2026-12-03, fifth session"): where experts of
-// 33-64 rows carry the call, the 64-token decode takes 0.50-0.87x the time (DeepSeek-V3 and
+// 33-64 rows carry the call, the 64-token decode takes 0.50-0.94x the time (DeepSeek-V3 and
 // gpt-oss at 32-48 rows an expert, Qwen3-30B at 32-48, skewed routing at T = 64, a single GEMM
 // of 48 or 64 rows). Where many experts pass 64 rows it lost: every expert forced on it, 1.10x
 // at 64 rows an expert (Qwen3-30B T = 1024), their second token tile streaming the weights
