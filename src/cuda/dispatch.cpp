@@ -101,11 +101,10 @@ std::vector<Launch> choose_for_device_offsets(const Problem& problem) {
   return {{&tiled, tiled.plan(problem, RowWindow{})}};
 }
 
-// Whether the experts past kDecodeMaxRows rows go to the decode family (its token tile at most
-// kDecodeWideMaxRows wide): when at most one in kDecodeWideTileShare of them needs a second tile
-// (family.hpp).
-bool decode_takes_busier(const ExpertGroups& g) {
-  const WindowRows busier = rows_in_window(g, RowWindow{kDecodeMaxRows + 1});
+// Whether the `busier` experts (those past kDecodeMaxRows rows) go to the decode family, its
+// token tile at most kDecodeWideMaxRows wide: when at most one in kDecodeWideTileShare of them
+// needs a second tile (family.hpp).
+bool decode_takes_busier(const ExpertGroups& g, const WindowRows& busier) {
   const WindowRows past = rows_in_window(g, RowWindow{kDecodeWideMaxRows + 1});
   return past.experts * kDecodeWideTileShare <= busier.experts;
 }
@@ -118,8 +117,10 @@ std::vector<Launch> choose(const Problem& problem) {
   if (decode_takes(problem)) {
     const RowWindow few{1, kDecodeMaxRows}, busier{kDecodeMaxRows + 1};
     if (has_rows_in(problem.args, few)) launches.push_back(decode_launch(problem, few));
-    if (decode_takes_busier(problem.args.groups)) {
-      if (has_rows_in(problem.args, busier)) launches.push_back(decode_launch(problem, busier));
+    const WindowRows busier_rows = rows_in_window(problem.args.groups, busier);
+    if (busier_rows.experts == 0) return launches;
+    if (decode_takes_busier(problem.args.groups, busier_rows)) {
+      launches.push_back(decode_launch(problem, busier));
       return launches;
     }
     rest = busier;
