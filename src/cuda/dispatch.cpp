@@ -1,8 +1,9 @@
 // The CUDA backend's dispatcher: turns each API call into a Problem, gives its experts to kernel
 // families by row count (the decode family streams experts with up to kDecodeMaxRows rows, and
-// in a launch of its own at a wider tile the busier ones when few pass kDecodeWideMaxRows; the
-// tiled family takes the rest and every bf16 GEMM; with device offsets one family takes every
-// expert, chosen by the mean row count), sizes the workspace as the largest of the launches it
+// in a launch of its own at a wider tile the busier ones when few pass kDecodeWideMaxRows, or in
+// one launch with them where either group is small beside the other; the tiled family takes the
+// rest and every bf16 GEMM; with device offsets one family takes every expert, chosen by the
+// mean row count), sizes the workspace as the largest of the launches it
 // will make (they run one after another on the caller's stream, so they share it) and launches.
 // METRALE_CUDA_KERNEL overrides the choice for tuning and tests. A gated input
 // (nvfp4_grouped_on_glu) runs only when every chosen launch stages it; else nothing launches.
@@ -36,7 +37,10 @@ namespace {
 
 // The decode family copies the call's activations (gathered, in its K order) into the workspace;
 // past this size the call is a prefill and the tiled family takes every expert.
-constexpr std::size_t kDecodeActivationBudget = std::size_t{128} << 20;
+// 256 MB lets DeepSeek-V3's gate/up (K = 7168) stay on the decode family up to T ~ 2300 tokens:
+// at T = 1536, 176 MB, its 64-token tile took 3346 us against the tiled family's 4634
+// (docs/perf.md, "2026-12-03, fifth session").
+constexpr std::size_t kDecodeActivationBudget = std::size_t{256} << 20;
 
 struct Launch {
   const Family* family;
@@ -109,6 +113,24 @@ bool decode_takes_busier(const ExpertGroups& g, const WindowRows& busier) {
   return past.experts * kDecodeWideTileShare <= busier.experts;
 }
 
+// Both windows on the decode family, where one of them holds at most one in kDecodeOneLaunchShare
+// of the other's experts: one launch, at the width of the window with more experts (family.hpp).
+Launch one_decode_launch(const Problem& problem, RowWindow few, const WindowRows& few_rows,
+                         const WindowRows& busier_rows) {
+  if (few_rows.experts >= busier_rows.experts) {
+    Launch launch = decode_launch(problem, few);
+    launch.plan.rows = RowWindow{};  // the busier experts take several token tiles
+    return launch;
+  }
+  return decode_launch(problem, RowWindow{});
+}
+
+bool one_decode_launch_pays(const WindowRows& few_rows, const WindowRows& busier_rows) {
+  const std::int32_t fewer = std::min(few_rows.experts, busier_rows.experts);
+  const std::int32_t more = std::max(few_rows.experts, busier_rows.experts);
+  return fewer * kDecodeOneLaunchShare <= more;
+}
+
 std::vector<Launch> choose(const Problem& problem) {
   if (const auto forced = core::forced_cuda_kernel()) return {forced_launch(problem, *forced)};
   if (problem.args.groups.offsets_on_device) return choose_for_device_offsets(problem);
@@ -116,10 +138,15 @@ std::vector<Launch> choose(const Problem& problem) {
   RowWindow rest{};
   if (decode_takes(problem)) {
     const RowWindow few{1, kDecodeMaxRows}, busier{kDecodeMaxRows + 1};
-    if (has_rows_in(problem.args, few)) launches.push_back(decode_launch(problem, few));
+    const WindowRows few_rows = rows_in_window(problem.args.groups, few);
     const WindowRows busier_rows = rows_in_window(problem.args.groups, busier);
+    const bool busier_decode = decode_takes_busier(problem.args.groups, busier_rows);
+    if (few_rows.experts > 0 && busier_rows.experts > 0 && busier_decode &&
+        one_decode_launch_pays(few_rows, busier_rows))
+      return {one_decode_launch(problem, few, few_rows, busier_rows)};
+    if (few_rows.experts > 0) launches.push_back(decode_launch(problem, few));
     if (busier_rows.experts == 0) return launches;
-    if (decode_takes_busier(problem.args.groups, busier_rows)) {
+    if (busier_decode) {
       launches.push_back(decode_launch(problem, busier));
       return launches;
     }

@@ -50,6 +50,14 @@ inline constexpr std::int32_t kDecodeMaxRows = 32;
 // one in kDecodeWideTileShare of them passes that width, else to the tiled family.
 inline constexpr std::int32_t kDecodeWideMaxRows = 64;
 inline constexpr std::int32_t kDecodeWideTileShare = 10;
+// Two decode launches (the narrow widths' and the 64-token one) each end in a tail of their own.
+// Where one window holds at most one in kDecodeOneLaunchShare of the other's experts, one launch
+// takes both at the larger window's width: the few experts of 33-64 rows in two narrow token
+// tiles, or the few of up to 32 rows padded to the 64-token tile. Measured with every expert
+// forced on one width (docs/perf.md, "2026-12-03, fifth session"): Qwen3-30B T = 768 (1 expert
+// of 128 at most 32 rows) 239.6 us on the 64-token tile against 278.9 in two launches;
+// Qwen3-Next T = 1024 (3 of 512 past 32) 407.5 on the 32-token tile against 473.4.
+inline constexpr std::int32_t kDecodeOneLaunchShare = 10;
 // Device offsets give one family every expert, chosen by the mean rows an expert: the decode
 // family up to this mean (at most kDecodeWideMaxRows wide), the tiled family above.
 inline constexpr std::int32_t kDecodeMaxMeanRows = 48;

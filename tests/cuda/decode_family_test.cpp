@@ -11,10 +11,10 @@
 //   - the seam's refusals: a forced family that cannot run says why; 2049 experts name the limit.
 #include <algorithm>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include <fmt/format.h>
-
 #include <gtest/gtest.h>
 
 #include "cuda_test_support.hpp"
@@ -193,18 +193,21 @@ TEST(DecodeFamily, TokenWidthIsTwiceTheMeanExpert) {
 // decode launch of its own at the 64-token width while at most one in ten of them passes 64 rows
 // (that one in several token tiles), else the tiled family; a single GEMM of 48 rows is one
 // 64-token decode.
+// The launches the dispatcher plans for experts of these row counts (host offsets).
+std::string launches_for(const std::vector<std::int32_t>& rows) {
+  std::vector<std::int32_t> offsets{0};
+  for (std::int32_t r : rows) offsets.push_back(offsets.back() + r);
+  GroupedNvfp4 a{};
+  a.groups = ExpertGroups{offsets.data(), false, static_cast<std::int32_t>(rows.size()),
+                          offsets.back(), *std::max_element(rows.begin(), rows.end())};
+  a.n = 256;
+  a.k = 256;
+  a.proj_count = 1;
+  return cuda::nvfp4_grouped_plan(a);
+}
+
 TEST(DecodeFamily, BusierExpertsTakeTheWideTileUnlessManyPassIt) {
-  auto launches = [](const std::vector<std::int32_t>& rows) {
-    std::vector<std::int32_t> offsets{0};
-    for (std::int32_t r : rows) offsets.push_back(offsets.back() + r);
-    GroupedNvfp4 a{};
-    a.groups = ExpertGroups{offsets.data(), false, static_cast<std::int32_t>(rows.size()),
-                            offsets.back(), *std::max_element(rows.begin(), rows.end())};
-    a.n = 256;
-    a.k = 256;
-    a.proj_count = 1;
-    return cuda::nvfp4_grouped_plan(a);
-  };
+  const auto launches = launches_for;
   EXPECT_EQ(launches({48}), "sm90-decode tokens=64 splits=auto");
   EXPECT_EQ(launches({6, 0, 40, 64}),
             "sm90-decode tokens=8 splits=auto + sm90-decode tokens=64 splits=auto");
@@ -216,6 +219,23 @@ TEST(DecodeFamily, BusierExpertsTakeTheWideTileUnlessManyPassIt) {
   rows.push_back(20);  // and one expert for the narrow decode
   EXPECT_EQ(launches(rows).rfind("sm90-decode tokens=32 splits=auto + sm90-tiled", 0), 0u)
       << launches(rows);
+}
+
+// Where one window holds at most one in kDecodeOneLaunchShare of the other's experts, one launch
+// takes both at the larger window's width.
+TEST(DecodeFamily, OneLaunchWhereAWindowHoldsFewExperts) {
+  std::vector<std::int32_t> rows(cuda::kDecodeOneLaunchShare, 40);
+  rows.push_back(20);  // one narrow expert beside ten busier ones: the 64-token tile for all
+  EXPECT_EQ(launches_for(rows), "sm90-decode tokens=64 splits=auto");
+  rows.push_back(20);  // two: a launch each
+  EXPECT_EQ(launches_for(rows),
+            "sm90-decode tokens=32 splits=auto + sm90-decode tokens=64 splits=auto");
+  std::vector<std::int32_t> narrow(cuda::kDecodeOneLaunchShare, 20);
+  narrow.push_back(40);  // one busier expert beside ten narrow ones: two 32-token tiles for it
+  EXPECT_EQ(launches_for(narrow), "sm90-decode tokens=32 splits=auto");
+  narrow.push_back(200);  // past the wide tile: the tiled family's, as before
+  EXPECT_EQ(launches_for(narrow).rfind("sm90-decode tokens=32 splits=auto + sm90-tiled", 0), 0u)
+      << launches_for(narrow);
 }
 
 // The split rule (host logic, shared by the plan kernel and the host plan): split while fewer
