@@ -9,6 +9,7 @@
 // (nvfp4_grouped_on_glu) runs only when every chosen launch stages it; else nothing launches.
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -113,22 +114,20 @@ bool decode_takes_busier(const ExpertGroups& g, const WindowRows& busier) {
   return past.experts * kDecodeWideTileShare <= busier.experts;
 }
 
-// Both windows on the decode family, where one of them holds at most one in kDecodeOneLaunchShare
-// of the other's experts: one launch, at the width of the window with more experts (family.hpp).
-Launch one_decode_launch(const Problem& problem, RowWindow few, const WindowRows& few_rows,
-                         const WindowRows& busier_rows) {
-  if (few_rows.experts >= busier_rows.experts) {
-    Launch launch = decode_launch(problem, few);
-    launch.plan.rows = RowWindow{};  // the busier experts take several token tiles
-    return launch;
-  }
-  return decode_launch(problem, RowWindow{});
-}
-
-bool one_decode_launch_pays(const WindowRows& few_rows, const WindowRows& busier_rows) {
-  const std::int32_t fewer = std::min(few_rows.experts, busier_rows.experts);
-  const std::int32_t more = std::max(few_rows.experts, busier_rows.experts);
-  return fewer * kDecodeOneLaunchShare <= more;
+// One decode launch for both windows where it pays (family.hpp, kDecodeOneLaunchShare): at the
+// 64-token width when the narrow experts are few beside the busier ones; at the narrow width when
+// the token tiles the busier experts take there past their first (each streams their weights
+// again) are few beside the narrow experts.
+std::optional<Launch> one_decode_launch(const Problem& problem, RowWindow few, RowWindow busier,
+                                        const WindowRows& few_rows, const WindowRows& busier_rows) {
+  if (few_rows.experts * kDecodeOneLaunchShare <= busier_rows.experts)
+    return decode_launch(problem, RowWindow{});
+  Launch narrow = decode_launch(problem, few);
+  const int width = sm90::decode::kTokenWidths[narrow.plan.config];
+  const long again = row_tiles_in_window(problem.args.groups, busier, width) - busier_rows.experts;
+  if (again * kDecodeOneLaunchShare > few_rows.experts) return std::nullopt;
+  narrow.plan.rows = RowWindow{};
+  return narrow;
 }
 
 std::vector<Launch> choose(const Problem& problem) {
@@ -141,9 +140,8 @@ std::vector<Launch> choose(const Problem& problem) {
     const WindowRows few_rows = rows_in_window(problem.args.groups, few);
     const WindowRows busier_rows = rows_in_window(problem.args.groups, busier);
     const bool busier_decode = decode_takes_busier(problem.args.groups, busier_rows);
-    if (few_rows.experts > 0 && busier_rows.experts > 0 && busier_decode &&
-        one_decode_launch_pays(few_rows, busier_rows))
-      return {one_decode_launch(problem, few, few_rows, busier_rows)};
+    if (few_rows.experts > 0 && busier_rows.experts > 0 && busier_decode)
+      if (auto one = one_decode_launch(problem, few, busier, few_rows, busier_rows)) return {*one};
     if (few_rows.experts > 0) launches.push_back(decode_launch(problem, few));
     if (busier_rows.experts == 0) return launches;
     if (busier_decode) {
@@ -277,6 +275,15 @@ WindowRows rows_in_window(const ExpertGroups& groups, RowWindow window) {
     w.largest = std::max(w.largest, rows);
   }
   return w;
+}
+
+long row_tiles_in_window(const ExpertGroups& groups, RowWindow window, int tokens) {
+  long tiles = 0;
+  for (int e = 0; e < groups.num_experts; ++e) {
+    const std::int32_t rows = groups.offsets[e + 1] - groups.offsets[e];
+    if (rows > 0 && window.contains(rows)) tiles += (rows + tokens - 1) / tokens;
+  }
+  return tiles;
 }
 
 namespace {

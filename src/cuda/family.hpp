@@ -51,9 +51,10 @@ inline constexpr std::int32_t kDecodeMaxRows = 32;
 inline constexpr std::int32_t kDecodeWideMaxRows = 64;
 inline constexpr std::int32_t kDecodeWideTileShare = 10;
 // Two decode launches (the narrow widths' and the 64-token one) each end in a tail of their own.
-// Where one window holds at most one in kDecodeOneLaunchShare of the other's experts, one launch
-// takes both at the larger window's width: the few experts of 33-64 rows in two narrow token
-// tiles, or the few of up to 32 rows padded to the 64-token tile. Measured with every expert
+// One launch takes both where the narrow experts number at most one in kDecodeOneLaunchShare of
+// the busier ones (padded to the 64-token tile), or where the busier experts' token tiles past
+// their first at the narrow width (each streaming their weights again) number at most one in
+// kDecodeOneLaunchShare of the narrow experts. Measured with every expert
 // forced on one width (docs/perf.md, "2026-12-03, fifth session"): Qwen3-30B T = 768 (1 expert
 // of 128 at most 32 rows) 239.6 us on the 64-token tile against 278.9 in two launches;
 // Qwen3-Next T = 1024 (3 of 512 past 32) 407.5 on the 32-token tile against 473.4.
@@ -77,6 +78,8 @@ struct WindowRows {
   std::int32_t largest = 0;
 };
 WindowRows rows_in_window(const ExpertGroups& groups, RowWindow window);
+// Token tiles of `tokens` rows that the experts in `window` take (host offsets).
+long row_tiles_in_window(const ExpertGroups& groups, RowWindow window, int tokens);
 
 // What a family would launch. `config` indexes the family's configuration table; `splits` is the
 // decode family's K split (0: chosen on the device to fill the GPU).

@@ -189,10 +189,24 @@ TEST(DecodeFamily, TokenWidthIsTwiceTheMeanExpert) {
             "sm90-decode tokens=8 splits=auto");
 }
 
-// Host logic: the launches the dispatcher makes for experts past kDecodeMaxRows (family.hpp): a
-// decode launch of its own at the 64-token width while at most one in ten of them passes 64 rows
-// (that one in several token tiles), else the tiled family; a single GEMM of 48 rows is one
-// 64-token decode.
+// Device offsets (host logic): the narrowest width that at most one expert in ten passes when an
+// expert's rows are Poisson(m_total / experts), at most the caller's bound.
+TEST(DecodeFamily, DeviceOffsetsWidthFromTheRowTail) {
+  const cuda::Family* decode = cuda::find_family(kDecode);
+  ASSERT_NE(decode, nullptr);
+  auto width = [&](int m_total, int experts, int bound) {
+    cuda::Problem p;
+    p.args.groups = ExpertGroups{nullptr, true, experts, m_total, bound};
+    return decode->describe(decode->plan(p, cuda::RowWindow{}));
+  };
+  EXPECT_EQ(width(64 * 8, 256, 64), "sm90-decode tokens=8 splits=auto");       // 2 rows an expert
+  EXPECT_EQ(width(64 * 8, 128, 64), "sm90-decode tokens=8 splits=auto");       // 4: P(> 8) 2 %
+  EXPECT_EQ(width(768 * 8, 256, 768), "sm90-decode tokens=32 splits=auto");    // 24: P(> 32) 5 %
+  EXPECT_EQ(width(1024 * 8, 256, 1024), "sm90-decode tokens=64 splits=auto");  // 32: P(> 32) 44 %
+  EXPECT_EQ(width(768 * 8, 256, 16), "sm90-decode tokens=16 splits=auto");     // the bound
+  EXPECT_EQ(width(0, 256, 0), "sm90-decode tokens=8 splits=auto");
+}
+
 // The launches the dispatcher plans for experts of these row counts (host offsets).
 std::string launches_for(const std::vector<std::int32_t>& rows) {
   std::vector<std::int32_t> offsets{0};
@@ -206,6 +220,10 @@ std::string launches_for(const std::vector<std::int32_t>& rows) {
   return cuda::nvfp4_grouped_plan(a);
 }
 
+// Host logic: the launches the dispatcher makes for experts past kDecodeMaxRows (family.hpp): a
+// decode launch of its own at the 64-token width while at most one in ten of them passes 64 rows
+// (that one in several token tiles), else the tiled family; a single GEMM of 48 rows is one
+// 64-token decode.
 TEST(DecodeFamily, BusierExpertsTakeTheWideTileUnlessManyPassIt) {
   const auto launches = launches_for;
   EXPECT_EQ(launches({48}), "sm90-decode tokens=64 splits=auto");
@@ -221,8 +239,9 @@ TEST(DecodeFamily, BusierExpertsTakeTheWideTileUnlessManyPassIt) {
       << launches(rows);
 }
 
-// Where one window holds at most one in kDecodeOneLaunchShare of the other's experts, one launch
-// takes both at the larger window's width.
+// Host logic: one decode launch for both windows where the narrow experts are few beside the
+// busier ones, or where the busier experts' extra token tiles at the narrow width are few beside
+// the narrow experts (family.hpp, kDecodeOneLaunchShare).
 TEST(DecodeFamily, OneLaunchWhereAWindowHoldsFewExperts) {
   std::vector<std::int32_t> rows(cuda::kDecodeOneLaunchShare, 40);
   rows.push_back(20);  // one narrow expert beside ten busier ones: the 64-token tile for all
@@ -233,6 +252,10 @@ TEST(DecodeFamily, OneLaunchWhereAWindowHoldsFewExperts) {
   std::vector<std::int32_t> narrow(cuda::kDecodeOneLaunchShare, 20);
   narrow.push_back(40);  // one busier expert beside ten narrow ones: two 32-token tiles for it
   EXPECT_EQ(launches_for(narrow), "sm90-decode tokens=32 splits=auto");
+  std::vector<std::int32_t> eight(cuda::kDecodeOneLaunchShare, 8);
+  eight.push_back(60);  // at the 8-token width it would stream its weights 8 times: its own launch
+  EXPECT_EQ(launches_for(eight),
+            "sm90-decode tokens=8 splits=auto + sm90-decode tokens=64 splits=auto");
   narrow.push_back(200);  // past the wide tile: the tiled family's, as before
   EXPECT_EQ(launches_for(narrow).rfind("sm90-decode tokens=32 splits=auto + sm90-tiled", 0), 0u)
       << launches_for(narrow);

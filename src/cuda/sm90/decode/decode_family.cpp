@@ -2,11 +2,12 @@
 // carves, and the launches: table chunks past the first, the plan kernel, the main kernel; or,
 // with host offsets and few experts holding rows, the work list planned here, the staging
 // kernel and the host-planned main kernel.
-#include <fmt/format.h>
-
 #include <algorithm>
+#include <cmath>
 #include <type_traits>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/family.hpp"
@@ -19,20 +20,37 @@ namespace {
 
 int k_tiles_of(int k) { return (k + kKTile - 1) / kKTile; }
 
-// The largest expert a launch may meet and the mean over its experts with rows (rounded up):
-// exact for host offsets; for device offsets the caller's bound and the mean over every expert.
-struct RowStats {
-  int largest, mean;
-};
-
-RowStats row_stats(const GroupedNvfp4& a, RowWindow window) {
-  const ExpertGroups& g = a.groups;
-  if (g.offsets_on_device) {
-    const int experts = std::max(1, g.num_experts);
-    return {std::min(g.max_rows_per_expert, window.max_rows), (g.m_total + experts - 1) / experts};
+// P(X > rows) for X ~ Poisson(mean).
+double poisson_tail(double mean, int rows) {
+  double term = std::exp(-mean), below = term;
+  for (int r = 1; r <= rows; ++r) {
+    term *= mean / r;
+    below += term;
   }
-  const WindowRows w = rows_in_window(g, window);
-  return {w.largest, w.experts ? static_cast<int>((w.rows + w.experts - 1) / w.experts) : 0};
+  return std::max(0.0, 1.0 - below);
+}
+
+// The width for a launch: with host offsets token_config over the window's experts (exact);
+// with device offsets the row counts are unknown here, and under uniform routing an expert's rows
+// are ~Poisson(m_total / experts): the narrowest width that at most one expert in
+// kDecodeWideTileShare passes (those take a second token tile), or the caller's bound. Twice the
+// mean, the rule before, gave DeepSeek-V3's layer at T = 768 (24 rows an expert) the 64-token
+// width, where the host offsets' 32-token launch ran in 0.79x the time (docs/perf.md, "2026-12-03,
+// sixth session").
+int width_config_for(const GroupedNvfp4& a, RowWindow window) {
+  const ExpertGroups& g = a.groups;
+  if (!g.offsets_on_device) {
+    const WindowRows w = rows_in_window(g, window);
+    return token_config(w.largest,
+                        w.experts ? static_cast<int>((w.rows + w.experts - 1) / w.experts) : 0);
+  }
+  const int bound = std::min(g.max_rows_per_expert, window.max_rows);
+  const double mean = static_cast<double>(g.m_total) / std::max(1, g.num_experts);
+  for (int i = 0; i < kConfigCount; ++i)
+    if (kTokenWidths[i] >= bound ||
+        poisson_tail(mean, kTokenWidths[i]) * kDecodeWideTileShare <= 1.0)
+      return i;
+  return kConfigCount - 1;
 }
 
 struct Layout {  // the workspace, carved in this order
@@ -107,8 +125,7 @@ class DecodeFamily final : public Family {
   Plan plan(const Problem& problem, RowWindow rows) const override {
     Plan plan;
     plan.rows = rows;
-    const RowStats stats = row_stats(problem.args, rows);
-    plan.config = token_config(stats.largest, stats.mean);
+    plan.config = width_config_for(problem.args, rows);
     return plan;
   }
 

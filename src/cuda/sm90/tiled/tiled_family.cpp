@@ -27,16 +27,6 @@ int pick_tile(double rows_per_expert) {
   return std::end(kChosenTiles)[-1];
 }
 
-// Row tiles of `tokens` rows that the experts in `window` take (host offsets).
-long host_row_tiles(const ExpertGroups& g, RowWindow window, int tokens) {
-  long tiles = 0;
-  for (int e = 0; e < g.num_experts; ++e) {
-    const int rows = g.offsets[e + 1] - g.offsets[e];
-    if (window.contains(rows)) tiles += (rows + tokens - 1) / tokens;
-  }
-  return tiles;
-}
-
 // Row tiles the grid must cover: exact for host offsets, a bound from m_total and
 // max_rows_per_expert for device offsets (nothing here may read them).
 int row_tiles(const GroupedNvfp4& a, const Plan& plan) {
@@ -48,7 +38,7 @@ int row_tiles(const GroupedNvfp4& a, const Plan& plan) {
     const long by_bound = g.num_experts * ((rows + tokens - 1) / tokens);
     return static_cast<int>(std::min(by_rows, by_bound));
   }
-  return static_cast<int>(host_row_tiles(g, plan.rows, tokens));
+  return static_cast<int>(row_tiles_in_window(g, plan.rows, static_cast<int>(tokens)));
 }
 
 int channel_tiles(const GroupedNvfp4& a, const TileConfig& tile) {
