@@ -30,19 +30,24 @@ double poisson_tail(double mean, int rows) {
   return std::max(0.0, 1.0 - below);
 }
 
-// The width for a launch: with host offsets token_config over the window's experts (exact);
-// with device offsets the row counts are unknown here, and under uniform routing an expert's rows
-// are ~Poisson(m_total / experts): the narrowest width that at most one expert in
-// kDecodeWideTileShare passes (those take a second token tile), or the caller's bound. Twice the
-// mean, the rule before, gave DeepSeek-V3's layer at T = 768 (24 rows an expert) the 64-token
-// width, where the host offsets' 32-token launch ran in 0.79x the time (docs/perf.md, "2026-12-03,
-// sixth session").
+// The width for a launch: the narrowest that at most one expert in kDecodeWideTileShare passes
+// (those take a second token tile). With host offsets over the window's experts, and no wider
+// than token_config's; with device offsets the row counts are unknown here, and under uniform
+// routing an expert's rows are ~Poisson(m_total / experts), at most the caller's bound. Twice
+// the mean, the device rule before, gave DeepSeek-V3's layer at T = 768 (24 rows an expert) the
+// 64-token width, where the host offsets' 32-token launch ran in 0.79x the time (docs/perf.md,
+// "2026-12-03, sixth session").
 int width_config_for(const GroupedNvfp4& a, RowWindow window) {
   const ExpertGroups& g = a.groups;
   if (!g.offsets_on_device) {
     const WindowRows w = rows_in_window(g, window);
-    return token_config(w.largest,
-                        w.experts ? static_cast<int>((w.rows + w.experts - 1) / w.experts) : 0);
+    const int by_mean = token_config(
+        w.largest, w.experts ? static_cast<int>((w.rows + w.experts - 1) / w.experts) : 0);
+    for (int i = 0; i < by_mean; ++i) {
+      const RowWindow past{std::max(window.min_rows, kTokenWidths[i] + 1), window.max_rows};
+      if (rows_in_window(g, past).experts * kDecodeWideTileShare <= w.experts) return i;
+    }
+    return by_mean;
   }
   const int bound = std::min(g.max_rows_per_expert, window.max_rows);
   const double mean = static_cast<double>(g.m_total) / std::max(1, g.num_experts);
