@@ -39,8 +39,8 @@ namespace {
 // The decode family copies the call's activations (gathered, in its K order) into the workspace;
 // past this size the call is a prefill and the tiled family takes every expert.
 // 256 MB lets DeepSeek-V3's gate/up (K = 7168) stay on the decode family up to T ~ 2300 tokens:
-// at T = 1536, 176 MB, its 64-token tile took 3346 us against the tiled family's 4634
-// (docs/perf.md, "2026-12-03, fifth session").
+// at T = 1280 and 1536 (147 and 176 MB) it took 0.66-0.68x the tiled family's time (docs/perf.md,
+// "2026-12-03, sixth session").
 constexpr std::size_t kDecodeActivationBudget = std::size_t{256} << 20;
 
 struct Launch {

@@ -54,10 +54,10 @@ inline constexpr std::int32_t kDecodeWideTileShare = 10;
 // One launch takes both where the narrow experts number at most one in kDecodeOneLaunchShare of
 // the busier ones (padded to the 64-token tile), or where the busier experts' token tiles past
 // their first at the narrow width (each streaming their weights again) number at most one in
-// kDecodeOneLaunchShare of the narrow experts. Measured with every expert
-// forced on one width (docs/perf.md, "2026-12-03, fifth session"): Qwen3-30B T = 768 (1 expert
-// of 128 at most 32 rows) 239.6 us on the 64-token tile against 278.9 in two launches;
-// Qwen3-Next T = 1024 (3 of 512 past 32) 407.5 on the 32-token tile against 473.4.
+// kDecodeOneLaunchShare of the narrow experts. Measured against two launches in one call
+// (docs/perf.md, "2026-12-03, sixth session"): Qwen3-30B T = 768 (1 expert of 128 at most 32
+// rows) 0.80x gate_up and 0.85x down on the 64-token tile; Qwen3-Next T = 1024 (3 of 512 past 32
+// rows) 0.85x / 0.93x on the 32-token tile; no row of 40 slower than 1.015x.
 inline constexpr std::int32_t kDecodeOneLaunchShare = 10;
 // Device offsets give one family every expert, chosen by the mean rows an expert: the decode
 // family up to this mean (at most kDecodeWideMaxRows wide), the tiled family above.

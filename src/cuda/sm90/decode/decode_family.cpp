@@ -33,10 +33,11 @@ double poisson_tail(double mean, int rows) {
 // The width for a launch: the narrowest that at most one expert in kDecodeWideTileShare passes
 // (those take a second token tile). With host offsets over the window's experts, and no wider
 // than token_config's; with device offsets the row counts are unknown here, and under uniform
-// routing an expert's rows are ~Poisson(m_total / experts), at most the caller's bound. Twice
-// the mean, the device rule before, gave DeepSeek-V3's layer at T = 768 (24 rows an expert) the
-// 64-token width, where the host offsets' 32-token launch ran in 0.79x the time (docs/perf.md,
-// "2026-12-03, sixth session").
+// routing an expert's rows are ~Poisson(m_total / experts), at most the caller's bound. Measured
+// against the rule before, twice the mean (docs/perf.md, "2026-12-03, sixth session"): the layer
+// at 24-25 rows an expert 0.73-0.93x the time (DeepSeek-V3 T = 768, gpt-oss T = 768, Qwen3-Next
+// T = 1024 and 1280 took 32 tokens instead of 64), Qwen3-Next's grouped calls at T = 512 (10
+// rows an expert) 0.92 / 0.95x (16 tokens instead of 32).
 int width_config_for(const GroupedNvfp4& a, RowWindow window) {
   const ExpertGroups& g = a.groups;
   if (!g.offsets_on_device) {
