@@ -3,8 +3,8 @@
 // in a launch of its own at a wider tile the busier ones when few pass kDecodeWideMaxRows, or in
 // one launch with them where either group is small beside the other; the tiled family takes the
 // rest and every bf16 GEMM; with device offsets one family takes every expert, chosen by the
-// mean row count), sizes the workspace as the largest of the launches it
-// will make (they run one after another on the caller's stream, so they share it) and launches.
+// mean row count), sizes the workspace as the largest of the launches it will make (they run
+// one after another on the caller's stream, so they share it) and launches.
 // METRALE_CUDA_KERNEL overrides the choice for tuning and tests. A gated input
 // (nvfp4_grouped_on_glu) runs only when every chosen launch stages it; else nothing launches.
 #include <algorithm>

@@ -225,18 +225,17 @@ std::string launches_for(const std::vector<std::int32_t>& rows) {
 // (that one in several token tiles), else the tiled family; a single GEMM of 48 rows is one
 // 64-token decode.
 TEST(DecodeFamily, BusierExpertsTakeTheWideTileUnlessManyPassIt) {
-  const auto launches = launches_for;
-  EXPECT_EQ(launches({48}), "sm90-decode tokens=64 splits=auto");
-  EXPECT_EQ(launches({6, 0, 40, 64}),
+  EXPECT_EQ(launches_for({48}), "sm90-decode tokens=64 splits=auto");
+  EXPECT_EQ(launches_for({6, 0, 40, 64}),
             "sm90-decode tokens=8 splits=auto + sm90-decode tokens=64 splits=auto");
   std::vector<std::int32_t> rows(9, 40);
   rows.push_back(200);  // one in ten past 64 rows
-  EXPECT_EQ(launches(rows), "sm90-decode tokens=64 splits=auto");
+  EXPECT_EQ(launches_for(rows), "sm90-decode tokens=64 splits=auto");
   rows[0] = 65;  // two in ten
-  EXPECT_EQ(launches(rows).rfind("sm90-tiled", 0), 0u) << launches(rows);
+  EXPECT_EQ(launches_for(rows).rfind("sm90-tiled", 0), 0u) << launches_for(rows);
   rows.push_back(20);  // and one expert for the narrow decode
-  EXPECT_EQ(launches(rows).rfind("sm90-decode tokens=32 splits=auto + sm90-tiled", 0), 0u)
-      << launches(rows);
+  EXPECT_EQ(launches_for(rows).rfind("sm90-decode tokens=32 splits=auto + sm90-tiled", 0), 0u)
+      << launches_for(rows);
 }
 
 // Host logic: one decode launch for both windows where the narrow experts are few beside the
