@@ -93,8 +93,8 @@ Launch decode_launch(const Problem& problem, RowWindow window) {
 // largest expert's bound. Splitting by the bound would launch both families whenever it passes
 // 32 rows (the MoE layer's bound is T), each family mostly idle, and size the decode tiles for
 // the bound. The mean decides instead: up to kDecodeMaxMeanRows rows an expert on average, the
-// decode family takes every expert, its token tile sized for twice the mean; past it, the tiled
-// family takes them all.
+// decode family takes every expert, its token tile sized by the expected row tail
+// (decode_family.cpp); past it, the tiled family takes them all.
 std::vector<Launch> choose_for_device_offsets(const Problem& problem) {
   const ExpertGroups& g = problem.args.groups;
   const int mean = (g.m_total + g.num_experts - 1) / g.num_experts;
@@ -104,14 +104,6 @@ std::vector<Launch> choose_for_device_offsets(const Problem& problem) {
   if (const std::string why = tiled.why_not(problem); !why.empty())
     fail(Status::unsupported, "{}: {}", problem.op, why);
   return {{&tiled, tiled.plan(problem, RowWindow{})}};
-}
-
-// Whether the `busier` experts (those past kDecodeMaxRows rows) go to the decode family, its
-// token tile at most kDecodeWideMaxRows wide: when at most one in kDecodeWideTileShare of them
-// needs a second tile (family.hpp).
-bool decode_takes_busier(const ExpertGroups& g, const WindowRows& busier) {
-  const WindowRows past = rows_in_window(g, RowWindow{kDecodeWideMaxRows + 1});
-  return past.experts * kDecodeWideTileShare <= busier.experts;
 }
 
 // One decode launch for both windows where it pays (family.hpp, kDecodeOneLaunchShare): at the
@@ -139,7 +131,10 @@ std::vector<Launch> choose(const Problem& problem) {
     const RowWindow few{1, kDecodeMaxRows}, busier{kDecodeMaxRows + 1};
     const WindowRows few_rows = rows_in_window(problem.args.groups, few);
     const WindowRows busier_rows = rows_in_window(problem.args.groups, busier);
-    const bool busier_decode = decode_takes_busier(problem.args.groups, busier_rows);
+    // The busier experts go to the decode family, its token tile at most kDecodeWideMaxRows
+    // wide, when few of them need a second tile (family.hpp).
+    const bool busier_decode =
+        few_pass_width(problem.args.groups, busier, busier_rows.experts, kDecodeWideMaxRows);
     if (few_rows.experts > 0 && busier_rows.experts > 0 && busier_decode)
       if (auto one = one_decode_launch(problem, few, busier, few_rows, busier_rows)) return {*one};
     if (few_rows.experts > 0) launches.push_back(decode_launch(problem, few));
@@ -284,6 +279,12 @@ long row_tiles_in_window(const ExpertGroups& groups, RowWindow window, int token
     if (rows > 0 && window.contains(rows)) tiles += (rows + tokens - 1) / tokens;
   }
   return tiles;
+}
+
+bool few_pass_width(const ExpertGroups& groups, RowWindow window, std::int32_t in_window,
+                    int width) {
+  const RowWindow past{std::max(window.min_rows, width + 1), window.max_rows};
+  return rows_in_window(groups, past).experts * kDecodeWideTileShare <= in_window;
 }
 
 namespace {

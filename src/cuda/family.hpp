@@ -80,6 +80,11 @@ struct WindowRows {
 WindowRows rows_in_window(const ExpertGroups& groups, RowWindow window);
 // Token tiles of `tokens` rows that the experts in `window` take (host offsets).
 long row_tiles_in_window(const ExpertGroups& groups, RowWindow window, int tokens);
+// Whether at most one in kDecodeWideTileShare of the experts in `window` (`in_window` of them,
+// rows_in_window's count) has more than `width` rows: the rule for a token tile's width, the
+// others fitting one tile (host offsets).
+bool few_pass_width(const ExpertGroups& groups, RowWindow window, std::int32_t in_window,
+                    int width);
 
 // What a family would launch. `config` indexes the family's configuration table; `splits` is the
 // decode family's K split (0: chosen on the device to fill the GPU).

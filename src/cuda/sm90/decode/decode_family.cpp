@@ -44,10 +44,8 @@ int width_config_for(const GroupedNvfp4& a, RowWindow window) {
     const WindowRows w = rows_in_window(g, window);
     const int by_mean = token_config(
         w.largest, w.experts ? static_cast<int>((w.rows + w.experts - 1) / w.experts) : 0);
-    for (int i = 0; i < by_mean; ++i) {
-      const RowWindow past{std::max(window.min_rows, kTokenWidths[i] + 1), window.max_rows};
-      if (rows_in_window(g, past).experts * kDecodeWideTileShare <= w.experts) return i;
-    }
+    for (int i = 0; i < by_mean; ++i)
+      if (few_pass_width(g, window, w.experts, kTokenWidths[i])) return i;
     return by_mean;
   }
   const int bound = std::min(g.max_rows_per_expert, window.max_rows);

@@ -22,8 +22,8 @@
 
 namespace metrale::cuda::sm90::decode {
 
-// Token widths (wgmma N) of the configurations (token_config picks one). An expert with more rows
-// than the width takes several token tiles, each streaming its weights again.
+// Token widths (wgmma N) of the configurations (the family's plan picks one). An expert with more
+// rows than the width takes several token tiles, each streaming its weights again.
 inline constexpr int kTokenWidths[] = {8, 16, 32, 64, 128, 256};
 inline constexpr int kConfigCount = sizeof(kTokenWidths) / sizeof(kTokenWidths[0]);
 inline constexpr int kRows = 64;     // weight rows per CTA: one warpgroup's wgmma M
