@@ -141,6 +141,7 @@ std::vector<Launch> choose(const Problem& problem) {
     if (busier_rows.experts == 0) return launches;
     if (busier_decode) {
       launches.push_back(decode_launch(problem, busier));
+      launches.back().plan.input_staged = launches.size() > 1;  // by the narrow experts' launch
       return launches;
     }
     rest = busier;

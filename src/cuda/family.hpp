@@ -92,6 +92,10 @@ struct Plan {
   std::int32_t config = 0;
   std::int32_t splits = 0;
   RowWindow rows{};
+  // The decode family: the launch before this one in the call was the decode family's too and
+  // left the call's staged activations in the workspace (the same layout), so this one does not
+  // copy them again.
+  bool input_staged = false;
 };
 
 class Family {

@@ -8,6 +8,7 @@
 //     GEMM on one expert's rows;
 //   - an expert past the widest token tile (more than 256 rows: several token tiles);
 //   - host-planned launches whose loader crosses units inside the first stages;
+//   - a call in two decode launches, the second on the activations the first staged;
 //   - the seam's refusals: a forced family that cannot run says why; 2049 experts name the limit.
 #include <algorithm>
 #include <cstdlib>
@@ -21,6 +22,7 @@
 
 #ifdef METRALE_HAS_CUDA
 #include "check/grouped.hpp"
+#include "check/routing.hpp"
 #include "cuda/family.hpp"
 #include "cuda/sm90/decode/decode_params.hpp"
 #endif
@@ -258,6 +260,22 @@ TEST(DecodeFamily, OneLaunchWhereAWindowHoldsFewExperts) {
   narrow.push_back(200);  // past the wide tile: the tiled family's, as before
   EXPECT_EQ(launches_for(narrow).rfind("sm90-decode tokens=32 splits=auto + sm90-tiled", 0), 0u)
       << launches_for(narrow);
+}
+
+// Hot experts beside many narrow ones, in two decode launches (host offsets): the second copies
+// no activations and reads those the first staged (Plan::input_staged), bit for bit the oracle's,
+// with and without the token gather.
+TEST(DecodeFamily, SecondDecodeLaunchReadsTheFirstLaunchsStaging) {
+  const check::Routing routing{64, 32, 8, RoutingKind::skew};
+  const std::uint64_t seed = 7250;
+  const check::RoutingPlan plan = check::make_routing(routing, seed);
+  std::vector<std::int32_t> rows;
+  for (int e = 0; e < routing.experts; ++e) rows.push_back(plan.offsets[e + 1] - plan.offsets[e]);
+  ASSERT_EQ(launches_for(rows),
+            "sm90-decode tokens=32 splits=auto + sm90-decode tokens=64 splits=auto");
+  METRALE_SKIP_WITHOUT_GPU();
+  for (Op op : {Op::grouped_gate_up_fused, Op::grouped_gate_up, Op::grouped_down})
+    for (int k : {160, 2048}) expect_pass(grouped_case(op, Mode::exact, 72, k, routing, seed));
 }
 
 // The split rule (host logic, shared by the plan kernel and the host plan): split while fewer

@@ -72,11 +72,14 @@ int split_capacity() { return kSplitTilesPerSm * device_sm_count(); }
 
 // The plan kernel's CTAs: CTA 0 plans (none in a host-planned launch's staging kernel), the
 // others stage the activations (decode_plan.cu's stage_rest), a thread per k-tile of a group row,
-// or per 16-byte piece of one with a gated input.
-int plan_grid(const Problem& problem, bool planned_on_host) {
+// or per 16-byte piece of one with a gated input; with the activations staged already
+// (Plan::input_staged), a thread per split tile's counter.
+int plan_grid(const Problem& problem, const Plan& plan, bool planned_on_host) {
   const GroupedNvfp4& a = problem.args;
   const int per_tile = problem.glu.up ? kGluPiecesPerTile : 1;
-  const long long items = 1LL * a.groups.m_total * k_tiles_of(a.k) * per_tile;
+  const long long items = plan.input_staged
+                              ? split_capacity()
+                              : 1LL * a.groups.m_total * k_tiles_of(a.k) * per_tile;
   const int planner = planned_on_host ? 0 : 1;
   return static_cast<int>(std::clamp<long long>((items + kPlanThreads - 1) / kPlanThreads + planner,
                                                 1 + planner, 4LL * device_sm_count()));
@@ -161,16 +164,16 @@ class DecodeFamily final : public Family {
     if (compact) {
       plan_on_host(problem, shape, listed, host_work);
       if (host_work.units == 0) return;  // no expert of the window holds rows
-      METRALE_CUDA_CHECK(launch_staging(shape, plan_grid(problem, true), stream));
+      METRALE_CUDA_CHECK(launch_staging(shape, plan_grid(problem, plan, true), stream));
       METRALE_CUDA_CHECK(launch_decode(plan.config, params, &host_work,
                                        std::min(host_work.units, shape.grid), shared_bytes,
                                        stream));
       return;
     }
     if (a.groups.offsets_on_device) {
-      launch_general_plan(problem, shape, device_args, plan_grid(problem, false), stream);
+      launch_general_plan(problem, shape, device_args, plan_grid(problem, plan, false), stream);
     } else {
-      launch_general_plan(problem, shape, host_args, plan_grid(problem, false), stream);
+      launch_general_plan(problem, shape, host_args, plan_grid(problem, plan, false), stream);
     }
     METRALE_CUDA_CHECK(
         launch_decode(plan.config, params, nullptr, shape.grid, shared_bytes, stream));
@@ -265,6 +268,7 @@ class DecodeFamily final : public Family {
     s.token_ids = a.token_ids;
     s.act = l.act;
     s.k = a.k;
+    s.act_staged = plan.input_staged ? 1 : 0;
     s.glu = problem.glu;
     return s;
   }

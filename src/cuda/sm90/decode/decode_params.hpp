@@ -181,6 +181,7 @@ struct PlanShape {
   const std::int32_t* token_ids;
   std::uint16_t* act;             // [m_total, act_stride(K)]
   std::int32_t k;
+  std::int32_t act_staged;        // 1: an earlier launch of the call wrote act (Plan::input_staged)
   GluInput glu;                   // glu.up set: a holds gate rows (no token ids)
 };
 

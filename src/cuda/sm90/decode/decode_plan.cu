@@ -7,7 +7,8 @@
 //   - (the other CTAs) the split tiles' counters zeroed, and the activations, gathered per group
 //     row and put in decode K order (format::decode_k_source), so the main kernel copies
 //     contiguous rows; with a gated input (PlanShape::glu, the MoE layer's down) each value is
-//     act(gate, up), computed here instead of in an activation kernel.
+//     act(gate, up), computed here instead of in an activation kernel. A call's second decode
+//     launch finds them staged by the first (PlanShape::act_staged) and copies nothing.
 // No host synchronisation: a graph replay re-plans from whatever offsets the device holds.
 // A host-planned launch (HostWork) runs the staging kernel instead: counters and activations only.
 #include <cub/block/block_reduce.cuh>
@@ -241,7 +242,7 @@ __device__ void stage_rest(const PlanShape& a, int first_cta) {
   const int thread = (blockIdx.x - first_cta) * blockDim.x + threadIdx.x;
   const int threads = (gridDim.x - first_cta) * blockDim.x;
   for (int i = thread; i < a.split_capacity; i += threads) a.counters[i] = 0;
-  stage_activations<kStaging>(a, thread, threads);
+  if (!a.act_staged) stage_activations<kStaging>(a, thread, threads);
 }
 
 template <int kItems, class Args>
