@@ -141,7 +141,9 @@ std::vector<Launch> choose(const Problem& problem) {
     if (busier_rows.experts == 0) return launches;
     if (busier_decode) {
       launches.push_back(decode_launch(problem, busier));
-      launches.back().plan.input_staged = launches.size() > 1;  // by the narrow experts' launch
+      // After the narrow experts' launch (which has rows, so it staged the call's activations),
+      // this one reads what that one staged.
+      launches.back().plan.input_staged = launches.size() > 1;
       return launches;
     }
     rest = busier;

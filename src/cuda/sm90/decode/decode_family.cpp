@@ -77,9 +77,8 @@ int split_capacity() { return kSplitTilesPerSm * device_sm_count(); }
 int plan_grid(const Problem& problem, const Plan& plan, bool planned_on_host) {
   const GroupedNvfp4& a = problem.args;
   const int per_tile = problem.glu.up ? kGluPiecesPerTile : 1;
-  const long long items = plan.input_staged
-                              ? split_capacity()
-                              : 1LL * a.groups.m_total * k_tiles_of(a.k) * per_tile;
+  const long long items =
+      plan.input_staged ? split_capacity() : 1LL * a.groups.m_total * k_tiles_of(a.k) * per_tile;
   const int planner = planned_on_host ? 0 : 1;
   return static_cast<int>(std::clamp<long long>((items + kPlanThreads - 1) / kPlanThreads + planner,
                                                 1 + planner, 4LL * device_sm_count()));
