@@ -107,19 +107,20 @@ std::vector<Launch> choose_for_device_offsets(const Problem& problem) {
 }
 
 // One decode launch for both windows where it pays (family.hpp, kDecodeOneLaunchShare): at the
-// 64-token width when the narrow experts are few beside the busier ones; at the narrow width when
-// the token tiles the busier experts take there past their first (each streams their weights
-// again) are few beside the narrow experts.
-std::optional<Launch> one_decode_launch(const Problem& problem, RowWindow few, RowWindow busier,
-                                        const WindowRows& few_rows, const WindowRows& busier_rows) {
+// 64-token width when the narrow experts are few beside the busier ones; at the narrow launch's
+// width (`narrow`, the few window's plan) when the token tiles the busier experts take there past
+// their first (each streams their weights again) are few beside the narrow experts.
+std::optional<Launch> one_decode_launch(const Problem& problem, const Launch& narrow,
+                                        RowWindow busier, const WindowRows& few_rows,
+                                        const WindowRows& busier_rows) {
   if (few_rows.experts * kDecodeOneLaunchShare <= busier_rows.experts)
     return decode_launch(problem, RowWindow{});
-  Launch narrow = decode_launch(problem, few);
   const int width = sm90::decode::kTokenWidths[narrow.plan.config];
   const long again = row_tiles_in_window(problem.args.groups, busier, width) - busier_rows.experts;
   if (again * kDecodeOneLaunchShare > few_rows.experts) return std::nullopt;
-  narrow.plan.rows = RowWindow{};
-  return narrow;
+  Launch both = narrow;
+  both.plan.rows = RowWindow{};
+  return both;
 }
 
 std::vector<Launch> choose(const Problem& problem) {
@@ -135,9 +136,13 @@ std::vector<Launch> choose(const Problem& problem) {
     // wide, when few of them need a second tile (family.hpp).
     const bool busier_decode =
         few_pass_width(problem.args.groups, busier, busier_rows.experts, kDecodeWideMaxRows);
-    if (few_rows.experts > 0 && busier_rows.experts > 0 && busier_decode)
-      if (auto one = one_decode_launch(problem, few, busier, few_rows, busier_rows)) return {*one};
-    if (few_rows.experts > 0) launches.push_back(decode_launch(problem, few));
+    if (few_rows.experts > 0) {
+      const Launch narrow = decode_launch(problem, few);
+      if (busier_rows.experts > 0 && busier_decode)
+        if (auto one = one_decode_launch(problem, narrow, busier, few_rows, busier_rows))
+          return {*one};
+      launches.push_back(narrow);
+    }
     if (busier_rows.experts == 0) return launches;
     if (busier_decode) {
       launches.push_back(decode_launch(problem, busier));
@@ -263,24 +268,33 @@ const Family* find_family(std::string_view name) {
   return nullptr;
 }
 
-WindowRows rows_in_window(const ExpertGroups& groups, RowWindow window) {
-  WindowRows w;
+namespace {
+
+// fn(rows) for each expert whose row count falls in `window` (host offsets).
+template <class Fn>
+void for_each_in_window(const ExpertGroups& groups, RowWindow window, Fn&& fn) {
   for (int e = 0; e < groups.num_experts; ++e) {
     const std::int32_t rows = groups.offsets[e + 1] - groups.offsets[e];
-    if (rows <= 0 || !window.contains(rows)) continue;
+    if (rows > 0 && window.contains(rows)) fn(rows);
+  }
+}
+
+}  // namespace
+
+WindowRows rows_in_window(const ExpertGroups& groups, RowWindow window) {
+  WindowRows w;
+  for_each_in_window(groups, window, [&](std::int32_t rows) {
     ++w.experts;
     w.rows += rows;
     w.largest = std::max(w.largest, rows);
-  }
+  });
   return w;
 }
 
 long row_tiles_in_window(const ExpertGroups& groups, RowWindow window, int tokens) {
   long tiles = 0;
-  for (int e = 0; e < groups.num_experts; ++e) {
-    const std::int32_t rows = groups.offsets[e + 1] - groups.offsets[e];
-    if (rows > 0 && window.contains(rows)) tiles += (rows + tokens - 1) / tokens;
-  }
+  for_each_in_window(groups, window,
+                     [&](std::int32_t rows) { tiles += (rows + tokens - 1) / tokens; });
   return tiles;
 }
 
