@@ -3,12 +3,14 @@
 // in a launch of its own at a wider tile the busier ones when few pass kDecodeWideMaxRows, or in
 // one launch with them where either group is small beside the other; the tiled family takes the
 // rest and every bf16 GEMM; with device offsets one family takes every expert, chosen by the
-// mean row count), sizes the workspace as the largest of the launches it will make (they run
+// mean row count, the decode family in two launches by window where the row model expects both
+// windows well filled), sizes the workspace as the largest of the launches it will make (they run
 // one after another on the caller's stream, so they share it) and launches.
 // METRALE_CUDA_KERNEL overrides the choice for tuning and tests. A gated input
 // (nvfp4_grouped_on_glu) runs only when every chosen launch stages it; else nothing launches.
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -89,17 +91,45 @@ Launch decode_launch(const Problem& problem, RowWindow window) {
   return {&decode, plan};
 }
 
+// Device offsets: the narrow experts' decode launch and the busier ones' at most 64 tokens wide,
+// the second on the activations the first staged (its plan kernel stages every row, whatever its
+// window turns out to hold).
+std::vector<Launch> window_launches(const Problem& problem) {
+  std::vector<Launch> launches{decode_launch(problem, RowWindow{1, kDecodeMaxRows}),
+                               decode_launch(problem, RowWindow{kDecodeMaxRows + 1})};
+  launches.back().plan.input_staged = true;
+  return launches;
+}
+
+// Device offsets: whether the rule host offsets apply to the windows' experts (two launches where
+// neither window is small beside the other, and few busier experts pass the 64-token width) picks
+// two launches for the experts' expected counts, an expert's rows ~ Poisson(m_total / experts)
+// (the model the decode width uses). A narrow tile is at most 32 wide, so each busier expert takes
+// one token tile more there: their count is the extra tiles of one_decode_launch's second rule.
+bool both_windows_expected(const ExpertGroups& g) {
+  if (g.max_rows_per_expert <= kDecodeMaxRows) return false;
+  const double mean = static_cast<double>(g.m_total) / g.num_experts;
+  const double few = g.num_experts * (poisson_tail(mean, 0) - poisson_tail(mean, kDecodeMaxRows));
+  const double busier = g.num_experts * poisson_tail(mean, kDecodeMaxRows);
+  const double past_wide = g.num_experts * poisson_tail(mean, kDecodeWideMaxRows);
+  return past_wide * kDecodeWideTileShare <= busier && few * kDecodeOneLaunchShare > busier &&
+         busier * kDecodeOneLaunchShare > few;
+}
+
 // Device offsets: the row counts are unknown here, only their total (m_total, a bound) and the
 // largest expert's bound. Splitting by the bound would launch both families whenever it passes
 // 32 rows (the MoE layer's bound is T), each family mostly idle, and size the decode tiles for
 // the bound. The mean decides instead: up to kDecodeMaxMeanRows rows an expert on average, the
 // decode family takes every expert, its token tile sized by the expected row tail
-// (decode_family.cpp); past it, the tiled family takes them all.
+// (decode_family.cpp), in one launch or, where both windows are expected well filled, two;
+// past it, the tiled family takes them all.
 std::vector<Launch> choose_for_device_offsets(const Problem& problem) {
   const ExpertGroups& g = problem.args.groups;
   const int mean = (g.m_total + g.num_experts - 1) / g.num_experts;
-  if (mean <= kDecodeMaxMeanRows && decode_takes(problem))
+  if (mean <= kDecodeMaxMeanRows && decode_takes(problem)) {
+    if (both_windows_expected(g)) return window_launches(problem);
     return {decode_launch(problem, RowWindow{})};
+  }
   const Family& tiled = sm90::tiled_family();
   if (const std::string why = tiled.why_not(problem); !why.empty())
     fail(Status::unsupported, "{}: {}", problem.op, why);
@@ -296,6 +326,15 @@ long row_tiles_in_window(const ExpertGroups& groups, RowWindow window, int token
   for_each_in_window(groups, window,
                      [&](std::int32_t rows) { tiles += (rows + tokens - 1) / tokens; });
   return tiles;
+}
+
+double poisson_tail(double mean, int rows) {
+  double term = std::exp(-mean), below = term;
+  for (int r = 1; r <= rows; ++r) {
+    term *= mean / r;
+    below += term;
+  }
+  return std::max(0.0, 1.0 - below);
 }
 
 bool few_pass_width(const ExpertGroups& groups, RowWindow window, std::int32_t in_window,

@@ -86,6 +86,10 @@ long row_tiles_in_window(const ExpertGroups& groups, RowWindow window, int token
 bool few_pass_width(const ExpertGroups& groups, RowWindow window, std::int32_t in_window,
                     int width);
 
+// P(X > rows) for X ~ Poisson(mean): the share of experts past `rows` rows when the row counts are
+// unknown (device offsets) and routing spreads m_total rows over the experts evenly at random.
+double poisson_tail(double mean, int rows);
+
 // What a family would launch. `config` indexes the family's configuration table; `splits` is the
 // decode family's K split (0: chosen on the device to fill the GPU).
 struct Plan {

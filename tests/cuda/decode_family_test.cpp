@@ -278,6 +278,32 @@ TEST(DecodeFamily, SecondDecodeLaunchReadsTheFirstLaunchsStaging) {
     for (int k : {160, 2048}) expect_pass(grouped_case(op, Mode::exact, 72, k, routing, seed));
 }
 
+// With device offsets, two decode launches by window where the row model expects both windows
+// well filled (an expert's rows ~ Poisson(m_total / experts): neither window's experts at most
+// one in kDecodeOneLaunchShare of the other's), else one (host logic); the two, exact on the GPU.
+TEST(DecodeFamily, DeviceOffsetsTwoLaunchesWhereBothWindowsFill) {
+  auto launches = [](int m_total, int experts, int bound) {
+    GroupedNvfp4 a{};
+    a.groups = ExpertGroups{nullptr, true, experts, m_total, bound};
+    a.n = 256;
+    a.k = 256;
+    a.proj_count = 1;
+    return cuda::nvfp4_grouped_plan(a);
+  };
+  const std::string two = "sm90-decode tokens=32 splits=auto + sm90-decode tokens=64 splits=auto";
+  EXPECT_EQ(launches(512 * 8, 128, 512), two);  // 32 rows an expert: P(> 32) 45 %
+  EXPECT_EQ(launches(896 * 8, 256, 896), two);  // 28: 19 %
+  EXPECT_EQ(launches(768 * 8, 256, 768), "sm90-decode tokens=32 splits=auto");    // 24: 5 %
+  EXPECT_EQ(launches(1536 * 8, 256, 1536), "sm90-decode tokens=64 splits=auto");  // 48: 99 %
+  EXPECT_EQ(launches(512 * 8, 128, 32), "sm90-decode tokens=32 splits=auto");     // the bound: 32
+  // On the GPU: 128 tokens on 32 experts, top 8 (32 rows an expert), device offsets, exact.
+  METRALE_SKIP_WITHOUT_GPU();
+  const check::Routing routing{128, 32, 8, RoutingKind::uniform};
+  std::uint64_t seed = 7260;
+  for (Op op : {Op::grouped_gate_up_fused, Op::grouped_gate_up, Op::grouped_down})
+    expect_pass(forced(grouped_case(op, Mode::exact, 72, 160, routing, ++seed), "", true));
+}
+
 // The split rule (host logic, shared by the plan kernel and the host plan): split while fewer
 // than half of the resident CTAs would have a unit, then the fewest chunks on the busiest CTA.
 TEST(DecodeFamily, SplitRuleFillsHalfTheGrid) {

@@ -20,16 +20,6 @@ namespace {
 
 int k_tiles_of(int k) { return (k + kKTile - 1) / kKTile; }
 
-// P(X > rows) for X ~ Poisson(mean).
-double poisson_tail(double mean, int rows) {
-  double term = std::exp(-mean), below = term;
-  for (int r = 1; r <= rows; ++r) {
-    term *= mean / r;
-    below += term;
-  }
-  return std::max(0.0, 1.0 - below);
-}
-
 // The width for a launch: the narrowest that at most one expert in kDecodeWideTileShare passes
 // (those take a second token tile). With host offsets over the window's experts, and no wider
 // than token_config's; with device offsets the row counts are unknown here, and under uniform
