@@ -158,10 +158,11 @@ struct PlanTotals {
   std::int32_t units;
 };
 
-// A gated input (Problem::glu): staged row i is act(a[i], up[i]), computed in the staging pass.
-// One thread per 64-value k-tile would evaluate 64 exps in a row, so kGluPiecesPerTile threads
-// share a k-tile, each writing one 16-byte piece (8 values in decode order).
-inline constexpr int kGluPiecesPerTile = kKTile / 8;
+// The staging pass writes each 64-value k-tile of the activations as kPiecesPerKTile 16-byte
+// pieces (8 values in decode order), a thread each: a warp's stores cover whole k-tiles, and a
+// gated input (Problem::glu: staged row i is act(a[i], up[i])) spreads a k-tile's 64 exps over
+// eight threads.
+inline constexpr int kPiecesPerKTile = kKTile / 8;
 
 // What both plan kernels share: the launch's shape and the workspace arrays they fill.
 struct PlanShape {

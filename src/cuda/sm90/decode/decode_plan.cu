@@ -149,30 +149,63 @@ __device__ void plan_work(const PlanShape& a, int experts, const std::int32_t* f
   }
 }
 
-// Group row `row` of the activations, one k-tile (64 values of K) at a time, in decode order;
-// past K (the last k-tile when K % 64 == 32) zeros.
-__device__ void stage_activation_group(const PlanShape& a, int row, int tile) {
-  constexpr int kWords = kKTile / 2, kPieces = kWords / 4;  // bf16 pairs, 16-byte pieces
-  int src = a.token_ids ? __ldg(a.token_ids + row) : row;
-  if (src < 0 || (a.a_rows > 0 && src >= a.a_rows)) src = -1;  // reads as zeros
-  const int k0 = tile * kKTile;
-  const int pieces = src < 0 ? 0 : min(kPieces, (a.k - k0) / 8);
-  uint32_t in[kWords];
-  const auto* from = reinterpret_cast<const uint4*>(a.a + static_cast<std::size_t>(max(src, 0)) * a.k + k0);
+// The copying staging, kBatch pieces a thread at a time: piece `i` of the staged activations
+// (decode columns 8·(i % 8) .. +7 of group row i / 8 / tiles's k-tile i / 8 % tiles). A warp's 32
+// consecutive pieces are four k-tiles (each k-tile's eight pieces in one warp: the loop's pieces
+// start at multiples of 32): each lane loads the source piece at its own place, 512 contiguous
+// bytes a warp where the rows are, puts it in shared memory, and builds its output piece from
+// its k-tile's words there (format::decode_k_source), so loads and stores are both whole lines.
+// Past K (the last k-tile when K % 64 == 32) or for a row without a source, zeros. One thread a
+// k-tile stored 16 bytes 128 apart per instruction, half sectors: the plan kernel of Qwen3-30B
+// gate_up at T = 512 spent ~23 us on its 16.8 MB with L2 at 65 % of its throughput (docs/perf.md).
+constexpr int kStagingBatch = 4;
+
+__device__ void stage_copy(const PlanShape& a, int thread, int threads) {
+  __shared__ uint4 staged[kPlanThreads];
+  const int tiles = act_stride(a.k) / kKTile;
+  const int items = a.m_total * tiles * kPiecesPerKTile;
+  const int piece = threadIdx.x % kPiecesPerKTile;
+  const auto* words = reinterpret_cast<const std::uint32_t*>(&staged[threadIdx.x - piece]);
+  for (int first = thread; first - static_cast<int>(threadIdx.x % 32) < items;
+       first += kStagingBatch * threads) {
+    int src[kStagingBatch];
 #pragma unroll
-  for (int i = 0; i < kPieces; ++i)
-    *reinterpret_cast<uint4*>(&in[4 * i]) = i < pieces ? __ldg(from + i) : make_uint4(0, 0, 0, 0);
-  uint32_t out[kWords];
+    for (int b = 0; b < kStagingBatch; ++b) {
+      const int i = first + b * threads, row = i / kPiecesPerKTile / tiles;
+      src[b] = i >= items ? -1 : a.token_ids ? __ldg(a.token_ids + row) : row;
+      if (a.a_rows > 0 && src[b] >= a.a_rows) src[b] = -1;  // reads as zeros
+    }
+    uint4 in[kStagingBatch];
 #pragma unroll
-  for (int q = 0; q < kWords; ++q) {
-    constexpr int kLowHalf = 0x10, kHighHalf = 0x32;  // byte selectors of a bf16 in a word
-    const int s0 = format::decode_k_source(2 * q), s1 = format::decode_k_source(2 * q + 1);
-    const int selector = (s0 % 2 ? kHighHalf : kLowHalf) | ((s1 % 2 ? kHighHalf : kLowHalf) + 0x44) << 8;
-    out[q] = __byte_perm(in[s0 / 2], in[s1 / 2], selector);
+    for (int b = 0; b < kStagingBatch; ++b) {
+      const int k0 = (first + b * threads) / kPiecesPerKTile % tiles * kKTile;
+      const auto* from = reinterpret_cast<const uint4*>(
+          a.a + static_cast<std::size_t>(max(src[b], 0)) * a.k + k0);
+      in[b] = src[b] >= 0 && k0 + 8 * piece < a.k ? __ldg(from + piece) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int b = 0; b < kStagingBatch; ++b) {
+      staged[threadIdx.x] = in[b];
+      __syncwarp();
+      std::uint32_t out[4];
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        constexpr int kLowHalf = 0x10, kHighHalf = 0x32;  // byte selectors of a bf16 in a word
+        const int s0 = format::decode_k_source(8 * piece + 2 * q);
+        const int s1 = format::decode_k_source(8 * piece + 2 * q + 1);
+        const int selector =
+            (s0 % 2 ? kHighHalf : kLowHalf) | ((s1 % 2 ? kHighHalf : kLowHalf) + 0x44) << 8;
+        out[q] = __byte_perm(words[s0 / 2], words[s1 / 2], selector);
+      }
+      __syncwarp();
+      const int i = first + b * threads;
+      if (i >= items) continue;
+      const int group = i / kPiecesPerKTile;
+      auto* to = reinterpret_cast<uint4*>(a.act + static_cast<std::size_t>(group / tiles) *
+                                                      act_stride(a.k) + group % tiles * kKTile);
+      to[piece] = make_uint4(out[0], out[1], out[2], out[3]);
+    }
   }
-  auto* to = reinterpret_cast<uint4*>(a.act + static_cast<std::size_t>(row) * act_stride(a.k) + k0);
-#pragma unroll
-  for (int i = 0; i < kPieces; ++i) to[i] = *reinterpret_cast<const uint4*>(&out[4 * i]);
 }
 
 // act(gate, up) as the MoE layer's activation kernel computes it without biases (moe_glue.cu):
@@ -224,14 +257,13 @@ template <Staging kStaging>
 __device__ void stage_activations(const PlanShape& a, int thread, int threads) {
   const int tiles = act_stride(a.k) / kKTile;
   if constexpr (kStaging == Staging::copy) {
-    const int items = a.m_total * tiles;
-    for (int i = thread; i < items; i += threads) stage_activation_group(a, i / tiles, i % tiles);
+    stage_copy(a, thread, threads);
     return;
   }
-  const int items = a.m_total * tiles * kGluPiecesPerTile;
+  const int items = a.m_total * tiles * kPiecesPerKTile;
   for (int i = thread; i < items; i += threads) {
-    const int group = i / kGluPiecesPerTile;
-    stage_glu_piece(a, group / tiles, group % tiles, i % kGluPiecesPerTile);
+    const int group = i / kPiecesPerKTile;
+    stage_glu_piece(a, group / tiles, group % tiles, i % kPiecesPerKTile);
   }
 }
 
