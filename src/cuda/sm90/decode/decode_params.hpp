@@ -163,6 +163,9 @@ struct PlanTotals {
 // gated input (Problem::glu: staged row i is act(a[i], up[i])) spreads a k-tile's 64 exps over
 // eight threads.
 inline constexpr int kPiecesPerKTile = kKTile / 8;
+// A copying (not gated) staging thread moves its pieces kStagingBatch at a time, their loads in
+// flight together: the plan grid gives it that many.
+inline constexpr int kStagingBatch = 4;
 
 // What both plan kernels share: the launch's shape and the workspace arrays they fill.
 struct PlanShape {

@@ -158,7 +158,6 @@ __device__ void plan_work(const PlanShape& a, int experts, const std::int32_t* f
 // Past K (the last k-tile when K % 64 == 32) or for a row without a source, zeros. One thread a
 // k-tile stored 16 bytes 128 apart per instruction, half sectors: the plan kernel of Qwen3-30B
 // gate_up at T = 512 spent ~23 us on its 16.8 MB with L2 at 65 % of its throughput (docs/perf.md).
-constexpr int kStagingBatch = 4;
 
 __device__ void stage_copy(const PlanShape& a, int thread, int threads) {
   __shared__ uint4 staged[kPlanThreads];
