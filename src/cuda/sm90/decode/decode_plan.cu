@@ -149,63 +149,10 @@ __device__ void plan_work(const PlanShape& a, int experts, const std::int32_t* f
   }
 }
 
-// The copying staging, kBatch pieces a thread at a time: piece `i` of the staged activations
-// (decode columns 8·(i % 8) .. +7 of group row i / 8 / tiles's k-tile i / 8 % tiles). A warp's 32
-// consecutive pieces are four k-tiles (each k-tile's eight pieces in one warp: the loop's pieces
-// start at multiples of 32): each lane loads the source piece at its own place, 512 contiguous
-// bytes a warp where the rows are, puts it in shared memory, and builds its output piece from
-// its k-tile's words there (format::decode_k_source), so loads and stores are both whole lines.
-// Past K (the last k-tile when K % 64 == 32) or for a row without a source, zeros. One thread a
-// k-tile stored 16 bytes 128 apart per instruction, half sectors: the plan kernel of Qwen3-30B
-// gate_up at T = 512 spent ~23 us on its 16.8 MB with L2 at 65 % of its throughput (docs/perf.md).
-
-__device__ void stage_copy(const PlanShape& a, int thread, int threads) {
-  __shared__ uint4 staged[kPlanThreads];
-  const int tiles = act_stride(a.k) / kKTile;
-  const int items = a.m_total * tiles * kPiecesPerKTile;
-  const int piece = threadIdx.x % kPiecesPerKTile;
-  const auto* words = reinterpret_cast<const std::uint32_t*>(&staged[threadIdx.x - piece]);
-  for (int first = thread; first - static_cast<int>(threadIdx.x % 32) < items;
-       first += kStagingBatch * threads) {
-    int src[kStagingBatch];
-#pragma unroll
-    for (int b = 0; b < kStagingBatch; ++b) {
-      const int i = first + b * threads, row = i / kPiecesPerKTile / tiles;
-      src[b] = i >= items ? -1 : a.token_ids ? __ldg(a.token_ids + row) : row;
-      if (a.a_rows > 0 && src[b] >= a.a_rows) src[b] = -1;  // reads as zeros
-    }
-    uint4 in[kStagingBatch];
-#pragma unroll
-    for (int b = 0; b < kStagingBatch; ++b) {
-      const int k0 = (first + b * threads) / kPiecesPerKTile % tiles * kKTile;
-      const auto* from = reinterpret_cast<const uint4*>(
-          a.a + static_cast<std::size_t>(max(src[b], 0)) * a.k + k0);
-      in[b] = src[b] >= 0 && k0 + 8 * piece < a.k ? __ldg(from + piece) : make_uint4(0, 0, 0, 0);
-    }
-#pragma unroll
-    for (int b = 0; b < kStagingBatch; ++b) {
-      staged[threadIdx.x] = in[b];
-      __syncwarp();
-      std::uint32_t out[4];
-#pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        constexpr int kLowHalf = 0x10, kHighHalf = 0x32;  // byte selectors of a bf16 in a word
-        const int s0 = format::decode_k_source(8 * piece + 2 * q);
-        const int s1 = format::decode_k_source(8 * piece + 2 * q + 1);
-        const int selector =
-            (s0 % 2 ? kHighHalf : kLowHalf) | ((s1 % 2 ? kHighHalf : kLowHalf) + 0x44) << 8;
-        out[q] = __byte_perm(words[s0 / 2], words[s1 / 2], selector);
-      }
-      __syncwarp();
-      const int i = first + b * threads;
-      if (i >= items) continue;
-      const int group = i / kPiecesPerKTile;
-      auto* to = reinterpret_cast<uint4*>(a.act + static_cast<std::size_t>(group / tiles) *
-                                                      act_stride(a.k) + group % tiles * kKTile);
-      to[piece] = make_uint4(out[0], out[1], out[2], out[3]);
-    }
-  }
-}
+// How a plan kernel stages the activations: copied (gathered when token ids are given), or
+// computed from a gated input (PlanShape::glu). A template parameter, not a branch: the gated
+// staging's registers would otherwise change how ptxas allocates the copying kernels' planning.
+enum class Staging { copy, glu };
 
 // act(gate, up) as the MoE layer's activation kernel computes it without biases (moe_glue.cu):
 // fp32 of the bf16 inputs, one rounding to bf16.
@@ -215,54 +162,94 @@ __device__ std::uint16_t glu_value(const GluInput& glu, std::uint16_t gate, std:
                                            : format::silu_mul(g, u));
 }
 
-// Piece `piece` (decode columns 8·piece .. 8·piece + 7) of group row `row`'s k-tile `tile` with
-// a gated input: each value act(gate, up) of its source column; past K (the last k-tile when
-// K % 64 == 32) or past a_rows, zeros. The eight values' sources are 4 to 52 apart: single bf16
-// loads, all issued before the arithmetic; the tile's 128 bytes of gate and of up are shared by
-// its eight threads through L1.
-__device__ void stage_glu_piece(const PlanShape& a, int row, int tile, int piece) {
-  const int k0 = tile * kKTile;
-  const bool row_in = a.a_rows == 0 || row < a.a_rows;
-  const std::size_t at = static_cast<std::size_t>(row) * a.k + k0;
-  std::uint16_t gate[8], up[8];
-  bool in[8];
-#pragma unroll
-  for (int h = 0; h < 8; ++h) {
-    const int source = format::decode_k_source(8 * piece + h);
-    in[h] = row_in && k0 + source < a.k;
-    gate[h] = in[h] ? __ldg(a.a + at + source) : 0;
-    up[h] = in[h] ? __ldg(a.glu.up + at + source) : 0;
-  }
+// The bf16 at column `k` (0..63) of a k-tile whose 32 words are `words`.
+__device__ std::uint16_t tile_value(const std::uint32_t* words, int k) {
+  return static_cast<std::uint16_t>(words[k / 2] >> (16 * (k % 2)));
+}
+
+// Output piece `piece` of a k-tile (decode columns 8·piece .. +7) from its source words in
+// shared memory: copied (each bf16 pair from the two words that hold its sources), or each value
+// act(gate, up) of its source column, zero past K (`valid` columns of the tile hold values).
+template <Staging kStaging>
+__device__ uint4 build_piece(const PlanShape& a, const std::uint32_t* gate,
+                             const std::uint32_t* up, int piece, int valid) {
   std::uint32_t out[4];
 #pragma unroll
   for (int q = 0; q < 4; ++q) {
-    const std::uint32_t low = in[2 * q] ? glu_value(a.glu, gate[2 * q], up[2 * q]) : 0;
-    const std::uint32_t high = in[2 * q + 1] ? glu_value(a.glu, gate[2 * q + 1], up[2 * q + 1]) : 0;
-    out[q] = low | high << 16;
+    const int s0 = format::decode_k_source(8 * piece + 2 * q);
+    const int s1 = format::decode_k_source(8 * piece + 2 * q + 1);
+    if constexpr (kStaging == Staging::copy) {
+      constexpr int kLowHalf = 0x10, kHighHalf = 0x32;  // byte selectors of a bf16 in a word
+      const int selector =
+          (s0 % 2 ? kHighHalf : kLowHalf) | ((s1 % 2 ? kHighHalf : kLowHalf) + 0x44) << 8;
+      out[q] = __byte_perm(gate[s0 / 2], gate[s1 / 2], selector);
+    } else {
+      const std::uint32_t low =
+          s0 < valid ? glu_value(a.glu, tile_value(gate, s0), tile_value(up, s0)) : 0;
+      const std::uint32_t high =
+          s1 < valid ? glu_value(a.glu, tile_value(gate, s1), tile_value(up, s1)) : 0;
+      out[q] = low | high << 16;
+    }
   }
-  auto* to = reinterpret_cast<uint4*>(a.act + static_cast<std::size_t>(row) * act_stride(a.k) + k0);
-  to[piece] = make_uint4(out[0], out[1], out[2], out[3]);
+  return make_uint4(out[0], out[1], out[2], out[3]);
 }
 
-// How a plan kernel stages the activations: copied (gathered when token ids are given), or
-// computed from a gated input (PlanShape::glu). A template parameter, not a branch: the gated
-// staging's registers would otherwise change how ptxas allocates the copying kernels' planning.
-enum class Staging { copy, glu };
-
-// The activations' staging, one k-tile per thread, or one piece per thread with a gated input.
-// items < 2^31: the copy is at most kDecodeActivationBudget (128 MB) of 128-byte k-tiles, so at
-// most 2^20 k-tiles and 2^23 pieces.
+// The activations' staging, piece `i` (decode columns 8·(i % 8) .. +7 of group row i / 8 / tiles's
+// k-tile i / 8 % tiles) by thread i, kBatch at a time (the plan grid's share). A warp's 32
+// consecutive pieces are four k-tiles (the loop's pieces start at multiples of 32, so a k-tile's
+// eight pieces share a warp): each lane loads the source piece at its own place (gate and up with
+// a gated input), 512 contiguous bytes a warp where the rows are, puts it in shared memory, and
+// builds its output piece from its k-tile's words there (format::decode_k_source). Loads and
+// stores are whole lines. Past K (the last k-tile when K % 64 == 32) or for a row without a
+// source, zeros. One thread a k-tile stored 16 bytes 128 apart per instruction, half sectors:
+// the plan kernel of Qwen3-30B gate_up at T = 512 spent ~23 us on its 16.8 MB with L2 at 65 % of
+// its throughput, ~11 us this way; the gated staging loaded single bf16s (docs/perf.md).
+// items < 2^31: the copy is at most kDecodeActivationBudget (256 MB) of 128-byte k-tiles, so at
+// most 2^21 k-tiles and 2^24 pieces.
 template <Staging kStaging>
 __device__ void stage_activations(const PlanShape& a, int thread, int threads) {
+  constexpr bool kGated = kStaging == Staging::glu;
+  constexpr int kBatch = kGated ? 1 : kStagingBatch;
+  __shared__ uint4 staged[kGated ? 2 : 1][kPlanThreads];
   const int tiles = act_stride(a.k) / kKTile;
-  if constexpr (kStaging == Staging::copy) {
-    stage_copy(a, thread, threads);
-    return;
-  }
   const int items = a.m_total * tiles * kPiecesPerKTile;
-  for (int i = thread; i < items; i += threads) {
-    const int group = i / kPiecesPerKTile;
-    stage_glu_piece(a, group / tiles, group % tiles, i % kPiecesPerKTile);
+  const int piece = threadIdx.x % kPiecesPerKTile;
+  const auto* gate = reinterpret_cast<const std::uint32_t*>(&staged[0][threadIdx.x - piece]);
+  const auto* up = reinterpret_cast<const std::uint32_t*>(&staged[kGated][threadIdx.x - piece]);
+  for (int first = thread; first - static_cast<int>(threadIdx.x % 32) < items;
+       first += kBatch * threads) {
+    int src[kBatch];
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      const int i = first + b * threads, row = i / kPiecesPerKTile / tiles;
+      src[b] = i >= items ? -1 : a.token_ids ? __ldg(a.token_ids + row) : row;
+      if (a.a_rows > 0 && src[b] >= a.a_rows) src[b] = -1;  // reads as zeros
+    }
+    uint4 in[kBatch], in_up[kBatch];
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      const int k0 = (first + b * threads) / kPiecesPerKTile % tiles * kKTile;
+      const bool present = src[b] >= 0 && k0 + 8 * piece < a.k;
+      const std::size_t at = static_cast<std::size_t>(max(src[b], 0)) * a.k + k0;
+      const uint4 zero = make_uint4(0, 0, 0, 0);
+      in[b] = present ? __ldg(reinterpret_cast<const uint4*>(a.a + at) + piece) : zero;
+      if constexpr (kGated)
+        in_up[b] = present ? __ldg(reinterpret_cast<const uint4*>(a.glu.up + at) + piece) : zero;
+    }
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      staged[0][threadIdx.x] = in[b];
+      if constexpr (kGated) staged[1][threadIdx.x] = in_up[b];
+      __syncwarp();
+      const int i = first + b * threads, group = i / kPiecesPerKTile;
+      const int valid = src[b] < 0 ? 0 : min(kKTile, a.k - group % tiles * kKTile);
+      const uint4 out = build_piece<kStaging>(a, gate, up, piece, valid);
+      __syncwarp();
+      if (i >= items) continue;
+      auto* to = reinterpret_cast<uint4*>(a.act + static_cast<std::size_t>(group / tiles) *
+                                                      act_stride(a.k) + group % tiles * kKTile);
+      to[piece] = out;
+    }
   }
 }
 
