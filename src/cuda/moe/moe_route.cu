@@ -174,12 +174,18 @@ __device__ bool load_scores(const RouteArgs& a, const TokenScratch& s, int token
   return __all_sync(kFullWarp, finite);
 }
 
-// w[0, k) /= (their sum in slot order + epsilon). One lane.
+// w[0, k) /= (their sum in slot order + epsilon): lane 0 sums, one add at a time (the oracle's
+// order), and each lane divides its own weights. The whole warp calls it.
 __device__ void renormalize(float* w, int k, float epsilon) {
+  const int lane = threadIdx.x & 31;
   float sum = 0.0f;
-  for (int j = 0; j < k; ++j) sum = format::add_rn(sum, w[j]);
-  sum = format::add_rn(sum, epsilon);
-  for (int j = 0; j < k; ++j) w[j] = format::div_rn(w[j], sum);
+  if (lane == 0) {
+    for (int j = 0; j < k; ++j) sum = format::add_rn(sum, w[j]);
+    sum = format::add_rn(sum, epsilon);
+  }
+  sum = __shfl_sync(kFullWarp, sum, 0);
+  for (int j = lane; j < k; j += 32) w[j] = format::div_rn(w[j], sum);
+  __syncwarp();
 }
 
 // Routing from logits: s.chosen[0, k) and s.weight[0, k) of one token, in the warp's shared
@@ -196,27 +202,33 @@ __device__ void route_from_logits(const RouteArgs& a, const TokenScratch& s) {
     for (int e = lane; e < a.experts; e += 32) s.extra[e] = format::exp_f32(s.value[e] - max);
     __syncwarp();
   }
-  if (lane != 0) return;
+  // The weights: each lane its own slots' (the divisions), the sums in the oracle's order on
+  // lane 0. On one lane, the 2k divisions of a token were a long dependent chain (docs/perf.md).
   if (sigmoid) {
-    for (int j = 0; j < k; ++j) w[j] = s.extra[ids[j]];
+    for (int j = lane; j < k; j += 32) w[j] = s.extra[ids[j]];
+    __syncwarp();
     if (a.renormalize) renormalize(w, k, kSigmoidEpsilon);
   } else {
     float sum = 0.0f;  // ascending e, one add at a time (the oracle's order); loads run ahead
-    int e = 0;
-    if (a.experts % 4 == 0) {
-      const auto* four = reinterpret_cast<const float4*>(s.extra);
+    if (lane == 0) {
+      int e = 0;
+      if (a.experts % 4 == 0) {
+        const auto* four = reinterpret_cast<const float4*>(s.extra);
 #pragma unroll 4
-      for (; e < a.experts; e += 4) {
-        const float4 v = four[e / 4];
-        sum =
-            format::add_rn(format::add_rn(format::add_rn(format::add_rn(sum, v.x), v.y), v.z), v.w);
+        for (; e < a.experts; e += 4) {
+          const float4 v = four[e / 4];
+          sum = format::add_rn(
+              format::add_rn(format::add_rn(format::add_rn(sum, v.x), v.y), v.z), v.w);
+        }
       }
+      for (; e < a.experts; ++e) sum = format::add_rn(sum, s.extra[e]);
     }
-    for (; e < a.experts; ++e) sum = format::add_rn(sum, s.extra[e]);
-    for (int j = 0; j < k; ++j) w[j] = format::div_rn(s.extra[ids[j]], sum);
+    sum = __shfl_sync(kFullWarp, sum, 0);
+    for (int j = lane; j < k; j += 32) w[j] = format::div_rn(s.extra[ids[j]], sum);
+    __syncwarp();
     if (a.renormalize) renormalize(w, k, 0.0f);
   }
-  for (int j = 0; j < k; ++j) w[j] = format::mul_rn(w[j], a.scaling);
+  for (int j = lane; j < k; j += 32) w[j] = format::mul_rn(w[j], a.scaling);
 }
 
 // Where a block's slots' local experts and ranks are read and written, indexed from the block's
