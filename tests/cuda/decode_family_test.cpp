@@ -8,7 +8,8 @@
 //     GEMM on one expert's rows;
 //   - an expert past the widest token tile (more than 256 rows: several token tiles);
 //   - host-planned launches whose loader crosses units inside the first stages;
-//   - a call in two decode launches, the second on the activations the first staged;
+//   - a call in two decode launches, the second on the activations the first staged, with host
+//     offsets and, where the row model expects both windows filled, with device offsets;
 //   - the seam's refusals: a forced family that cannot run says why; 2049 experts name the limit.
 #include <algorithm>
 #include <cstdlib>

@@ -217,8 +217,8 @@ __device__ void route_from_logits(const RouteArgs& a, const TokenScratch& s) {
 #pragma unroll 4
         for (; e < a.experts; e += 4) {
           const float4 v = four[e / 4];
-          sum = format::add_rn(
-              format::add_rn(format::add_rn(format::add_rn(sum, v.x), v.y), v.z), v.w);
+          sum = format::add_rn(format::add_rn(format::add_rn(format::add_rn(sum, v.x), v.y), v.z),
+                               v.w);
         }
       }
       for (; e < a.experts; ++e) sum = format::add_rn(sum, s.extra[e]);

@@ -159,12 +159,13 @@ struct PlanTotals {
 };
 
 // The staging pass writes each 64-value k-tile of the activations as kPiecesPerKTile 16-byte
-// pieces (8 values in decode order), a thread each: a warp's stores cover whole k-tiles, and a
+// pieces (8 values in decode order): a warp's 32 consecutive pieces are four whole k-tiles, and a
 // gated input (Problem::glu: staged row i is act(a[i], up[i])) spreads a k-tile's 64 exps over
 // eight threads.
 inline constexpr int kPiecesPerKTile = kKTile / 8;
-// A copying (not gated) staging thread moves its pieces kStagingBatch at a time, their loads in
-// flight together: the plan grid gives it that many.
+// A copying staging thread moves kStagingBatch pieces, their loads in flight together (the plan
+// grid gives it that many); a gated one moves one, its exps being what it waits for: 2 or 4 a
+// thread made the layer's down plan kernel slower (docs/perf.md, 2026-12-03, eighth session).
 inline constexpr int kStagingBatch = 4;
 
 // What both plan kernels share: the launch's shape and the workspace arrays they fill.

@@ -171,8 +171,8 @@ __device__ std::uint16_t tile_value(const std::uint32_t* words, int k) {
 // shared memory: copied (each bf16 pair from the two words that hold its sources), or each value
 // act(gate, up) of its source column, zero past K (`valid` columns of the tile hold values).
 template <Staging kStaging>
-__device__ uint4 build_piece(const PlanShape& a, const std::uint32_t* gate,
-                             const std::uint32_t* up, int piece, int valid) {
+__device__ uint4 build_piece(const PlanShape& a, const std::uint32_t* gate, const std::uint32_t* up,
+                             int piece, int valid) {
   std::uint32_t out[4];
 #pragma unroll
   for (int q = 0; q < 4; ++q) {
@@ -195,7 +195,7 @@ __device__ uint4 build_piece(const PlanShape& a, const std::uint32_t* gate,
 }
 
 // The activations' staging, piece `i` (decode columns 8·(i % 8) .. +7 of group row i / 8 / tiles's
-// k-tile i / 8 % tiles) by thread i, kBatch at a time (the plan grid's share). A warp's 32
+// k-tile i / 8 % tiles), kBatch a thread (the plan grid's share). A warp's 32
 // consecutive pieces are four k-tiles (the loop's pieces start at multiples of 32, so a k-tile's
 // eight pieces share a warp): each lane loads the source piece at its own place (gate and up with
 // a gated input), 512 contiguous bytes a warp where the rows are, puts it in shared memory, and
@@ -203,7 +203,8 @@ __device__ uint4 build_piece(const PlanShape& a, const std::uint32_t* gate,
 // stores are whole lines. Past K (the last k-tile when K % 64 == 32) or for a row without a
 // source, zeros. One thread a k-tile stored 16 bytes 128 apart per instruction, half sectors:
 // the plan kernel of Qwen3-30B gate_up at T = 512 spent ~23 us on its 16.8 MB with L2 at 65 % of
-// its throughput, ~11 us this way; the gated staging loaded single bf16s (docs/perf.md).
+// its throughput, ~11 us this way; its gated staging (the layer's down), which loaded single
+// bf16s, ~19 us, ~16 (docs/perf.md).
 // items < 2^31: the copy is at most kDecodeActivationBudget (256 MB) of 128-byte k-tiles, so at
 // most 2^21 k-tiles and 2^24 pieces.
 template <Staging kStaging>
@@ -246,8 +247,9 @@ __device__ void stage_activations(const PlanShape& a, int thread, int threads) {
       const uint4 out = build_piece<kStaging>(a, gate, up, piece, valid);
       __syncwarp();
       if (i >= items) continue;
-      auto* to = reinterpret_cast<uint4*>(a.act + static_cast<std::size_t>(group / tiles) *
-                                                      act_stride(a.k) + group % tiles * kKTile);
+      auto* to = reinterpret_cast<uint4*>(
+          a.act + static_cast<std::size_t>(group / tiles) * act_stride(a.k) +
+          group % tiles * kKTile);
       to[piece] = out;
     }
   }
