@@ -91,29 +91,41 @@ Launch decode_launch(const Problem& problem, RowWindow window) {
   return {&decode, plan};
 }
 
-// Device offsets: the narrow experts' decode launch and the busier ones' at most 64 tokens wide,
-// the second on the activations the first staged (its plan kernel stages every row, whatever its
-// window turns out to hold).
-std::vector<Launch> window_launches(const Problem& problem) {
-  std::vector<Launch> launches{decode_launch(problem, RowWindow{1, kDecodeMaxRows}),
-                               decode_launch(problem, RowWindow{kDecodeMaxRows + 1})};
-  launches.back().plan.input_staged = true;
-  return launches;
+// The decode family's two row windows: the narrow experts, and the busier ones (at most
+// kDecodeWideMaxRows tokens wide when they take a launch of their own).
+constexpr RowWindow kNarrowRows{1, kDecodeMaxRows}, kBusierRows{kDecodeMaxRows + 1};
+
+// The busier experts' decode launch; `after_narrow`: it follows the narrow experts' launch, whose
+// plan kernel staged every row of the call, and reads those activations (Plan::input_staged).
+Launch busier_launch(const Problem& problem, bool after_narrow) {
+  Launch busier = decode_launch(problem, kBusierRows);
+  busier.plan.input_staged = after_narrow;
+  return busier;
 }
 
-// Device offsets: whether the rule host offsets apply to the windows' experts (two launches where
-// neither window is small beside the other, and few busier experts pass the 64-token width) picks
-// two launches for the experts' expected counts, an expert's rows ~ Poisson(m_total / experts)
-// (the model the decode width uses). A narrow tile is at most 32 wide, so each busier expert takes
-// one token tile more there: their count is the extra tiles of one_decode_launch's second rule.
+// The window rules, on expert counts that host offsets count and device offsets expect
+// (family.hpp): the busier experts fit the wide tile when few pass it; one window is small beside
+// the other when it holds at most one in kDecodeOneLaunchShare of the other's.
+bool wide_tile_fits(double past_wide, double busier) {
+  return past_wide * kDecodeWideTileShare <= busier;
+}
+bool small_beside(double small, double other) {
+  return small * kDecodeOneLaunchShare <= other;
+}
+
+// Device offsets: whether host offsets' rules (the busier experts fit the wide tile, and neither
+// window is small beside the other) pick two launches for the experts' expected counts, an
+// expert's rows ~ Poisson(m_total / experts) (the model the decode width uses). A narrow tile is at
+// most 32 wide, so each busier expert takes one token tile more there: their count is also the
+// extra tiles of one_decode_launch's second rule.
 bool both_windows_expected(const ExpertGroups& g) {
   if (g.max_rows_per_expert <= kDecodeMaxRows) return false;
   const double mean = static_cast<double>(g.m_total) / g.num_experts;
   const double few = g.num_experts * (poisson_tail(mean, 0) - poisson_tail(mean, kDecodeMaxRows));
   const double busier = g.num_experts * poisson_tail(mean, kDecodeMaxRows);
   const double past_wide = g.num_experts * poisson_tail(mean, kDecodeWideMaxRows);
-  return past_wide * kDecodeWideTileShare <= busier && few * kDecodeOneLaunchShare > busier &&
-         busier * kDecodeOneLaunchShare > few;
+  return wide_tile_fits(past_wide, busier) && !small_beside(few, busier) &&
+         !small_beside(busier, few);
 }
 
 // Device offsets: the row counts are unknown here, only their total (m_total, a bound) and the
@@ -127,7 +139,8 @@ std::vector<Launch> choose_for_device_offsets(const Problem& problem) {
   const ExpertGroups& g = problem.args.groups;
   const int mean = (g.m_total + g.num_experts - 1) / g.num_experts;
   if (mean <= kDecodeMaxMeanRows && decode_takes(problem)) {
-    if (both_windows_expected(g)) return window_launches(problem);
+    if (both_windows_expected(g))
+      return {decode_launch(problem, kNarrowRows), busier_launch(problem, true)};
     return {decode_launch(problem, RowWindow{})};
   }
   const Family& tiled = sm90::tiled_family();
@@ -141,13 +154,13 @@ std::vector<Launch> choose_for_device_offsets(const Problem& problem) {
 // width (`narrow`, the few window's plan) when the token tiles the busier experts take there past
 // their first (each streams their weights again) are few beside the narrow experts.
 std::optional<Launch> one_decode_launch(const Problem& problem, const Launch& narrow,
-                                        RowWindow busier, const WindowRows& few_rows,
-                                        const WindowRows& busier_rows) {
-  if (few_rows.experts * kDecodeOneLaunchShare <= busier_rows.experts)
+                                        const WindowRows& few_rows, const WindowRows& busier_rows) {
+  if (small_beside(few_rows.experts, busier_rows.experts))
     return decode_launch(problem, RowWindow{});
   const int width = sm90::decode::kTokenWidths[narrow.plan.config];
-  const long again = row_tiles_in_window(problem.args.groups, busier, width) - busier_rows.experts;
-  if (again * kDecodeOneLaunchShare > few_rows.experts) return std::nullopt;
+  const long again =
+      row_tiles_in_window(problem.args.groups, kBusierRows, width) - busier_rows.experts;
+  if (!small_beside(again, few_rows.experts)) return std::nullopt;
   Launch both = narrow;
   both.plan.rows = RowWindow{};
   return both;
@@ -159,29 +172,25 @@ std::vector<Launch> choose(const Problem& problem) {
   std::vector<Launch> launches;
   RowWindow rest{};
   if (decode_takes(problem)) {
-    const RowWindow few{1, kDecodeMaxRows}, busier{kDecodeMaxRows + 1};
-    const WindowRows few_rows = rows_in_window(problem.args.groups, few);
-    const WindowRows busier_rows = rows_in_window(problem.args.groups, busier);
+    const WindowRows few_rows = rows_in_window(problem.args.groups, kNarrowRows);
+    const WindowRows busier_rows = rows_in_window(problem.args.groups, kBusierRows);
     // The busier experts go to the decode family, its token tile at most kDecodeWideMaxRows
     // wide, when few of them need a second tile (family.hpp).
     const bool busier_decode =
-        few_pass_width(problem.args.groups, busier, busier_rows.experts, kDecodeWideMaxRows);
+        few_pass_width(problem.args.groups, kBusierRows, busier_rows.experts, kDecodeWideMaxRows);
     if (few_rows.experts > 0) {
-      const Launch narrow = decode_launch(problem, few);
+      const Launch narrow = decode_launch(problem, kNarrowRows);
       if (busier_rows.experts > 0 && busier_decode)
-        if (auto one = one_decode_launch(problem, narrow, busier, few_rows, busier_rows))
-          return {*one};
+        if (auto one = one_decode_launch(problem, narrow, few_rows, busier_rows)) return {*one};
       launches.push_back(narrow);
     }
     if (busier_rows.experts == 0) return launches;
     if (busier_decode) {
-      launches.push_back(decode_launch(problem, busier));
-      // After the narrow experts' launch (which has rows, so it staged the call's activations),
-      // this one reads what that one staged.
-      launches.back().plan.input_staged = launches.size() > 1;
+      // After the narrow experts' launch (which has rows, so it staged the call's activations).
+      launches.push_back(busier_launch(problem, !launches.empty()));
       return launches;
     }
-    rest = busier;
+    rest = kBusierRows;
   }
   if (has_rows_in(problem.args, rest)) {
     const Family& tiled = sm90::tiled_family();
@@ -340,7 +349,7 @@ double poisson_tail(double mean, int rows) {
 bool few_pass_width(const ExpertGroups& groups, RowWindow window, std::int32_t in_window,
                     int width) {
   const RowWindow past{std::max(window.min_rows, width + 1), window.max_rows};
-  return rows_in_window(groups, past).experts * kDecodeWideTileShare <= in_window;
+  return wide_tile_fits(rows_in_window(groups, past).experts, in_window);
 }
 
 namespace {

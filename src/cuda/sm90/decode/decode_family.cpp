@@ -61,13 +61,13 @@ struct Layout {  // the workspace, carved in this order
 int split_capacity() { return kSplitTilesPerSm * device_sm_count(); }
 
 // The plan kernel's CTAs: CTA 0 plans (none in a host-planned launch's staging kernel), the
-// others stage the activations (decode_plan.cu's stage_rest), a thread per kStagingBatch 16-byte
-// pieces of a group row, or per piece with a gated input; with the activations staged already
-// (Plan::input_staged), a thread per split tile's counter.
+// others stage the activations (decode_plan.cu's stage_rest), a thread per staging_batch()
+// 16-byte pieces of a group row; with the activations staged already (Plan::input_staged), a
+// thread per split tile's counter.
 int plan_grid(const Problem& problem, const Plan& plan, bool planned_on_host) {
   const GroupedNvfp4& a = problem.args;
   const long long pieces = 1LL * a.groups.m_total * k_tiles_of(a.k) * kPiecesPerKTile;
-  const int per_thread = problem.glu.up ? 1 : kStagingBatch;
+  const int per_thread = staging_batch(problem.glu.up != nullptr);
   const long long items =
       plan.input_staged ? split_capacity() : (pieces + per_thread - 1) / per_thread;
   const int planner = planned_on_host ? 0 : 1;

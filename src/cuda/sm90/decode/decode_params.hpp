@@ -163,10 +163,12 @@ struct PlanTotals {
 // gated input (Problem::glu: staged row i is act(a[i], up[i])) spreads a k-tile's 64 exps over
 // eight threads.
 inline constexpr int kPiecesPerKTile = kKTile / 8;
-// A copying staging thread moves kStagingBatch pieces, their loads in flight together (the plan
-// grid gives it that many); a gated one moves one, its exps being what it waits for: 2 or 4 a
-// thread made the layer's down plan kernel slower (docs/perf.md, 2026-12-03, eighth session).
-inline constexpr int kStagingBatch = 4;
+// The pieces a staging thread moves (the plan grid gives it that many): copying, 4, their loads in
+// flight together; gated, one, its exps being what it waits for (2 or 4 a thread made the layer's
+// down plan kernel slower: docs/perf.md, 2026-12-03, eighth session).
+METRALE_HD constexpr int staging_batch(bool gated) {
+  return gated ? 1 : 4;
+}
 
 // What both plan kernels share: the launch's shape and the workspace arrays they fill.
 struct PlanShape {

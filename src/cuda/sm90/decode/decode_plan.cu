@@ -210,7 +210,7 @@ __device__ uint4 build_piece(const PlanShape& a, const std::uint32_t* gate, cons
 template <Staging kStaging>
 __device__ void stage_activations(const PlanShape& a, int thread, int threads) {
   constexpr bool kGated = kStaging == Staging::glu;
-  constexpr int kBatch = kGated ? 1 : kStagingBatch;
+  constexpr int kBatch = staging_batch(kGated);
   __shared__ uint4 staged[kGated ? 2 : 1][kPlanThreads];
   const int tiles = act_stride(a.k) / kKTile;
   const int items = a.m_total * tiles * kPiecesPerKTile;
