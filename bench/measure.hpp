@@ -20,6 +20,14 @@ struct Stats {
 
 Stats summarize(std::vector<double> per_call_us, int iterations, std::string timing);
 
+// The nodes one call puts on its stream: kernel launches, memsets, anything else (-1: not
+// counted). Issue 9 counts the MoE layer's kernels and memsets as its launches.
+struct CallNodes {
+  int kernels = -1, memsets = -1, others = -1;
+  bool counted() const { return kernels >= 0; }
+  int launches() const { return kernels + memsets; }
+};
+
 // Minimal traffic and arithmetic of one call.
 struct Work {
   double flops = 0;  // 2·rows·N·K (all projections)

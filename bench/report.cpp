@@ -86,6 +86,16 @@ ordered_json part_json(const GroupedPart& p) {
   return j;
 }
 
+// What one layer call launched (null when not counted), and issue 9's target for it.
+ordered_json launches_json(const CallNodes& n) {
+  if (!n.counted()) return ordered_json();
+  return ordered_json{{"kernels", n.kernels},
+                      {"memsets", n.memsets},
+                      {"other_nodes", n.others},
+                      {"target", kMoeLaunchTarget},
+                      {"meets_target", n.launches() <= kMoeLaunchTarget}};
+}
+
 // A moe row's own fields: the routing, the grouped calls on it, the ratio and its target.
 ordered_json moe_json(const Row& r) {
   const MoeParts& m = r.moe;
@@ -101,7 +111,8 @@ ordered_json moe_json(const Row& r) {
       {"grouped_sum_us", or_null(m.grouped_us() > 0, m.grouped_us())},
       {"layer_over_grouped", or_null(ratio > 0, ratio)},
       {"target", moe_target(r.tokens)},
-      {"meets_target", ratio > 0 ? ordered_json(ratio <= moe_target(r.tokens)) : ordered_json()}};
+      {"meets_target", ratio > 0 ? ordered_json(ratio <= moe_target(r.tokens)) : ordered_json()},
+      {"launches", launches_json(m.layer_nodes)}};
 }
 
 ordered_json row_json(const Row& r) {
@@ -160,6 +171,11 @@ void print_moe_parts(const Row& r) {
   }
   fmt::print("    >>> layer / (gate_up + down) = {:.3f}   target <= {:.2f} at T {} 64: {}\n", ratio,
              target, r.tokens >= 64 ? ">=" : "<", ratio <= target ? "meets it" : "MISSES it");
+  const CallNodes& n = m.layer_nodes;
+  if (!n.counted()) return;
+  fmt::print("    >>> launches a layer call: {} kernels + {} memsets{}   target <= {}: {}\n",
+             n.kernels, n.memsets, n.others > 0 ? fmt::format(" (+ {} other nodes)", n.others) : "",
+             kMoeLaunchTarget, n.launches() <= kMoeLaunchTarget ? "meets it" : "MISSES it");
 }
 
 }  // namespace

@@ -48,10 +48,12 @@ struct MoeParts {
   std::string routing_source;      // whose routing the grouped calls ran on
   long long slots_differing = -1;  // the layer's topk_ids_out against the CPU oracle's (-1: n/a)
   long long nan_outputs = -1;      // NaN in the layer's output after its first call (-1: n/a)
+  CallNodes layer_nodes;           // what one layer call launches (a captured graph's nodes)
   GroupedPart gate_up, down;
   double grouped_us() const;  // gate_up + down medians; 0 unless both ran
 };
 double moe_target(int tokens);
+inline constexpr int kMoeLaunchTarget = 4;  // issue 9: at most 4 launches a layer call
 
 // One (model, op, T, implementation): where it ran, and its measurement.
 struct Row : Measurement {

@@ -170,6 +170,7 @@ struct LayerRun {
   std::string error, note;
   std::vector<std::int32_t> ids;
   long long nan_outputs = -1;
+  CallNodes nodes;  // what one call launches
   Stats stats;
 };
 
@@ -206,8 +207,9 @@ void time_layer(CudaContext& ctx, const LayerCopies& l, const TokenBuffers& b, c
   const MoeTokens tokens = layer_tokens(b, false);  // as a model calls it: out only
   const int copies = static_cast<int>(l.layers.size());
   try {
-    run.stats = time_device([&](int i) { check(moe_forward(l.layers[i % copies], tokens, exec)); },
-                            ctx.stream, ctx.policy(copies), &run.note);
+    const Enqueue call = [&](int i) { check(moe_forward(l.layers[i % copies], tokens, exec)); };
+    run.nodes = count_nodes(call, ctx.stream);
+    run.stats = time_device(call, ctx.stream, ctx.policy(copies), &run.note);
   } catch (const std::exception& e) {
     run.ok = false;
     run.error = e.what();
@@ -321,6 +323,7 @@ Row measure(CudaContext& ctx, const ModelShape& m, MoeWeights& w, TokenGroup& g)
   row.moe.routing_source = layer_routed ? kLayerRouting : kOracleRouting;
   if (layer_routed) row.moe.slots_differing = slots_differing(run.ids, g.predicted);
   row.moe.nan_outputs = run.nan_outputs;
+  row.moe.layer_nodes = run.nodes;
   row.moe.gate_up =
       time_grouped(ctx, m, w.gate_up, Op::gate_up, routing, g.buffers, g.copies, g.scratch);
   row.moe.down = time_grouped(ctx, m, w.down, Op::down, routing, g.buffers, g.copies, g.scratch);

@@ -68,8 +68,10 @@ struct Graph {
   }
 };
 
-// Captures calls [0, iterations) into `g`; false (with the reason) when capture is not possible.
-bool capture(const Enqueue& call, cudaStream_t stream, int iterations, Graph& g, std::string* why) {
+// Records calls [0, iterations) into g.graph, and instantiates it into g.exec when `instantiate`;
+// false (with the reason) when capture is not possible.
+bool capture(const Enqueue& call, cudaStream_t stream, int iterations, Graph& g, std::string* why,
+             bool instantiate = true) {
   cudaError_t err = cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal);
   if (err != cudaSuccess) {
     *why = fmt::format("cudaStreamBeginCapture: {}", cudaGetErrorName(err));
@@ -86,7 +88,7 @@ bool capture(const Enqueue& call, cudaStream_t stream, int iterations, Graph& g,
   if (failure.empty() && err != cudaSuccess) {
     failure = fmt::format("cudaStreamEndCapture: {}", cudaGetErrorName(err));
   }
-  if (failure.empty()) {
+  if (failure.empty() && instantiate) {
     err = cudaGraphInstantiate(&g.exec, g.graph, 0);
     if (err != cudaSuccess)
       failure = fmt::format("cudaGraphInstantiate: {}", cudaGetErrorName(err));
@@ -117,6 +119,29 @@ double warm_up(const Enqueue& call, cudaStream_t stream, const TimingPolicy& p, 
 }
 
 }  // namespace
+
+CallNodes count_nodes(const Enqueue& call, cudaStream_t stream) {
+  Graph g;
+  std::string why;
+  if (!capture(call, stream, 1, g, &why, false)) return {};
+  std::size_t count = 0;
+  if (cudaGraphGetNodes(g.graph, nullptr, &count) != cudaSuccess) return {};
+  std::vector<cudaGraphNode_t> nodes(count);
+  if (count > 0 && cudaGraphGetNodes(g.graph, nodes.data(), &count) != cudaSuccess) return {};
+  CallNodes c{0, 0, 0};
+  for (cudaGraphNode_t node : nodes) {
+    cudaGraphNodeType type{};
+    if (cudaGraphNodeGetType(node, &type) != cudaSuccess) return {};
+    if (type == cudaGraphNodeTypeKernel) {
+      ++c.kernels;
+    } else if (type == cudaGraphNodeTypeMemset) {
+      ++c.memsets;
+    } else {
+      ++c.others;
+    }
+  }
+  return c;
+}
 
 Stats time_device(const Enqueue& call, cudaStream_t stream, const TimingPolicy& p,
                   std::string* note) {

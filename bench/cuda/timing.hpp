@@ -23,6 +23,11 @@ struct TimingPolicy {
 // Enqueues call number `i` on the stream (weight copy i % rotation). Throws metrale::Error.
 using Enqueue = std::function<void(int i)>;
 
+// What one call enqueues (measure.hpp's CallNodes), read from a CUDA graph captured of call 0 and
+// never run; all -1 when the call cannot be captured or the graph read. Never throws: a count
+// that fails leaves the row's timing alone.
+CallNodes count_nodes(const Enqueue& call, cudaStream_t stream);
+
 // Times `call` on `stream`. The first call runs alone and is synchronised, so a failure surfaces
 // before any measurement. `note` (optional) receives why a graph was not used when it was tried.
 Stats time_device(const Enqueue& call, cudaStream_t stream, const TimingPolicy& policy,
