@@ -6,7 +6,8 @@
 //   - realistic mode: a split, an unsplit and a wider token tile give the same bits (the order of
 //     the fp32 sums depends on K and the expert's rows only), and the grouped call equals a single
 //     GEMM on one expert's rows;
-//   - an expert past the widest token tile (more than 256 rows: several token tiles);
+//   - an expert past the widest token tile (more than 256 rows: several token tiles), K in one
+//     chunk that ends inside a stage;
 //   - host-planned launches whose loader crosses units inside the first stages;
 //   - a call in two decode launches, the second on the activations the first staged, with host
 //     offsets and, where the row model expects both windows filled, with device offsets;
@@ -89,13 +90,18 @@ TEST(DecodeFamily, ShortUnitsCrossInTheFirstStages) {
     }
 }
 
-// Experts past the widest tile: 300 rows on one expert run as two token tiles.
+// Experts past the widest tile: 300 rows on one expert run as several token tiles, and sum K in
+// one chunk (more than kFoldMaxRows rows), whose last stage is part-filled unless K is a whole
+// number of stages: K = 1056 (17 k-tiles) and gpt-oss's 2880 (45), host and device offsets.
 TEST(DecodeFamily, ExpertWiderThanTheTokenTile) {
   METRALE_SKIP_WITHOUT_GPU();
   const check::Routing routing{300, 4, 1, RoutingKind::one_expert};
-  for (int config : {0, 5})
-    expect_pass(forced(grouped_case(Op::grouped_down, Mode::exact, 64, 96, routing, 7200),
-                       fmt::format("{}:{}", kDecode, config)));
+  std::uint64_t seed = 7200;
+  for (int config : {0, 3, 5})
+    for (int k : {96, 1056, 2880})
+      for (bool device_offsets : {false, true})
+        expect_pass(forced(grouped_case(Op::grouped_down, Mode::exact, 64, k, routing, ++seed),
+                           fmt::format("{}:{}", kDecode, config), device_offsets));
 }
 
 // Realistic inputs through the API: the output of one (kernel, offsets) choice.

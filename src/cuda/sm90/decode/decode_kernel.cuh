@@ -149,6 +149,17 @@ __device__ __forceinline__ void fold_partials(const DecodeParams& p, const Unit&
   }
 }
 
+// The stages of one of the unit's chunks. A chunk of a split expert is a multiple of 16 k-tiles
+// (whole stages); an expert past kFoldMaxRows sums K in one chunk of all its k-tiles, whose last
+// stage is part-filled when the k-tiles are not a multiple of kSubTiles (those past K load as
+// zeros). Rounded down, such a chunk ended a stage early and its last stage opened a second sum
+// that replaced the first: every row of such an expert was wrong (K = 1056, 17 k-tiles, at every
+// width; gpt-oss's K = 2880, 45 k-tiles).
+template <int kTokens>
+__device__ __forceinline__ int chunk_stages(const Unit& u) {
+  return (u.chunk_tiles + Shape<kTokens>::kSubTiles - 1) / Shape<kTokens>::kSubTiles;
+}
+
 // The first stage slot, 1024-aligned (the 128-byte swizzle's atom).
 __device__ __forceinline__ uint32_t stage_base(std::uint8_t* smem_raw) {
   return (smem_address(smem_raw) + kSwizzleAtomBytes - 1) & ~uint32_t(kSwizzleAtomBytes - 1);
@@ -171,7 +182,7 @@ __device__ __forceinline__ void run_units(const DecodeParams& p, const Work& wor
   Unit unit = locate_unit<kTokens>(p, work, unit_u);
   int kt = unit.kt_begin;               // first k-tile of the stage being consumed
   int chunk = kt / unit.chunk_tiles;    // index of the chunk it belongs to
-  int chunk_stages_left = unit.chunk_tiles / S::kSubTiles;
+  int chunk_stages_left = chunk_stages<kTokens>(unit);
   bool chunk_opens = true;
   int slot = 0;
   float acc[S::kAcc];
@@ -241,7 +252,7 @@ __device__ __forceinline__ void run_units(const DecodeParams& p, const Work& wor
         for (int i = 0; i < S::kFoldAcc; ++i) total[i] = chunk == 0 ? acc[i] : __fadd_rn(total[i], acc[i]);
       }
       ++chunk;
-      chunk_stages_left = unit.chunk_tiles / S::kSubTiles;
+      chunk_stages_left = chunk_stages<kTokens>(unit);
       chunk_opens = true;
     }
     if (unit_ends) {
@@ -265,7 +276,7 @@ __device__ __forceinline__ void run_units(const DecodeParams& p, const Work& wor
       unit = next_unit;
       kt = unit.kt_begin;
       chunk = kt / unit.chunk_tiles;
-      chunk_stages_left = unit.chunk_tiles / S::kSubTiles;
+      chunk_stages_left = chunk_stages<kTokens>(unit);
     } else {
       kt += S::kSubTiles;
     }

@@ -56,7 +56,7 @@ struct Shape {
 
   static_assert(kTokens % 8 == 0 && kTokens <= 256, "kTokens: a wgmma N in 8..256");
   static_assert(kSubTiles % 2 == 0, "A-fragment buffers alternate: a stage starts on buffer 0");
-  static_assert(16 % kSubTiles == 0, "chunks (multiples of 16 k-tiles) hold whole stages");
+  static_assert(16 % kSubTiles == 0, "split chunks (multiples of 16 k-tiles) hold whole stages");
   static_assert(kActBytes % kSwizzleAtomBytes == 0, "every sub-tile must stay 1024-aligned");
   static_assert(kActPerThread * kActPieceBytes * kThreads == kActBytes &&
                     kWeightBytes == 16 * kThreads && kScalePieceBytes * kScaleCopiers == kScaleBytes,
