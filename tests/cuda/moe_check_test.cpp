@@ -1,7 +1,7 @@
 // The MoE layer (moe_forward) on the CUDA backend against the CPU oracle, through the harness
 // (`metrale check --op moe`): small layers at the edges (no tokens, one token, one expert, an
-// empty expert, a token naming one expert twice, 256 experts; every router, both activations,
-// biases) in exact and realistic mode, then the five model presets with their own routing and
+// empty expert, a token naming one expert twice, 256 experts, an expert past 64 rows; every
+// router, both activations, biases) in exact and realistic mode, then the five model presets with their own routing and
 // activation at T = 1, 64 and 512 (realistic; a token sample for the big ones). A refusal is a
 // failure: the CUDA backend runs the layer. tests/cuda/moe_layer_test.cpp has the directed cases
 // (graph replay, bad token data, determinism, the expert map).
@@ -52,6 +52,10 @@ std::vector<LayerShape> layer_shapes() {
       {64, 64, {20, 8, 2, RoutingKind::one_expert}, precomputed},
       {32, 64, {64, 256, 8, RoutingKind::skew}, {}},
       {2048, 64, {65, 32, 4, RoutingKind::uniform}, check::kGptOssRecipe},
+      // 80 rows on one expert, one 16-token decode launch: an expert past 64 rows sums K in one
+      // chunk, here 3 and 2 k-tiles, not whole stages of 4 (a sum that lost all but its last
+      // stage until e4c3d2e, as gpt-oss's K = 2880 did).
+      {160, 96, {80, 8, 1, RoutingKind::one_expert}, precomputed},
   };
 }
 
