@@ -11,6 +11,7 @@
 //   - host-planned launches whose loader crosses units inside the first stages;
 //   - a call in two decode launches, the second on the activations the first staged, with host
 //     offsets and, where the row model expects both windows filled, with device offsets;
+//   - device offsets that overlap write nothing outside the buffers;
 //   - the seam's refusals: a forced family that cannot run says why; 2049 experts name the limit.
 #include <algorithm>
 #include <cstdlib>
@@ -309,6 +310,25 @@ TEST(DecodeFamily, DeviceOffsetsTwoLaunchesWhereBothWindowsFill) {
   std::uint64_t seed = 7260;
   for (Op op : {Op::grouped_gate_up_fused, Op::grouped_gate_up, Op::grouped_down})
     expect_pass(forced(grouped_case(op, Mode::exact, 72, 160, routing, ++seed), "", true));
+}
+
+// Device offsets are not validated. Offsets that overlap give more experts rows than m_total
+// allows (here 64 experts of 16 rows, m_total 16): the outputs are undefined, but nothing is
+// written outside the buffers.
+TEST(DecodeFamily, OverlappingDeviceOffsetsStayInTheirBuffers) {
+  METRALE_SKIP_WITHOUT_GPU();
+  const check::GroupedHost h = check::make_grouped_host(grouped_case(
+      Op::grouped_down, Mode::exact, 64, 64, {16, 128, 1, RoutingKind::uniform}, 7280));
+  check::GroupedDevice d = check::upload_grouped(h);
+  std::vector<std::int32_t> offsets(129);
+  for (int e = 0; e <= 128; ++e) offsets[e] = e % 2 ? 16 : 0;
+  d.offsets.upload(offsets);
+  setenv("METRALE_CUDA_KERNEL", kDecode, 1);
+  const Result r = nvfp4_grouped(check::device_args(h, d, true, 16), kCuda);
+  unsetenv("METRALE_CUDA_KERNEL");
+  EXPECT_TRUE(r.ok()) << r.message;
+  check::device_synchronize("overlapping device offsets");
+  EXPECT_EQ(check::check_all_guards(d.all()), "");
 }
 
 // The split rule (host logic, shared by the plan kernel and the host plan): split while fewer
