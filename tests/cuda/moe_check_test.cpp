@@ -1,10 +1,11 @@
 // The MoE layer (moe_forward) on the CUDA backend against the CPU oracle, through the harness
 // (`metrale check --op moe`): small layers at the edges (no tokens, one token, one expert, an
 // empty expert, a token naming one expert twice, 256 experts, an expert past 64 rows; every
-// router, both activations, biases) in exact and realistic mode, then the five model presets with their own routing and
-// activation at T = 1, 64 and 512 (realistic; a token sample for the big ones). A refusal is a
-// failure: the CUDA backend runs the layer. tests/cuda/moe_layer_test.cpp has the directed cases
-// (graph replay, bad token data, determinism, the expert map).
+// router, both activations, biases) in exact and realistic mode, then the five model presets
+// with their own routing and activation at T = 1, 64 and 512 (realistic; a token sample for the
+// big ones). A refusal is a failure: the CUDA backend runs the layer.
+// tests/cuda/moe_layer_test.cpp has the directed cases (graph replay, bad token data,
+// determinism, the expert map).
 #include <vector>
 
 #include <gtest/gtest.h>
