@@ -14,7 +14,7 @@
 #   scripts/gpu_variants.sh run OUTDIR [BENCH_ARGS...]
 #   e.g. scripts/gpu_variants.sh run "$OUT" --model all --tokens 1,8,64 --ops gate_up,down
 # BENCH_ARGS must not name --json or --commit (each run gets its own). ROUNDS=N (default 2).
-# OUTDIR/table.txt, build.log, and the first round's JSON per variant (up to six variants).
+# OUTDIR/table.txt, build.log, and per variant (up to six) a JSON of its rows at their best round.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
@@ -82,17 +82,20 @@ run() {
         echo "bench $name round $round failed: $(tail -3 "$work/$name.$round.log")"
     done
   done
-  python3 - "$work" "${names[@]}" <<'PY' | tee "$out/table.txt"
+  python3 - "$out" "$work" "${names[@]}" <<'PY' | tee "$out/table.txt"
 import glob, json, math, os, sys
-work, names = sys.argv[1], sys.argv[2:]
-best = {}  # name -> (model, op, T) -> best median us over the rounds
+out, work, names = sys.argv[1], sys.argv[2], sys.argv[3:]
+def measured(r):  # a row of ours that ran
+    return r.get("status") == "ok" and r["impl"] in ("metrale", "metrale-cpu")
+best = {}  # name -> (model, op, T) -> the row of the round with the best median
 for name in names:
-    for path in glob.glob(os.path.join(work, f"{name}.*.json")):
+    for path in sorted(glob.glob(os.path.join(work, f"{name}.*.json"))):
         for r in json.load(open(path))["rows"]:
-            if r.get("status") == "ok" and r["impl"] in ("metrale", "metrale-cpu"):
+            if measured(r):
                 key = (r["model"], r["op"], r["tokens"])
                 old = best.setdefault(name, {}).get(key)
-                best[name][key] = r["median_us"] if old is None else min(old, r["median_us"])
+                if old is None or r["median_us"] < old["median_us"]:
+                    best[name][key] = r
 base = best.get(names[0], {})
 print(f"best median us of each row over the rounds; the variants as a ratio to {names[0]}")
 print(f"{'model':20s} {'op':8s} {'T':>6s} {names[0]:>10s} " + " ".join(f"{n:>9s}" for n in names[1:]))
@@ -100,17 +103,28 @@ logs = {n: [] for n in names[1:]}
 for key in sorted(base):
     cells = []
     for n in names[1:]:
-        t = best.get(n, {}).get(key)
-        cells.append(f"{t / base[key]:9.3f}" if t else f"{'-':>9s}")
-        if t:
-            logs[n].append(math.log(t / base[key]))
-    print(f"{key[0]:20s} {key[1]:8s} {key[2]:6d} {base[key]:10.2f} " + " ".join(cells))
+        r = best.get(n, {}).get(key)
+        ratio = r["median_us"] / base[key]["median_us"] if r else None
+        cells.append(f"{ratio:9.3f}" if ratio else f"{'-':>9s}")
+        if ratio:
+            logs[n].append(math.log(ratio))
+    print(f"{key[0]:20s} {key[1]:8s} {key[2]:6d} {base[key]['median_us']:10.2f} " + " ".join(cells))
 print(f"{'geomean':37s}" + " ".join(
     f"{math.exp(sum(l) / len(l)):9.3f}" if l else f"{'-':>9s}" for l in logs.values()))
+# Each variant's JSON (up to six): the first round's, every measured row replaced by the row of
+# its best round, so that a recorded JSON says what the table says (a single round's medians
+# moved check_targets' comparisons across their lines: docs/perf.md, 2026-12-03, ninth session).
+def best_rows(name):
+    j = json.load(open(os.path.join(work, f"{name}.1.json")))
+    rows = best.get(name, {})
+    j["rows"] = [rows.get((r["model"], r["op"], r["tokens"]), r) if measured(r) else r
+                 for r in j["rows"]]
+    return j
+for name in names if len(names) <= 6 else []:
+    if os.path.exists(os.path.join(work, f"{name}.1.json")):
+        with open(os.path.join(out, f"{name}.json"), "w") as f:
+            json.dump(best_rows(name), f, indent=1)
 PY
-  if ((${#names[@]} <= 6)); then
-    for name in "${names[@]}"; do cp "$work/$name.1.json" "$out/" 2>/dev/null; done
-  fi
 }
 
 case ${1:-} in
