@@ -73,8 +73,8 @@ inline constexpr int kMaxReportedFailures = 8;
 namespace metrale::cuda_test {
 
 // Grouped shapes: routing edge cases (one token, no tokens, an empty expert, every row on one
-// expert, hot experts, 256 experts with most of them empty) crossed with N and K at and around
-// the alignments.
+// expert, hot experts, 256 experts with most of them empty, an expert past 64 rows) crossed with
+// N and K at and around the alignments.
 struct GroupedShape {
   int n, k;
   check::Routing routing;
@@ -95,6 +95,9 @@ inline std::vector<GroupedShape> grouped_shapes() {
       {8, 32, {64, 256, 8, RoutingKind::skew}},
       {64, 96, {48, 256, 8, RoutingKind::one_expert}},
       {8, 32, {0, 4, 2, RoutingKind::uniform}},
+      // 80 rows on one expert: past 64 rows it sums K in one chunk, here 3 k-tiles, not a whole
+      // number of stages (the decode family with device offsets; the tiled one with host offsets).
+      {72, 160, {80, 8, 1, RoutingKind::one_expert}},
   };
 }
 
