@@ -86,6 +86,11 @@ ordered_json part_json(const GroupedPart& p) {
   return j;
 }
 
+// Whether one layer call's launches meet issue 9's target.
+bool meets_launch_target(const CallNodes& n) {
+  return n.launches() <= kMoeLaunchTarget;
+}
+
 // What one layer call launched (null when not counted), and issue 9's target for it.
 ordered_json launches_json(const CallNodes& n) {
   if (!n.counted()) return ordered_json();
@@ -93,7 +98,7 @@ ordered_json launches_json(const CallNodes& n) {
                       {"memsets", n.memsets},
                       {"other_nodes", n.others},
                       {"target", kMoeLaunchTarget},
-                      {"meets_target", n.launches() <= kMoeLaunchTarget}};
+                      {"meets_target", meets_launch_target(n)}};
 }
 
 // A moe row's own fields: the routing, the grouped calls on it, the ratio and its target.
@@ -175,7 +180,7 @@ void print_moe_parts(const Row& r) {
   if (!n.counted()) return;
   fmt::print("    >>> launches a layer call: {} kernels + {} memsets{}   target <= {}: {}\n",
              n.kernels, n.memsets, n.others > 0 ? fmt::format(" (+ {} other nodes)", n.others) : "",
-             kMoeLaunchTarget, n.launches() <= kMoeLaunchTarget ? "meets it" : "MISSES it");
+             kMoeLaunchTarget, meets_launch_target(n) ? "meets it" : "MISSES it");
 }
 
 }  // namespace

@@ -3,7 +3,6 @@
 // with host offsets and few experts holding rows, the work list planned here, the staging
 // kernel and the host-planned main kernel.
 #include <algorithm>
-#include <cmath>
 #include <type_traits>
 #include <vector>
 

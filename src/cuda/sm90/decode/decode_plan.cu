@@ -194,6 +194,17 @@ __device__ uint4 build_piece(const PlanShape& a, const std::uint32_t* gate, cons
   return make_uint4(out[0], out[1], out[2], out[3]);
 }
 
+// Staging piece `i` (kPiecesPerKTile pieces a k-tile, `tiles` k-tiles a row): its group row (the
+// token ids give its source row) and the first K column of its k-tile, in the source and the
+// output alike.
+struct PiecePlace {
+  int row, k0;
+};
+__device__ PiecePlace place_of(int i, int tiles) {
+  const int group = i / kPiecesPerKTile;
+  return {group / tiles, group % tiles * kKTile};
+}
+
 // The activations' staging, piece `i` (decode columns 8·(i % 8) .. +7 of group row i / 8 / tiles's
 // k-tile i / 8 % tiles), kBatch a thread (the plan grid's share). A warp's 32
 // consecutive pieces are four k-tiles (the loop's pieces start at multiples of 32, so a k-tile's
@@ -219,17 +230,19 @@ __device__ void stage_activations(const PlanShape& a, int thread, int threads) {
   const auto* up = reinterpret_cast<const std::uint32_t*>(&staged[kGated][threadIdx.x - piece]);
   for (int first = thread; first - static_cast<int>(threadIdx.x % 32) < items;
        first += kBatch * threads) {
+    PiecePlace place[kBatch];
     int src[kBatch];
 #pragma unroll
     for (int b = 0; b < kBatch; ++b) {
-      const int i = first + b * threads, row = i / kPiecesPerKTile / tiles;
-      src[b] = i >= items ? -1 : a.token_ids ? __ldg(a.token_ids + row) : row;
+      const int i = first + b * threads;
+      place[b] = place_of(i, tiles);
+      src[b] = i >= items ? -1 : a.token_ids ? __ldg(a.token_ids + place[b].row) : place[b].row;
       if (a.a_rows > 0 && src[b] >= a.a_rows) src[b] = -1;  // reads as zeros
     }
     uint4 in[kBatch], in_up[kBatch];
 #pragma unroll
     for (int b = 0; b < kBatch; ++b) {
-      const int k0 = (first + b * threads) / kPiecesPerKTile % tiles * kKTile;
+      const int k0 = place[b].k0;
       const bool present = src[b] >= 0 && k0 + 8 * piece < a.k;
       const std::size_t at = static_cast<std::size_t>(max(src[b], 0)) * a.k + k0;
       const uint4 zero = make_uint4(0, 0, 0, 0);
@@ -242,14 +255,12 @@ __device__ void stage_activations(const PlanShape& a, int thread, int threads) {
       staged[0][threadIdx.x] = in[b];
       if constexpr (kGated) staged[1][threadIdx.x] = in_up[b];
       __syncwarp();
-      const int i = first + b * threads, group = i / kPiecesPerKTile;
-      const int valid = src[b] < 0 ? 0 : min(kKTile, a.k - group % tiles * kKTile);
+      const int valid = src[b] < 0 ? 0 : min(kKTile, a.k - place[b].k0);
       const uint4 out = build_piece<kStaging>(a, gate, up, piece, valid);
       __syncwarp();
-      if (i >= items) continue;
+      if (first + b * threads >= items) continue;
       auto* to = reinterpret_cast<uint4*>(
-          a.act + static_cast<std::size_t>(group / tiles) * act_stride(a.k) +
-          group % tiles * kKTile);
+          a.act + static_cast<std::size_t>(place[b].row) * act_stride(a.k) + place[b].k0);
       to[piece] = out;
     }
   }
