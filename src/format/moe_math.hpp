@@ -42,18 +42,20 @@ METRALE_HD inline float div_rn(float a, float b) {
 
 // e^x in fp32, within 1 ulp (Cody and Waite's reduction and Moshier's minimax polynomial, as in
 // Cephes' expf), from IEEE float multiplies and adds only, so host and device give the same bits.
-// NaN gives NaN; past ln(FLT_MAX) +inf; far below the smallest subnormal, 0.
+// NaN gives NaN; past ln(FLT_MAX) +inf; far below the smallest subnormal, 0. Those three are
+// selected at the end, the polynomial having run on 0 instead: no branch, so the device
+// interleaves a thread's independent exps (the routing's four a lane ran one after another, each
+// a ~25-instruction chain behind its range branches: docs/perf.md).
 METRALE_HD inline float exp_f32(float x) {
-  if (is_nan_bits(x)) return x;
-  if (x > 88.8f) return bits_to_float(0x7F800000u);
-  if (x < -104.0f) return 0.0f;
+  const bool nan = is_nan_bits(x), over = x > 88.8f, under = x < -104.0f;
+  const float in = nan || over || under ? 0.0f : x;
   constexpr float kLog2e = 1.44269504088896341f;
   // ln 2 = kLn2Hi + kLn2Lo; kLn2Hi has 9 significant bits, so n · kLn2Hi is exact (|n| <= 151).
   constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
-  const float t = mul_rn(x, kLog2e);
+  const float t = mul_rn(in, kLog2e);
   const auto n = static_cast<std::int32_t>(add_rn(t, t < 0.0f ? -0.5f : 0.5f));  // round
   const float nf = static_cast<float>(n);
-  const float r = add_rn(add_rn(x, -mul_rn(nf, kLn2Hi)), -mul_rn(nf, kLn2Lo));  // |r| <= 0.35
+  const float r = add_rn(add_rn(in, -mul_rn(nf, kLn2Hi)), -mul_rn(nf, kLn2Lo));  // |r| <= 0.35
   constexpr float kPoly[] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
                              4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
   float p = kPoly[0];
@@ -67,7 +69,8 @@ METRALE_HD inline float exp_f32(float x) {
   const std::int32_t half = n / 2;
   const float scale_a = bits_to_float(static_cast<std::uint32_t>(half + 127) << 23);
   const float scale_b = bits_to_float(static_cast<std::uint32_t>(n - half + 127) << 23);
-  return mul_rn(mul_rn(er, scale_a), scale_b);
+  const float e = mul_rn(mul_rn(er, scale_a), scale_b);
+  return nan ? x : over ? bits_to_float(0x7F800000u) : under ? 0.0f : e;
 }
 
 // 1 / (1 + e^-x), fp32.

@@ -42,9 +42,15 @@ __global__ void __launch_bounds__(kGlueThreads)
   const ActivationArgs& a = launch.args;
   const int per_row = a.inter / 8;
   const long long vectors = static_cast<long long>(__ldg(a.total_rows)) * per_row;
-  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < vectors;
-       i += static_cast<long long>(gridDim.x) * blockDim.x) {
-    const int row = static_cast<int>(i / per_row), c0 = static_cast<int>(i % per_row) * 8;
+  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+  long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  // Vector i's row and column (the biases' index), stepped with i: a 64-bit division a vector
+  // cost ~70 instructions beside its 8 activations.
+  const int stride_rows = static_cast<int>(stride / per_row);
+  const int stride_columns = static_cast<int>(stride % per_row);
+  int row = static_cast<int>(i / per_row), column = static_cast<int>(i % per_row);
+  for (; i < vectors; i += stride) {
+    const int c0 = column * 8;
     Bf16x8 g, u, out;
     g.vector = reinterpret_cast<const uint4*>(a.gate)[i];
     u.vector = __ldg(reinterpret_cast<const uint4*>(a.up) + i);
@@ -59,6 +65,12 @@ __global__ void __launch_bounds__(kGlueThreads)
                                                  : format::silu_mul(gv, uv));
     }
     reinterpret_cast<uint4*>(a.gate)[i] = out.vector;
+    row += stride_rows;
+    column += stride_columns;
+    if (column >= per_row) {
+      column -= per_row;
+      ++row;
+    }
   }
 }
 

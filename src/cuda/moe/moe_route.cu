@@ -198,8 +198,17 @@ __device__ void route_from_logits(const RouteArgs& a, const TokenScratch& s) {
   if (sigmoid && a.topk_group < a.n_group) keep_best_groups(a, s);
   take_best(s.value, s.state, a.experts, k, ids);
   if (!sigmoid) {  // e^(l - max), every expert, for the sum in ascending expert order
+    // Four a lane at a time: exp_f32 has no branch, so they interleave (one after another, each a
+    // ~25-instruction chain, they were a sixth of the token's chain: docs/perf.md).
+    constexpr int kBatch = 4;
     const float max = s.value[ids[0]];
-    for (int e = lane; e < a.experts; e += 32) s.extra[e] = format::exp_f32(s.value[e] - max);
+    for (int e0 = lane; e0 < a.experts; e0 += 32 * kBatch) {
+#pragma unroll
+      for (int j = 0; j < kBatch; ++j) {
+        const int e = e0 + 32 * j;
+        if (e < a.experts) s.extra[e] = format::exp_f32(s.value[e] - max);
+      }
+    }
     __syncwarp();
   }
   // The weights: each lane its own slots' (the divisions), the sums in the oracle's order on
