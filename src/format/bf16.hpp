@@ -5,6 +5,10 @@
 
 #include <cstdint>
 
+#if defined(__CUDACC__)
+#include <cuda_bf16.h>
+#endif
+
 #include "format/host_device.hpp"
 
 namespace metrale::format {
@@ -23,7 +27,12 @@ METRALE_HD inline bool bf16_is_finite(std::uint16_t bits) {
 
 // Round to nearest, ties to even: add 0x7FFF plus the lowest kept bit, then truncate. Finite
 // values above the largest bf16 round to ±Inf, as IEEE rounding does; Inf stays Inf.
+// On the device it is the one instruction itself: the same bits in one of the ~6 the arithmetic
+// takes (the activation kernel rounds ~60 instructions' worth of fp32 per element, docs/perf.md).
 METRALE_HD inline std::uint16_t float_to_bf16(float value) {
+#if defined(__CUDA_ARCH__)
+  return __bfloat16_as_ushort(__float2bfloat16_rn(value));
+#endif
   if (is_nan_bits(value)) return kBf16CanonicalNan;
   const std::uint32_t bits = float_to_bits(value);
   const std::uint32_t lsb = (bits >> 16) & 1u;

@@ -12,6 +12,10 @@ namespace metrale::cuda::moe {
 namespace {
 
 constexpr int kGlueThreads = 256;
+// Four combine blocks an SM (64 registers a thread): at 72 registers three fit, and a T = 1024
+// combine of Qwen3-30B (1024 blocks) ran 2.6 waves with its warps waiting on loads (ncu: 5.1
+// warps a scheduler, 0.9 eligible, DRAM 49 %; docs/perf.md).
+constexpr int kCombineBlocksPerSm = 4;
 constexpr std::uint16_t kBf16Nan = format::kBf16CanonicalNan;
 
 union Bf16x8 {
@@ -78,7 +82,7 @@ __global__ void __launch_bounds__(kGlueThreads)
 // columns over the token's slots in slot order; the slots' rows are loaded 8 at a time before
 // any is added, so a small T still keeps loads in flight.
 template <class Bias>
-__global__ void __launch_bounds__(kGlueThreads)
+__global__ void __launch_bounds__(kGlueThreads, kCombineBlocksPerSm)
     combine_kernel(const __grid_constant__ GlueLaunch<CombineArgs, Bias> launch) {
   const CombineArgs& a = launch.args;
   const int vectors = a.hidden / 8;
