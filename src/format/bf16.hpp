@@ -27,8 +27,8 @@ METRALE_HD inline bool bf16_is_finite(std::uint16_t bits) {
 
 // Round to nearest, ties to even: add 0x7FFF plus the lowest kept bit, then truncate. Finite
 // values above the largest bf16 round to ±Inf, as IEEE rounding does; Inf stays Inf.
-// On the device it is the one instruction itself: the same bits in one of the ~6 the arithmetic
-// takes (the activation kernel rounds ~60 instructions' worth of fp32 per element, docs/perf.md).
+// On the device it is the instruction itself, the same bits in one instruction instead of the
+// arithmetic's half dozen (the activation kernel's SASS: 64 fewer for a thread's 8 values).
 METRALE_HD inline std::uint16_t float_to_bf16(float value) {
 #if defined(__CUDA_ARCH__)
   return __bfloat16_as_ushort(__float2bfloat16_rn(value));

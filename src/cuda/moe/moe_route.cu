@@ -199,7 +199,7 @@ __device__ void route_from_logits(const RouteArgs& a, const TokenScratch& s) {
   take_best(s.value, s.state, a.experts, k, ids);
   if (!sigmoid) {  // e^(l - max), every expert, for the sum in ascending expert order
     // Four a lane at a time: exp_f32 has no branch, so they interleave (one after another, each a
-    // ~25-instruction chain, they were a sixth of the token's chain: docs/perf.md).
+    // ~25-instruction chain, they were a seventh of the token's chain: docs/perf.md).
     constexpr int kBatch = 4;
     const float max = s.value[ids[0]];
     for (int e0 = lane; e0 < a.experts; e0 += 32 * kBatch) {
