@@ -28,15 +28,17 @@ METRALE_HD inline bool bf16_is_finite(std::uint16_t bits) {
 // Round to nearest, ties to even: add 0x7FFF plus the lowest kept bit, then truncate. Finite
 // values above the largest bf16 round to ±Inf, as IEEE rounding does; Inf stays Inf.
 // On the device it is the instruction itself, the same bits in one instruction instead of the
-// arithmetic's half dozen (the activation kernel's SASS: 64 fewer for a thread's 8 values).
+// arithmetic's half dozen (the activation kernel's SASS: 64 fewer for a thread's 8 values); every
+// kernel that rounds to bf16 as the oracle does calls this.
 METRALE_HD inline std::uint16_t float_to_bf16(float value) {
 #if defined(__CUDA_ARCH__)
   return __bfloat16_as_ushort(__float2bfloat16_rn(value));
-#endif
+#else
   if (is_nan_bits(value)) return kBf16CanonicalNan;
   const std::uint32_t bits = float_to_bits(value);
   const std::uint32_t lsb = (bits >> 16) & 1u;
   return static_cast<std::uint16_t>((bits + 0x7FFFu + lsb) >> 16);
+#endif
 }
 
 }  // namespace metrale::format

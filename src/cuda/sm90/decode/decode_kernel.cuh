@@ -36,6 +36,7 @@
 #include "cuda/sm90/decode/fp4_bits.cuh"
 #include "cuda/sm90/primitives.cuh"
 #include "cuda/sm90/wgmma_ops.cuh"
+#include "format/bf16.hpp"
 #include "format/layouts.hpp"
 
 namespace metrale::cuda::sm90::decode {
@@ -120,7 +121,7 @@ __device__ __forceinline__ void store_rows(const DecodeParams& p, const Work& wo
     const int token = 8 * (i / 4) + 2 * (lane % 4) + (i % 2);
     if (n < p.n && token < u.rows)
       out[static_cast<std::size_t>(u.row_begin + token) * p.n + n] =
-          __bfloat16_as_ushort(__float2bfloat16_rn(__fmul_rn(values[i], factor)));
+          format::float_to_bf16(__fmul_rn(values[i], factor));
   }
 }
 

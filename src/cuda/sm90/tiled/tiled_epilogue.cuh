@@ -10,12 +10,13 @@
 
 #include "cuda/sm90/primitives.cuh"
 #include "cuda/sm90/tiled/tiled_params.hpp"
+#include "format/bf16.hpp"
 
 namespace metrale::cuda::sm90 {
 
 // An output value: the fp32 sum x scale_2, rounded to bf16 (no FMA: the CPU oracle's rule).
 __device__ __forceinline__ std::uint16_t scaled_bf16(float sum, float scale_2) {
-  return __bfloat16_as_ushort(__float2bfloat16_rn(__fmul_rn(sum, scale_2)));
+  return format::float_to_bf16(__fmul_rn(sum, scale_2));
 }
 
 // Step 4. Accumulator (m64nNk16 fp32 layout) -> bf16 group rows.
