@@ -13,7 +13,8 @@
 # on the GPU machine:
 #   scripts/gpu_variants.sh run OUTDIR [BENCH_ARGS...]
 #   e.g. scripts/gpu_variants.sh run "$OUT" --model all --tokens 1,8,64 --ops gate_up,down
-# BENCH_ARGS must not name --json or --commit (each run gets its own). ROUNDS=N (default 2).
+# BENCH_ARGS must not name --json or --commit (each run gets its own). ROUNDS=N (default 2);
+# REUSE=1 keeps the variants' binaries from an earlier run on the same machine.
 # OUTDIR/table.txt, build.log, and per variant (up to six) a JSON of its rows at their best round.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -59,11 +60,14 @@ run() {
   [[ -e ${packs[0]} ]] || { echo "no packs in $PACKS: run 'pack' first and carry .variants" >&2; exit 2; }
   source scripts/gpu_build.sh
   local work=/tmp/variants tree=/tmp/variants/tree names=() name pack
-  rm -rf "$work" && mkdir -p "$tree"
+  # REUSE=1: a second run in the same machine session keeps the binaries built by the first.
+  if [[ ${REUSE:-0} == 1 ]]; then rm -f "$work"/*.json "$work"/*.log; else rm -rf "$work"; fi
+  mkdir -p "$tree"
   for pack in "${packs[@]}"; do
     name=$(basename "$pack" .tar.gz)
     name=${name#*-}
     names+=("$name")
+    [[ ${REUSE:-0} == 1 && -x $work/bin/$name/metrale ]] && continue
     mkdir -p "$work/src/$name" "$work/bin/$name"
     tar -xzf "$pack" -C "$work/src/$name"
     overlay "$work/src/$name" "$tree"
