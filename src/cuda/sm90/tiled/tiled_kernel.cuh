@@ -273,18 +273,18 @@ __device__ __forceinline__ void decode_stage(const GroupedParams& p, const std::
 
 // Step 3c. Issues one stage's k16 wgmmas into the accumulators: A from registers (NVFP4) or from
 // the stage's weight tile (bf16); B is the stage's activation tile, Config::chunk tokens per
-// wgmma, the first `chunks` of them (the chunks past a partial tile's rows are skipped). The
-// chunks' accumulators, side by side, are the m64nNk16 layout of the whole tile.
-template <class Config, bool kNvfp4>
-__device__ __forceinline__ void issue_stage(uint32_t act, const uint32_t (&frag)[4][4],
-                                            float (&acc)[Config::tokens / 2], unsigned thread,
-                                            int chunks) {
+// wgmma, the first kChunks of them. The chunks' accumulators, side by side, are the m64nNk16
+// layout of the whole tile. One straight run of wgmmas per chunk count: with a runtime test
+// between the chunks the compiler split a stage's wgmmas into batches and waited on its own
+// stage's first batch before issuing the next (docs/perf.md, "2026-12-04").
+template <class Config, bool kNvfp4, int kChunks>
+__device__ __forceinline__ void issue_chunks(uint32_t act, const uint32_t (&frag)[4][4],
+                                             float (&acc)[Config::tokens / 2], unsigned thread) {
   using Shape = KernelShape<Config, kNvfp4>;
   constexpr int kChunk = Config::chunk;
   wgmma_fence();
 #pragma unroll
-  for (int c = 0; c < Config::tokens / kChunk; ++c) {
-    if (c > 0 && c >= chunks) break;
+  for (int c = 0; c < kChunks; ++c) {
     float(&part)[kChunk / 2] = *reinterpret_cast<float(*)[kChunk / 2]>(&acc[c * kChunk / 2]);
 #pragma unroll
     for (int s = 0; s < 4; ++s) {
@@ -298,6 +298,19 @@ __device__ __forceinline__ void issue_stage(uint32_t act, const uint32_t (&frag)
     }
   }
   wgmma_commit();
+}
+
+// The chunks covering the tile's rows (`chunks`, at least one): a partial tile skips the
+// chunks past its rows. Tiles have one or two chunks.
+template <class Config, bool kNvfp4>
+__device__ __forceinline__ void issue_stage(uint32_t act, const uint32_t (&frag)[4][4],
+                                            float (&acc)[Config::tokens / 2], unsigned thread,
+                                            int chunks) {
+  constexpr int kAll = Config::tokens / Config::chunk;
+  static_assert(kAll == 1 || kAll == 2, "a tile is one or two chunks");
+  if constexpr (kAll == 2)
+    if (chunks < 2) return issue_chunks<Config, kNvfp4, 1>(act, frag, acc, thread);
+  issue_chunks<Config, kNvfp4, kAll>(act, frag, acc, thread);
 }
 
 // Zero every stage once: rows the loader skips must read as zeros.
