@@ -25,6 +25,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "api/api_test_util.hpp"
@@ -262,6 +263,25 @@ TEST(CudaMoe, EveryPresetRoutingIsExactAgainstTheOracle) {
       PresetLayer l(p, tokens, true, tokens % 2 ? ScaleLayout::k16_by_n : ScaleLayout::sfb);
       expect_exact(run_gpu(l.f, l.f.with_logits()), run_cpu(l.f, l.f.with_logits()));
     }
+}
+
+// Past 2048 slots a placing launch places them, each block summing the rows of the routing
+// blocks before it from the last block's sums per chunk of 16 blocks: token counts whose blocks
+// end in a partial chunk (300 tokens: 38 blocks; 1000: 125), and a block count on a chunk edge
+// (256 tokens of top-10: 32 blocks).
+TEST(CudaMoe, PlacingLaunchAcrossChunkEdgesIsExact) {
+  METRALE_SKIP_WITHOUT_GPU();
+  const std::pair<const RoutingPreset*, int> cases[] = {
+      {&kPresets[0], 300}, {&kPresets[4], 1000}, {&kPresets[4], 256}};
+  for (const auto& [p, tokens] : cases) {
+    SCOPED_TRACE(testing::Message() << p->name << " T=" << tokens);
+    const cuda::moe::RouteShape shape =
+        cuda::moe::route_shape(tokens, p->experts, p->n_group, p->top_k, p->experts);
+    ASSERT_FALSE(shape.last_block_places);
+    ASSERT_GT(shape.blocks, cuda::moe::kPlaceChunk);
+    PresetLayer l(*p, tokens, true, ScaleLayout::sfb);
+    expect_exact(run_gpu(l.f, l.f.with_logits()), run_cpu(l.f, l.f.with_logits()));
+  }
 }
 
 TEST(CudaMoe, RealisticWeightsStayCloseToTheOracle) {
@@ -541,6 +561,13 @@ TEST(CudaMoe, RouteShapeSizesBlocksToTheirWork) {
                                                             cuda::moe::kMaxSlotCopyBytes));
       if (shape.slot_copy_at > 0) {
         EXPECT_LE(shape.slot_copy_at + 8u * shape.tokens_per_block * 8, shape.shared_bytes);
+      }
+      if (shape.blocks > 1 && !shape.last_block_places) {  // the per-chunk sums, offsets, scan
+        const std::size_t ints =
+            static_cast<std::size_t>(cuda::moe::place_chunks(shape.blocks) + 1) * experts + 34;
+        EXPECT_GE(shape.slot_copy_at > 0 ? std::size_t(shape.slot_copy_at) : shape.shared_bytes,
+                  4 * ints)
+            << tokens << " tokens, " << experts;
       }
     }
 }

@@ -93,6 +93,9 @@ Scratch carve(const MoeLayer& layer, int tokens, void* base) {
                              layer.num_local_experts);
   r.block_counts = c.take<std::int32_t>(static_cast<std::size_t>(s.route.blocks) *
                                         static_cast<std::size_t>(layer.num_local_experts));
+  r.chunk_counts =
+      c.take<std::int32_t>(static_cast<std::size_t>(moe::place_chunks(s.route.blocks)) *
+                           static_cast<std::size_t>(layer.num_local_experts));
   s.gate = c.take<std::uint16_t>(slots * I);
   s.up = c.take<std::uint16_t>(slots * I);
   s.down = c.take<std::uint16_t>(slots * H);

@@ -17,6 +17,10 @@ inline constexpr int kRouteThreads = 1024;      // a routing block: every warp g
 inline constexpr int kRouteWarps = kRouteThreads / 32;  // most warps routing at once (a token each)
 inline constexpr int kMaxRouteBlocks = 128;             // more tokens: each warp routes several
 inline constexpr int kPlaceThreads = 256;               // a placing block (one per routing block)
+// Routing blocks whose counts are summed per expert into one chunk (the placing launch's prefix
+// over blocks reads the chunks before its own and the blocks before it in its own chunk).
+inline constexpr int kPlaceChunk = 16;
+inline constexpr int kMaxPlaceChunks = (kMaxRouteBlocks + kPlaceChunk - 1) / kPlaceChunk;
 
 // What routing and grouping write, [T·k] per slot unless said otherwise.
 struct Routes {
@@ -28,8 +32,10 @@ struct Routes {
   std::int32_t* row_token;     // [T·k] the token of each row; -1 past the last row
   std::int32_t* row_expert;    // [T·k] the local expert of each row
   std::uint32_t* ticket;       // blocks done routing (zeroed before the launch)
-  std::int32_t* block_counts;  // [blocks][L] each routing block's slots per local expert, then
-                               // the rows of the blocks before it
+  std::int32_t* block_counts;  // [blocks][L] each routing block's slots per local expert (when
+                               // the last block places the slots: then the blocks' before it)
+  std::int32_t* chunk_counts;  // [blocks / kPlaceChunk, rounded up][L] the slots per local expert
+                               // of each chunk of routing blocks (with a placing launch)
 };
 
 enum class RouteKind : std::int32_t { softmax_topk = 0, sigmoid_grouped_topk = 1, precomputed = 2 };

@@ -5,10 +5,12 @@
 //
 // Grouping, stable, without sorting, in parallel: each block routes a contiguous run of tokens,
 // then ranks its own slots per expert (one warp, __match_any_sync) and publishes its counts per
-// expert. The last block to finish (a ticket, integer atomics only) sums them: a prefix over the
-// blocks per expert, a scan over the experts. Each slot then goes to row = offset + rows of the
-// blocks before + rank: placed by a second kernel, a block per routing block, or, with few slots,
-// by the last block itself (and a single routing block places its own: no ticket either).
+// expert. The last block to finish (a ticket, integer atomics only) sums them per expert and
+// scans over the experts. Each slot then goes to row = offset + rows of the blocks before + rank:
+// placed by a second kernel, a block per routing block, which sums the rows of the blocks before
+// its own (from per-chunk sums the last block leaves), or, with few slots, by the last block
+// itself after a prefix over the blocks in place (and a single routing block places its own: no
+// ticket either).
 // Deterministic: nothing depends on which block finished last.
 #include <algorithm>
 
@@ -373,7 +375,7 @@ __device__ void store_slot(const RouteArgs& a, int s, int l, int row) {
 }
 
 // The slots of routing block `block` to their rows: row = offsets[l] + (rows of expert l in the
-// blocks before: `before`, block_counts after first_rows, or null for the only block) + the slot's
+// blocks before: `before`, rows_before_block's, or null for the only block) + the slot's
 // rank in its block. Every slot is independent of the others; their loads come first, then the
 // scattered stores. `offsets` may be shared or global memory.
 __device__ void place_block_slots(const RouteArgs& a, const int* offsets, const int* before,
@@ -416,11 +418,12 @@ __device__ int write_offsets(const RouteArgs& a, RowsOf rows_of, int* offsets, i
   return total;
 }
 
-// The last block. Every routing block left its slots per expert (block_counts) and its slots'
-// ranks within it; here each (block, expert) gets the rows of the blocks before it, in place, and
-// each expert its first row (offsets). Placing the slots is left to place_kernel, a block per
-// routing block: from one SM the scattered stores of every slot took two thirds of the routing
-// time (docs/perf.md, "The MoE glue measured"). What other blocks wrote is read through L2.
+// The last block, when it places the slots itself (few slots, few blocks). Every routing block
+// left its slots per expert (block_counts) and its slots' ranks within it; here each (block,
+// expert) gets the rows of the blocks before it, in place, and each expert its first row
+// (offsets). With more slots a placing launch places them (chunk_rows): from one SM the scattered
+// stores of every slot took two thirds of the routing time (docs/perf.md, "The MoE glue
+// measured"). What other blocks wrote is read through L2.
 __device__ const int* first_rows(const RouteArgs& a, int* shared) {
   const int L = a.local_experts, blocks = gridDim.x;
   const int tid = threadIdx.x, threads = blockDim.x;
@@ -457,6 +460,41 @@ __device__ const int* first_rows(const RouteArgs& a, int* shared) {
       [&](int l) {
         int rows = 0;
         for (int c = 0; c < chunks; ++c) rows += chunk_rows[c * L + l];
+        return rows;
+      },
+      offsets, scan);
+  return offsets;
+}
+
+// The last block, before a placing launch: each chunk of kPlaceChunk routing blocks' slots per
+// expert (chunk_counts, and the experts' first rows from them). Each (chunk, expert) loads its
+// blocks' counts together. The prefix over blocks is left to place_kernel, a block per routing
+// block: from here, one SM walking every block's counts in turn (a chain of L2 round trips) and
+// rewriting them was most of the kernel at T = 1024 (Qwen3-Next: ~17 of 33 us, docs/perf.md).
+__device__ const int* chunk_rows(const RouteArgs& a, int* shared) {
+  const int L = a.local_experts, blocks = gridDim.x, chunks = place_chunks(blocks);
+  int* sums = shared;                // [chunks][L]
+  int* offsets = sums + chunks * L;  // [L + 1]
+  int* scan = offsets + L + 1;       // [33]
+  for (int i = threadIdx.x; i < chunks * L; i += blockDim.x) {
+    const int first = i / L * kPlaceChunk, l = i % L;
+    int n[kPlaceChunk];
+#pragma unroll
+    for (int j = 0; j < kPlaceChunk; ++j)
+      n[j] = first + j < blocks
+                 ? __ldcg(a.out.block_counts + static_cast<std::size_t>(first + j) * L + l)
+                 : 0;
+    int sum = 0;
+#pragma unroll
+    for (int j = 0; j < kPlaceChunk; ++j) sum += n[j];
+    sums[i] = a.out.chunk_counts[i] = sum;
+  }
+  __syncthreads();
+  write_offsets(
+      a,
+      [&](int l) {
+        int rows = 0;
+        for (int c = 0; c < chunks; ++c) rows += sums[c * L + l];
         return rows;
       },
       offsets, scan);
@@ -530,16 +568,41 @@ __global__ void __launch_bounds__(kRouteThreads, 1)
   __syncthreads();
   if (!last) return;
   __threadfence();
-  const int* offsets = first_rows(a, reinterpret_cast<int*>(shared));
-  if (a.last_block_places) place_every_block(a, offsets);
+  if (a.last_block_places)
+    place_every_block(a, first_rows(a, reinterpret_cast<int*>(shared)));
+  else
+    chunk_rows(a, reinterpret_cast<int*>(shared));
+}
+
+// The rows of each local expert in the routing blocks before block b, into `before` [L]: the
+// chunks before b's (chunk_counts) and the blocks before b in its chunk (block_counts), every
+// count of an expert loaded together.
+__device__ void rows_before_block(const RouteArgs& a, int b, int* before) {
+  const int L = a.local_experts, chunk = b / kPlaceChunk, first = chunk * kPlaceChunk;
+  for (int l = threadIdx.x; l < L; l += blockDim.x) {
+    int n[kMaxPlaceChunks + kPlaceChunk - 1];
+#pragma unroll
+    for (int c = 0; c < kMaxPlaceChunks; ++c)
+      n[c] = c < chunk ? __ldcg(a.out.chunk_counts + static_cast<std::size_t>(c) * L + l) : 0;
+#pragma unroll
+    for (int j = 0; j < kPlaceChunk - 1; ++j)
+      n[kMaxPlaceChunks + j] =
+          first + j < b ? __ldcg(a.out.block_counts + static_cast<std::size_t>(first + j) * L + l)
+                        : 0;
+    int rows = 0;
+#pragma unroll
+    for (int i = 0; i < kMaxPlaceChunks + kPlaceChunk - 1; ++i) rows += n[i];
+    before[l] = rows;
+  }
+  __syncthreads();
 }
 
 // After route_kernel when it ran more than one block: block b places routing block b's slots
-// (read back from the global arrays route_kernel left).
+// (read back from the global arrays route_kernel left). Dynamic shared memory: [L] ints.
 __global__ void __launch_bounds__(kPlaceThreads) place_kernel(const __grid_constant__ RouteArgs a) {
-  place_block_slots(a, a.out.offsets,
-                    a.out.block_counts + static_cast<std::size_t>(blockIdx.x) * a.local_experts,
-                    global_block_slots(a, blockIdx.x));
+  extern __shared__ int before[];
+  rows_before_block(a, blockIdx.x, before);
+  place_block_slots(a, a.out.offsets, before, global_block_slots(a, blockIdx.x));
   clear_tail_rows(a, a.out.offsets[a.local_experts],
                   static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x),
                   static_cast<int>(gridDim.x * blockDim.x));
@@ -573,7 +636,8 @@ cudaError_t launch_route(const RouteArgs& args, const std::int32_t* expert_map,
     return err;
   }
   if (shape.blocks == 1 || shape.last_block_places) return cudaGetLastError();
-  place_kernel<<<shape.blocks, kPlaceThreads, 0, stream>>>(args);
+  place_kernel<<<shape.blocks, kPlaceThreads,
+                 static_cast<std::size_t>(args.local_experts) * sizeof(int), stream>>>(args);
   return cudaGetLastError();
 }
 

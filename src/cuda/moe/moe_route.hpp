@@ -49,14 +49,18 @@ inline constexpr int kLastBlockPlaceSlots = 2048;
 // loops over the L experts need (at least four warps, at most 1024: its phases end at barriers
 // that every warp must reach, and at T = 1 a block of 1024 threads spent most of its 15 us
 // there). The dynamic shared memory is the larger of the routing warps' scratch and the
-// grouping's (the last block's per-chunk rows [chunks][L] with chunks * L <= max(L, 1024), the
-// offsets [L + 1], a scan [33]), then the block's slot copies when they fit.
+// grouping's (the last block's per-chunk rows [chunks][L], with chunks * L <= max(L, 1024) when it
+// places the slots itself and chunks = place_chunks(blocks) before a placing launch, the offsets
+// [L + 1], a scan [33]), then the block's slot copies when they fit.
 struct RouteShape {
   int warps, tokens_per_block, blocks, threads;
   int slot_copy_at;  // byte offset of the slot copies in shared memory; 0: none
   bool last_block_places;  // past one block: the last places every slot (no placing launch)
   std::size_t shared_bytes;
 };
+
+// The chunks of kPlaceChunk routing blocks that a placing launch's prefix reads.
+inline constexpr int place_chunks(int blocks) { return (blocks + kPlaceChunk - 1) / kPlaceChunk; }
 
 inline RouteShape route_shape(int tokens, int experts, int n_group, int top_k, int local_experts) {
   RouteShape r{};
@@ -73,12 +77,15 @@ inline RouteShape route_shape(int tokens, int experts, int n_group, int top_k, i
   r.threads = std::clamp(std::max(32 * r.warps, experts_rounded), kMinRouteThreads, kRouteThreads);
   const std::size_t L = static_cast<std::size_t>(local_experts);
   const std::size_t routing = static_cast<std::size_t>(r.warps) * per_warp;
-  const std::size_t grouping = 4 * ((L > kRouteThreads ? L : kRouteThreads) + L + 1 + 33);
+  r.last_block_places = r.blocks > 1 && std::int64_t{T} * top_k <= kLastBlockPlaceSlots;
+  const std::size_t per_chunk = r.blocks > 1 && !r.last_block_places
+                                    ? static_cast<std::size_t>(place_chunks(r.blocks)) * L
+                                    : (L > kRouteThreads ? L : kRouteThreads);
+  const std::size_t grouping = 4 * (per_chunk + L + 1 + 33);
   const std::size_t phases = ((routing > grouping ? routing : grouping) + 15) / 16 * 16;
   const std::size_t copies = 2 * 4 * static_cast<std::size_t>(r.tokens_per_block) * top_k;
   r.slot_copy_at = copies <= kMaxSlotCopyBytes ? static_cast<int>(phases) : 0;
   r.shared_bytes = phases + (r.slot_copy_at ? copies : 0);
-  r.last_block_places = r.blocks > 1 && std::int64_t{T} * top_k <= kLastBlockPlaceSlots;
   return r;
 }
 
