@@ -78,9 +78,14 @@ METRALE_HD inline float sigmoid_f32(float x) {
   return div_rn(1.0f, add_rn(1.0f, exp_f32(-x)));
 }
 
-// silu(g) · u = (g / (1 + e^-g)) · u, fp32.
+// silu(g) = g / (1 + e^-g), fp32.
+METRALE_HD inline float silu_f32(float g) {
+  return div_rn(g, add_rn(1.0f, exp_f32(-g)));
+}
+
+// silu(g) · u, fp32.
 METRALE_HD inline float silu_mul(float g, float u) {
-  return mul_rn(div_rn(g, add_rn(1.0f, exp_f32(-g))), u);
+  return mul_rn(silu_f32(g), u);
 }
 
 // gpt-oss's clamped SwiGLU: g' = min(g, limit), u' = min(max(u, -limit), limit),

@@ -28,6 +28,7 @@
 #include "cuda/family.hpp"
 #include "cuda/moe/moe_route.hpp"
 #include "format/bf16.hpp"
+#include "format/moe_math.hpp"
 #endif
 
 namespace metrale::cuda_test {
@@ -162,6 +163,47 @@ TEST(DecodeGluStaging, EqualsTheActivationKernelThenDown) {
       for (bool device_offsets : {false, true})
         for (const char* kernel : {"", "sm90-decode:1:2"})
           expect_same_bits(k, clamped, device_offsets, kernel, seed += 10);
+}
+
+// The activation kernel's silu from a table (cuda/silu_table.cuh, which the MoE layer's routing
+// kernel fills past one routing block) against silu computed: gate rows holding every bf16 bit
+// pattern (NaNs, infinities and subnormals too), up random; computed on the device, looked up in
+// a table built on the host with format::silu_f32, and the CPU oracle's silu_mul: the same bits.
+TEST(DecodeGluStaging, SiluTableEqualsTheFunctionOnEveryBf16) {
+  METRALE_SKIP_WITHOUT_GPU();
+  constexpr int kInter = 64, kValues = cuda::moe::kSiluTableEntries;
+  std::vector<bf16_bits> gate(kValues);
+  for (int i = 0; i < kValues; ++i) gate[i] = static_cast<bf16_bits>(i);
+  const std::vector<bf16_bits> up = random_rows(kValues, 7700);
+  std::vector<float> table(kValues);
+  std::vector<bf16_bits> want(kValues);
+  for (int i = 0; i < kValues; ++i) {
+    const float g = format::bf16_to_float(gate[i]), u = format::bf16_to_float(up[i]);
+    table[i] = format::silu_f32(g);
+    want[i] = format::float_to_bf16(format::silu_mul(g, u));
+  }
+  const DeviceBuffer up_device = check::upload_new(up, "up");
+  const DeviceBuffer table_device = check::upload_new(table, "silu_table");
+  const DeviceBuffer total = check::upload_new(std::vector<std::int32_t>{kValues / kInter}, "rows");
+  const float* const lookups[] = {nullptr, table_device.as<float>()};
+  for (const float* lookup : lookups) {
+    const DeviceBuffer act = check::upload_new(gate, "act");
+    cuda::moe::ActivationArgs a{};
+    a.gate = act.as<std::uint16_t>();
+    a.up = up_device.as<std::uint16_t>();
+    a.total_rows = total.as<std::int32_t>();
+    a.inter = kInter;
+    a.silu_table = lookup;
+    check::cuda_require(cuda::moe::launch_activation(a, nullptr, 64, nullptr), "activation");
+    check::device_synchronize("activation");
+    const std::vector<bf16_bits> got = act.download<bf16_bits>();
+    int mismatches = 0, first = -1;
+    for (int i = 0; i < kValues; ++i)
+      if (got[i] != want[i] && mismatches++ == 0) first = i;
+    EXPECT_EQ(mismatches, 0) << (lookup ? "table" : "computed") << ": first at gate bits "
+                             << first << ", got " << (first >= 0 ? got[first] : 0) << ", want "
+                             << (first >= 0 ? want[first] : 0);
+  }
 }
 
 // Nothing launched: the output keeps its poison, every bf16 of it.

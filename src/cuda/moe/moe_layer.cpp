@@ -59,6 +59,15 @@ ExpertGroups device_groups(const MoeLayer& layer, int tokens, const std::int32_t
                       max_rows_bound(layer, tokens)};
 }
 
+// The silu table (cuda/silu_table.cuh) pays where the activation's elements outnumber its entries
+// several times over: past one routing block (its filling threads come with the routing blocks)
+// and for silu (gpt-oss's clamped form has two parameters, no table).
+constexpr long long kSiluTableMinElements = 4LL * moe::kSiluTableEntries;
+bool uses_silu_table(const MoeLayer& layer, int tokens, const moe::RouteShape& route) {
+  return layer.activation == MoeActivation::silu && route.blocks > 1 &&
+         slot_count(layer, tokens) * layer.intermediate_size >= kSiluTableMinElements;
+}
+
 std::size_t gemm_bytes(const MoeLayer& layer, int tokens) {
   const ExpertGroups groups = device_groups(layer, tokens, nullptr);
   return std::max(
@@ -96,6 +105,8 @@ Scratch carve(const MoeLayer& layer, int tokens, void* base) {
   r.chunk_counts =
       c.take<std::int32_t>(static_cast<std::size_t>(moe::place_chunks(s.route.blocks)) *
                            static_cast<std::size_t>(layer.num_local_experts));
+  r.silu_table =
+      uses_silu_table(layer, tokens, s.route) ? c.take<float>(moe::kSiluTableEntries) : nullptr;
   s.gate = c.take<std::uint16_t>(slots * I);
   s.up = c.take<std::uint16_t>(slots * I);
   s.down = c.take<std::uint16_t>(slots * H);
@@ -231,6 +242,7 @@ void run_activation(const MoeForward& args, const Scratch& s, cudaStream_t strea
   a.clamped = layer.activation == MoeActivation::swiglu_clamped;
   a.alpha = layer.swiglu_alpha;
   a.limit = layer.swiglu_limit;
+  a.silu_table = s.routes.silu_table;
   thread_local moe::BiasTables<2> bias;
   const bool biased = fill_bias_tables(layer, {layer.gate_bias_ptrs, layer.up_bias_ptrs}, bias);
   const long long vectors =
@@ -264,6 +276,7 @@ void run_activation_and_down(const MoeForward& args, const Scratch& s, cudaStrea
     glu.clamped = layer.activation == MoeActivation::swiglu_clamped;
     glu.alpha = layer.swiglu_alpha;
     glu.limit = layer.swiglu_limit;
+    glu.silu_table = s.routes.silu_table;
     if (nvfp4_grouped_on_glu(down_args(args, s), glu, s.gemm, stream)) return;
   }
   run_activation(args, s, stream);

@@ -17,6 +17,7 @@ inline constexpr int kRouteThreads = 1024;      // a routing block: every warp g
 inline constexpr int kRouteWarps = kRouteThreads / 32;  // most warps routing at once (a token each)
 inline constexpr int kMaxRouteBlocks = 128;             // more tokens: each warp routes several
 inline constexpr int kPlaceThreads = 256;               // a placing block (one per routing block)
+inline constexpr int kSiluTableEntries = 1 << 16;       // cuda/silu_table.cuh: one per bf16 value
 // Routing blocks whose counts are summed per expert into one chunk (the placing launch's prefix
 // over blocks reads the chunks before its own and the blocks before it in its own chunk).
 inline constexpr int kPlaceChunk = 16;
@@ -36,6 +37,7 @@ struct Routes {
                                // the last block places the slots: then the blocks' before it)
   std::int32_t* chunk_counts;  // [blocks / kPlaceChunk, rounded up][L] the slots per local expert
                                // of each chunk of routing blocks (with a placing launch)
+  float* silu_table;           // [kSiluTableEntries] cuda/silu_table.cuh, filled when not null
 };
 
 enum class RouteKind : std::int32_t { softmax_topk = 0, sigmoid_grouped_topk = 1, precomputed = 2 };
@@ -81,6 +83,7 @@ struct ActivationArgs {
   std::int32_t inter;
   std::int32_t clamped;  // swiglu_clamped, else silu
   float alpha, limit;
+  const float* silu_table;  // cuda/silu_table.cuh, or null: computed
 };
 
 // out[t] = bf16(Σ_j w_j · bf16(d[row_j] + bias) + residual[t]), j ascending, fp32 without FMA.

@@ -16,6 +16,7 @@
 
 #include "cuda/family.hpp"
 #include "cuda/moe/moe_route.hpp"
+#include "cuda/silu_table.cuh"
 #include "format/bf16.hpp"
 #include "format/moe_math.hpp"
 
@@ -541,8 +542,18 @@ __device__ void single_block_rows(const RouteArgs& a, int* shared, const BlockSl
   clear_tail_rows(a, total, static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x));
 }
 
+// This block's share of the layer's silu table (cuda/silu_table.cuh), when it has one: `start`
+// and `stride` among the threads that fill it.
+__device__ void fill_table_share(const RouteArgs& a, int start, int stride) {
+  const int per_block = (kSiluTableEntries + gridDim.x - 1) / gridDim.x;
+  const int begin = blockIdx.x * per_block;
+  fill_silu_table(a.out.silu_table, begin, min(begin + per_block, kSiluTableEntries), start,
+                  stride);
+}
+
 // Every warp takes part in the ranking and the grouping; the first `a.warps` also route (their
-// scratch is what fits in shared memory).
+// scratch is what fits in shared memory). The others fill the block's share of the silu table
+// meanwhile; when every warp routes, all fill it after the routing.
 template <class Map>
 __global__ void __launch_bounds__(kRouteThreads, 1)
     route_kernel(const __grid_constant__ RouteLaunch<Map> launch) {
@@ -553,10 +564,14 @@ __global__ void __launch_bounds__(kRouteThreads, 1)
   const int first_token = blockIdx.x * a.tokens_per_block;
   const int end_token = min(first_token + a.tokens_per_block, a.tokens);
   const BlockSlots slots = block_slots(a, shared, blockIdx.x);
+  const int routing_threads = 32 * a.warps, helpers = blockDim.x - routing_threads;
   if (warp < a.warps)
     for (int token = first_token + warp; token < end_token; token += a.warps)
       route_token(a, launch.map, scratch_of(a, shared, warp), slots, token);
+  else if (a.out.silu_table)
+    fill_table_share(a, threadIdx.x - routing_threads, helpers);
   __syncthreads();
+  if (a.out.silu_table && helpers == 0) fill_table_share(a, threadIdx.x, blockDim.x);
   rank_block_slots(a, reinterpret_cast<int*>(shared), slots, first_token, end_token);
   if (gridDim.x == 1) {
     single_block_rows(a, reinterpret_cast<int*>(shared), slots);

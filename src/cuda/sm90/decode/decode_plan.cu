@@ -14,6 +14,7 @@
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 
+#include "cuda/silu_table.cuh"
 #include "cuda/sm90/decode/decode_plan.hpp"
 #include "cuda/stage/stage_tables.hpp"
 #include "format/bf16.hpp"
@@ -159,7 +160,7 @@ enum class Staging { copy, glu };
 __device__ std::uint16_t glu_value(const GluInput& glu, std::uint16_t gate, std::uint16_t up) {
   const float g = format::bf16_to_float(gate), u = format::bf16_to_float(up);
   return format::float_to_bf16(glu.clamped ? format::swiglu_clamped(g, u, glu.alpha, glu.limit)
-                                           : format::silu_mul(g, u));
+                                           : format::mul_rn(silu_of(glu.silu_table, g), u));
 }
 
 // The bf16 at column `k` (0..63) of a k-tile whose 32 words are `words`.
