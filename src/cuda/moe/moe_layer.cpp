@@ -60,12 +60,25 @@ ExpertGroups device_groups(const MoeLayer& layer, int tokens, const std::int32_t
 }
 
 // The silu table (cuda/silu_table.cuh) pays where the activation's elements outnumber its entries
-// several times over: past one routing block (its filling threads come with the routing blocks)
-// and for silu (gpt-oss's clamped form has two parameters, no table).
+// several times over, for silu (gpt-oss's clamped form has two parameters, no table), and where
+// the routing blocks are many enough that each fills a small share (1024 entries at 64 blocks):
+// at Qwen3-30B T = 64 (8 blocks, 8192 entries a block, filled after the routing by the routing
+// threads) the layer took 1.057x its time without it (docs/perf.md, "2026-12-04").
 constexpr long long kSiluTableMinElements = 4LL * moe::kSiluTableEntries;
+constexpr int kSiluTableMinBlocks = 64;
 bool uses_silu_table(const MoeLayer& layer, int tokens, const moe::RouteShape& route) {
-  return layer.activation == MoeActivation::silu && route.blocks > 1 &&
+  return layer.activation == MoeActivation::silu && route.blocks >= kSiluTableMinBlocks &&
          slot_count(layer, tokens) * layer.intermediate_size >= kSiluTableMinElements;
+}
+
+// Threads of a routing block that do not route and fill its share of the table meanwhile: where
+// every warp routed, filling it after them cost the routing kernel ~2 us at Qwen3-30B T = 512
+// and 1024 (docs/perf.md, "2026-12-04").
+constexpr int kSiluTableFillThreads = 128;
+void add_table_fillers(moe::RouteShape& route) {
+  const int idle = route.threads - 32 * route.warps;
+  if (idle < kSiluTableFillThreads)
+    route.threads = std::min(moe::kRouteThreads, 32 * route.warps + kSiluTableFillThreads);
 }
 
 std::size_t gemm_bytes(const MoeLayer& layer, int tokens) {
@@ -105,8 +118,11 @@ Scratch carve(const MoeLayer& layer, int tokens, void* base) {
   r.chunk_counts =
       c.take<std::int32_t>(static_cast<std::size_t>(moe::place_chunks(s.route.blocks)) *
                            static_cast<std::size_t>(layer.num_local_experts));
-  r.silu_table =
-      uses_silu_table(layer, tokens, s.route) ? c.take<float>(moe::kSiluTableEntries) : nullptr;
+  r.silu_table = nullptr;
+  if (uses_silu_table(layer, tokens, s.route)) {
+    r.silu_table = c.take<float>(moe::kSiluTableEntries);
+    add_table_fillers(s.route);
+  }
   s.gate = c.take<std::uint16_t>(slots * I);
   s.up = c.take<std::uint16_t>(slots * I);
   s.down = c.take<std::uint16_t>(slots * H);
