@@ -44,7 +44,7 @@ struct GluInput {
   const std::uint16_t* up = nullptr;  // [rows, K] bf16
   bool clamped = false;               // swiglu_clamped, else silu
   float alpha = 0, limit = 0;         // swiglu_clamped's
-  const float* silu_table = nullptr;  // silu of every bf16 (cuda/moe/silu_table.cuh), or null
+  const float* silu_table = nullptr;  // silu of every bf16 (cuda/silu_table.cuh), or null
 };
 
 // nvfp4_grouped on the gated input: true when every launch the dispatcher chooses for `args`

@@ -1,9 +1,9 @@
 // silu of every bf16 value, by its bits, for the MoE layer's activation (moe_glue.cu) and the
 // decode family's gated staging (decode_plan.cu). Their inputs are bf16, so silu(g) takes 65536
 // values; each is format::silu_f32's bits, computed on the device by the MoE routing kernel's
-// threads that do not route (moe/moe_route.cu), the same function the CPU oracle evaluates. A lookup is a
-// load where the function is ~60 instructions (an exp and an IEEE division): the activation at
-// prefill sizes was bound by them, not by its bytes (docs/perf.md, "2026-12-04").
+// threads that do not route (moe/moe_route.cu), the same function the CPU oracle evaluates. A
+// lookup is a load where the function is ~60 instructions (an exp and an IEEE division): the
+// activation at prefill sizes was bound by them, not by its bytes (docs/perf.md, "2026-12-04").
 #pragma once
 
 #include <cstdint>

@@ -200,8 +200,8 @@ TEST(DecodeGluStaging, SiluTableEqualsTheFunctionOnEveryBf16) {
     int mismatches = 0, first = -1;
     for (int i = 0; i < kValues; ++i)
       if (got[i] != want[i] && mismatches++ == 0) first = i;
-    EXPECT_EQ(mismatches, 0) << (lookup ? "table" : "computed") << ": first at gate bits "
-                             << first << ", got " << (first >= 0 ? got[first] : 0) << ", want "
+    EXPECT_EQ(mismatches, 0) << (lookup ? "table" : "computed") << ": first at gate bits " << first
+                             << ", got " << (first >= 0 ? got[first] : 0) << ", want "
                              << (first >= 0 ? want[first] : 0);
   }
 }

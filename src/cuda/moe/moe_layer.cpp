@@ -2,7 +2,8 @@
 // stream, none waiting for the host (so a graph captures it, and a replay routes the new logits):
 //   1. route + group and, past one routing block, a 4-byte memset before it (the blocks' ticket)
 //      and, past 2048 slots, the placing kernel after it (moe_route.cu): the expert offsets, each
-//      row's token and each slot's row;
+//      row's token and each slot's row; from 64 routing blocks on (silu), the silu table too
+//      (cuda/silu_table.cuh), which steps 3 and 4 read;
 //   2. gate/up: the grouped NVFP4 GEMM with device offsets and the rows gathered by token id;
 //   3. the activation over gate and up (moe_glue.cu);
 //   4. down: the grouped GEMM on the activation rows;

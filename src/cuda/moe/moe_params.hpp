@@ -34,7 +34,8 @@ struct Routes {
   std::int32_t* row_expert;    // [T·k] the local expert of each row
   std::uint32_t* ticket;       // blocks done routing (zeroed before the launch)
   std::int32_t* block_counts;  // [blocks][L] each routing block's slots per local expert (when
-                               // the last block places the slots: then the blocks' before it)
+                               // the last block places the slots, then the rows of the blocks
+                               // before it)
   std::int32_t* chunk_counts;  // [blocks / kPlaceChunk, rounded up][L] the slots per local expert
                                // of each chunk of routing blocks (with a placing launch)
   float* silu_table;           // [kSiluTableEntries] cuda/silu_table.cuh, filled when not null

@@ -419,6 +419,21 @@ __device__ int write_offsets(const RouteArgs& a, RowsOf rows_of, int* offsets, i
   return total;
 }
 
+// Each expert's first row (write_offsets) from its rows per chunk of blocks, `sums` [chunks][L].
+__device__ const int* offsets_from_chunks(const RouteArgs& a, const int* sums, int chunks,
+                                          int* offsets, int* scan) {
+  const int L = a.local_experts;
+  write_offsets(
+      a,
+      [&](int l) {
+        int rows = 0;
+        for (int c = 0; c < chunks; ++c) rows += sums[c * L + l];
+        return rows;
+      },
+      offsets, scan);
+  return offsets;
+}
+
 // The last block, when it places the slots itself (few slots, few blocks). Every routing block
 // left its slots per expert (block_counts) and its slots' ranks within it; here each (block,
 // expert) gets the rows of the blocks before it, in place, and each expert its first row
@@ -456,15 +471,7 @@ __device__ const int* first_rows(const RouteArgs& a, int* shared) {
     }
   }
   // 2. The expert offsets.
-  write_offsets(
-      a,
-      [&](int l) {
-        int rows = 0;
-        for (int c = 0; c < chunks; ++c) rows += chunk_rows[c * L + l];
-        return rows;
-      },
-      offsets, scan);
-  return offsets;
+  return offsets_from_chunks(a, chunk_rows, chunks, offsets, scan);
 }
 
 // The last block, before a placing launch: each chunk of kPlaceChunk routing blocks' slots per
@@ -491,15 +498,7 @@ __device__ const int* chunk_rows(const RouteArgs& a, int* shared) {
     sums[i] = a.out.chunk_counts[i] = sum;
   }
   __syncthreads();
-  write_offsets(
-      a,
-      [&](int l) {
-        int rows = 0;
-        for (int c = 0; c < chunks; ++c) rows += sums[c * L + l];
-        return rows;
-      },
-      offsets, scan);
-  return offsets;
+  return offsets_from_chunks(a, sums, chunks, offsets, scan);
 }
 
 // With few slots (RouteShape::last_block_places) the last block places every block's slots

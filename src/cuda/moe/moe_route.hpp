@@ -60,7 +60,9 @@ struct RouteShape {
 };
 
 // The chunks of kPlaceChunk routing blocks that a placing launch's prefix reads.
-inline constexpr int place_chunks(int blocks) { return (blocks + kPlaceChunk - 1) / kPlaceChunk; }
+inline constexpr int place_chunks(int blocks) {
+  return (blocks + kPlaceChunk - 1) / kPlaceChunk;
+}
 
 inline RouteShape route_shape(int tokens, int experts, int n_group, int top_k, int local_experts) {
   RouteShape r{};
