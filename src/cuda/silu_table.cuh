@@ -18,11 +18,23 @@ __device__ __forceinline__ float silu_of(const float* table, float g) {
   return table ? __ldg(table + (format::float_to_bits(g) >> 16)) : format::silu_f32(g);
 }
 
-// Entries [begin, end) of the table, `stride` apart from begin + start (a block's share of it).
-__device__ __forceinline__ void fill_silu_table(float* table, int begin, int end, int start,
-                                                int stride) {
+// Share `part` of `parts` of the table's entries, filled by the threads `start`, `start` +
+// `stride`, ... of the caller (a routing block's threads that do not route).
+__device__ __forceinline__ void fill_silu_share(float* table, unsigned part, unsigned parts,
+                                                int start, int stride) {
+  const int per_part = (format::kBf16Patterns + parts - 1) / parts;
+  const int begin = part * per_part;
+  const int end = min(begin + per_part, format::kBf16Patterns);
   for (int i = begin + start; i < end; i += stride)
     table[i] = format::silu_f32(format::bf16_to_float(static_cast<std::uint16_t>(i)));
+}
+
+// The MoE layer's activation of bf16 inputs g and u (docs/api.md), fp32 before its rounding:
+// gpt-oss's clamped SwiGLU, or silu(g) · u with silu from `table` when given.
+__device__ __forceinline__ float activation_f32(float g, float u, bool clamped, float alpha,
+                                                float limit, const float* table) {
+  return clamped ? format::swiglu_clamped(g, u, alpha, limit)
+                 : format::mul_rn(silu_of(table, g), u);
 }
 
 }  // namespace metrale::cuda

@@ -14,6 +14,7 @@
 namespace metrale::format {
 
 inline constexpr std::uint16_t kBf16CanonicalNan = 0x7FFF;
+inline constexpr int kBf16Patterns = 1 << 16;  // every 16-bit pattern is a bf16 value
 
 METRALE_HD inline float bf16_to_float(std::uint16_t bits) {
   return bits_to_float(static_cast<std::uint32_t>(bits) << 16);

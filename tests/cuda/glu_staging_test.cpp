@@ -171,7 +171,7 @@ TEST(DecodeGluStaging, EqualsTheActivationKernelThenDown) {
 // a table built on the host with format::silu_f32, and the CPU oracle's silu_mul: the same bits.
 TEST(DecodeGluStaging, SiluTableEqualsTheFunctionOnEveryBf16) {
   METRALE_SKIP_WITHOUT_GPU();
-  constexpr int kInter = 64, kValues = cuda::moe::kSiluTableEntries;
+  constexpr int kInter = 64, kValues = format::kBf16Patterns;
   std::vector<bf16_bits> gate(kValues);
   for (int i = 0; i < kValues; ++i) gate[i] = static_cast<bf16_bits>(i);
   const std::vector<bf16_bits> up = random_rows(kValues, 7700);

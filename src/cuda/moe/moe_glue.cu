@@ -66,8 +66,8 @@ __global__ void __launch_bounds__(kGlueThreads)
       float gv = format::bf16_to_float(g.h[h]), uv = format::bf16_to_float(u.h[h]);
       if (gate_bias) gv = plus_bias(gv, gate_bias, c0 + h);
       if (up_bias) uv = plus_bias(uv, up_bias, c0 + h);
-      out.h[h] = format::float_to_bf16(a.clamped ? format::swiglu_clamped(gv, uv, a.alpha, a.limit)
-                                                 : format::mul_rn(silu_of(a.silu_table, gv), uv));
+      out.h[h] =
+          format::float_to_bf16(activation_f32(gv, uv, a.clamped, a.alpha, a.limit, a.silu_table));
     }
     reinterpret_cast<uint4*>(a.gate)[i] = out.vector;
     row += stride_rows;

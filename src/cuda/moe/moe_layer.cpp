@@ -29,6 +29,7 @@
 #include "cuda/require_device.hpp"
 #include "cuda/stage/expert_table.hpp"
 #include "cuda/stage/workspace_carve.hpp"
+#include "format/bf16.hpp"
 
 namespace metrale::cuda {
 namespace {
@@ -58,28 +59,6 @@ ExpertGroups device_groups(const MoeLayer& layer, int tokens, const std::int32_t
   return ExpertGroups{offsets, true, layer.num_local_experts,
                       static_cast<std::int32_t>(slot_count(layer, tokens)),
                       max_rows_bound(layer, tokens)};
-}
-
-// The silu table (cuda/silu_table.cuh) pays where the activation's elements outnumber its entries
-// several times over, for silu (gpt-oss's clamped form has two parameters, no table), and where
-// the routing blocks are many enough that each fills a small share (1024 entries at 64 blocks):
-// at Qwen3-30B T = 64 (8 blocks, 8192 entries a block, filled after the routing by the routing
-// threads) the layer took 1.057x its time without it (docs/perf.md, "2026-12-04").
-constexpr long long kSiluTableMinElements = 4LL * moe::kSiluTableEntries;
-constexpr int kSiluTableMinBlocks = 64;
-bool uses_silu_table(const MoeLayer& layer, int tokens, const moe::RouteShape& route) {
-  return layer.activation == MoeActivation::silu && route.blocks >= kSiluTableMinBlocks &&
-         slot_count(layer, tokens) * layer.intermediate_size >= kSiluTableMinElements;
-}
-
-// Threads of a routing block that do not route and fill its share of the table meanwhile: where
-// every warp routed, filling it after them cost the routing kernel ~2 us at Qwen3-30B T = 512
-// and 1024 (docs/perf.md, "2026-12-04").
-constexpr int kSiluTableFillThreads = 128;
-void add_table_fillers(moe::RouteShape& route) {
-  const int idle = route.threads - 32 * route.warps;
-  if (idle < kSiluTableFillThreads)
-    route.threads = std::min(moe::kRouteThreads, 32 * route.warps + kSiluTableFillThreads);
 }
 
 std::size_t gemm_bytes(const MoeLayer& layer, int tokens) {
@@ -112,18 +91,16 @@ Scratch carve(const MoeLayer& layer, int tokens, void* base) {
   r.row_token = c.take<std::int32_t>(slots);
   r.row_expert = c.take<std::int32_t>(slots);
   r.ticket = c.take<std::uint32_t>(1);
+  const bool silu = layer.activation == MoeActivation::silu;
   s.route = moe::route_shape(tokens, layer.num_experts, layer.n_group, layer.top_k,
-                             layer.num_local_experts);
+                             layer.num_local_experts,
+                             silu ? slot_count(layer, tokens) * layer.intermediate_size : 0);
   r.block_counts = c.take<std::int32_t>(static_cast<std::size_t>(s.route.blocks) *
                                         static_cast<std::size_t>(layer.num_local_experts));
   r.chunk_counts =
       c.take<std::int32_t>(static_cast<std::size_t>(moe::place_chunks(s.route.blocks)) *
                            static_cast<std::size_t>(layer.num_local_experts));
-  r.silu_table = nullptr;
-  if (uses_silu_table(layer, tokens, s.route)) {
-    r.silu_table = c.take<float>(moe::kSiluTableEntries);
-    add_table_fillers(s.route);
-  }
+  r.silu_table = s.route.fills_silu_table ? c.take<float>(format::kBf16Patterns) : nullptr;
   s.gate = c.take<std::uint16_t>(slots * I);
   s.up = c.take<std::uint16_t>(slots * I);
   s.down = c.take<std::uint16_t>(slots * H);

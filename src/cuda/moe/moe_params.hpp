@@ -17,7 +17,6 @@ inline constexpr int kRouteThreads = 1024;      // a routing block: every warp g
 inline constexpr int kRouteWarps = kRouteThreads / 32;  // most warps routing at once (a token each)
 inline constexpr int kMaxRouteBlocks = 128;             // more tokens: each warp routes several
 inline constexpr int kPlaceThreads = 256;               // a placing block (one per routing block)
-inline constexpr int kSiluTableEntries = 1 << 16;       // cuda/silu_table.cuh: one per bf16 value
 // Routing blocks whose counts are summed per expert into one chunk (the placing launch's prefix
 // over blocks reads the chunks before its own and the blocks before it in its own chunk).
 inline constexpr int kPlaceChunk = 16;
@@ -38,7 +37,7 @@ struct Routes {
                                // before it)
   std::int32_t* chunk_counts;  // [blocks / kPlaceChunk, rounded up][L] the slots per local expert
                                // of each chunk of routing blocks (with a placing launch)
-  float* silu_table;           // [kSiluTableEntries] cuda/silu_table.cuh, filled when not null
+  float* silu_table;           // [format::kBf16Patterns] cuda/silu_table.cuh, filled when not null
 };
 
 enum class RouteKind : std::int32_t { softmax_topk = 0, sigmoid_grouped_topk = 1, precomputed = 2 };

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "cuda/moe/moe_params.hpp"
+#include "format/bf16.hpp"
 
 namespace metrale::cuda::moe {
 
@@ -54,6 +55,7 @@ inline constexpr int kLastBlockPlaceSlots = 2048;
 // [L + 1], a scan [33]), then the block's slot copies when they fit.
 struct RouteShape {
   int warps, tokens_per_block, blocks, threads;
+  bool fills_silu_table;  // the blocks fill the layer's silu table (cuda/silu_table.cuh)
   int slot_copy_at;  // byte offset of the slot copies in shared memory; 0: none
   bool last_block_places;  // past one block: the last places every slot (no placing launch)
   std::size_t shared_bytes;
@@ -64,7 +66,19 @@ inline constexpr int place_chunks(int blocks) {
   return (blocks + kPlaceChunk - 1) / kPlaceChunk;
 }
 
-inline RouteShape route_shape(int tokens, int experts, int n_group, int top_k, int local_experts) {
+// The silu table pays where the activation's elements outnumber its entries several times over
+// and the routing blocks are many enough that each fills a small share (1024 entries at 64
+// blocks): at Qwen3-30B T = 64 (8 blocks, 8192 entries each) the layer took 1.057x its time
+// without it. Its share is filled by threads that do not route, added where every warp routes:
+// filled after the routing, it cost the kernel ~2 us at Qwen3-30B T = 512 and 1024 (docs/perf.md,
+// "2026-12-04").
+inline constexpr long long kSiluTableMinElements = 4LL * format::kBf16Patterns;
+inline constexpr int kSiluTableMinBlocks = 64;
+inline constexpr int kSiluTableFillThreads = 128;
+
+// `silu_elements`: the layer's activation elements (T·k·I) when it is silu, else 0.
+inline RouteShape route_shape(int tokens, int experts, int n_group, int top_k, int local_experts,
+                              long long silu_elements = 0) {
   RouteShape r{};
   const int per_warp = static_cast<int>(route_warp_bytes(experts, n_group, top_k));
   const int fit = std::clamp(kMaxRouteShared / per_warp, 1, kRouteWarps);
@@ -77,6 +91,9 @@ inline RouteShape route_shape(int tokens, int experts, int n_group, int top_k, i
   r.warps = std::clamp(r.tokens_per_block, 1, fit);
   const int experts_rounded = (local_experts + 31) / 32 * 32;
   r.threads = std::clamp(std::max(32 * r.warps, experts_rounded), kMinRouteThreads, kRouteThreads);
+  r.fills_silu_table = r.blocks >= kSiluTableMinBlocks && silu_elements >= kSiluTableMinElements;
+  if (r.fills_silu_table)
+    r.threads = std::min(kRouteThreads, std::max(r.threads, 32 * r.warps + kSiluTableFillThreads));
   const std::size_t L = static_cast<std::size_t>(local_experts);
   const std::size_t routing = static_cast<std::size_t>(r.warps) * per_warp;
   r.last_block_places = r.blocks > 1 && std::int64_t{T} * top_k <= kLastBlockPlaceSlots;

@@ -159,8 +159,8 @@ enum class Staging { copy, glu };
 // fp32 of the bf16 inputs, one rounding to bf16.
 __device__ std::uint16_t glu_value(const GluInput& glu, std::uint16_t gate, std::uint16_t up) {
   const float g = format::bf16_to_float(gate), u = format::bf16_to_float(up);
-  return format::float_to_bf16(glu.clamped ? format::swiglu_clamped(g, u, glu.alpha, glu.limit)
-                                           : format::mul_rn(silu_of(glu.silu_table, g), u));
+  return format::float_to_bf16(
+      activation_f32(g, u, glu.clamped, glu.alpha, glu.limit, glu.silu_table));
 }
 
 // The bf16 at column `k` (0..63) of a k-tile whose 32 words are `words`.
