@@ -524,7 +524,7 @@ TEST(CudaMoe, HostSideRefusalsNameTheValue) {
 }
 
 // The routing launch's shape (host logic, no GPU): one block up to 16 tokens, else blocks of
-// about 8 tokens, the last placing every slot up to 2048 of them; a block takes the threads its
+// about 8 tokens, the last placing every slot up to 512 of them; a block takes the threads its
 // routing warps and its loops over the experts need, never fewer than four warps; its slot
 // copies fit the shared memory it asks for.
 TEST(CudaMoe, RouteShapeSizesBlocksToTheirWork) {
@@ -539,6 +539,8 @@ TEST(CudaMoe, RouteShapeSizesBlocksToTheirWork) {
       {16, 128, 1, 8, 1, 512},  // the most one block routes: a warp per token
       {20, 128, 1, 8, 3, 224, true},  // past it, blocks of about 8 tokens
       {64, 128, 1, 8, 8, 256, true},  // 512 slots: the last block places them
+      {65, 128, 1, 8, 9, 256},        // 520 slots: a placing launch
+      {64, 512, 1, 10, 8, 512},       // Qwen3-Next, 640 slots: a placing launch
       {512, 128, 1, 8, 64, 256},      // 4096 slots: a placing launch
       {1, 8, 1, 2, 1, 128},     // Mixtral
       {4096, 128, 1, 8, 128, 1024},

@@ -41,8 +41,10 @@ inline constexpr int kMaxSlotCopyBytes = 32 * 1024;
 inline constexpr int kSingleBlockTokens = 16;
 inline constexpr int kRouteBlockTokens = 8;
 // Past one block, up to this many slots the last block places them all (a routing block's
-// threads, a few slots each) instead of a placing launch of a block per routing block.
-inline constexpr int kLastBlockPlaceSlots = 2048;
+// threads, a few slots each) instead of a placing launch of a block per routing block. Measured
+// with the placing launch's prefix (docs/perf.md, "2026-12-04, twelfth session"): the layer at
+// Qwen3-30B T = 256 (2048 slots) 2.3 % faster with the launch, T = 128 0.9 %; level at 640 slots.
+inline constexpr int kLastBlockPlaceSlots = 512;
 
 // The routing launch's shape for T tokens: one block up to kSingleBlockTokens, else blocks of
 // about kRouteBlockTokens tokens (at most kMaxRouteBlocks), each with a routing warp per token
