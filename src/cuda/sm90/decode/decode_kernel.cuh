@@ -181,8 +181,8 @@ __device__ __forceinline__ void run_units(const DecodeParams& p, const Work& wor
   // The consumer: stage by stage; chunks and units end at stage boundaries.
   int unit_u = blockIdx.x;
   Unit unit = locate_unit<kTokens>(p, work, unit_u);
-  int kt = unit.kt_begin;               // first k-tile of the stage being consumed
-  int chunk = kt / unit.chunk_tiles;    // index of the chunk it belongs to
+  int kt = unit.kt_begin();               // first k-tile of the stage being consumed
+  int chunk = unit.first_chunk;         // index of the chunk it belongs to
   int chunk_stages_left = chunk_stages<kTokens>(unit);
   bool chunk_opens = true;
   int slot = 0;
@@ -275,8 +275,8 @@ __device__ __forceinline__ void run_units(const DecodeParams& p, const Work& wor
       }
       unit_u += gridDim.x;
       unit = next_unit;
-      kt = unit.kt_begin;
-      chunk = kt / unit.chunk_tiles;
+      kt = unit.kt_begin();
+      chunk = unit.first_chunk;
       chunk_stages_left = chunk_stages<kTokens>(unit);
     } else {
       kt += S::kSubTiles;

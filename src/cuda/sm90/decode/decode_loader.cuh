@@ -97,14 +97,21 @@ struct HostPlannedWork {
 // before griddepcontrol.wait and their activations (written by the staging kernel) after it.
 enum class Parts { all, weights, activations };
 
-struct Unit {
+struct alignas(16) Unit {
   std::int32_t expert, proj, n0, row_begin, rows;
   std::int32_t tile;            // counter of a split tile
-  std::int32_t kt_begin, kt_end, chunk_tiles, chunks, splits, fold_blocks;
+  std::int32_t first_chunk;     // its k-tiles start at first_chunk x chunk_tiles (kt_begin())
+  std::int32_t kt_end, chunk_tiles, chunks, splits, fold_blocks;
   std::int64_t partial;         // float offset of the tile's partial slots
+
+  __device__ __forceinline__ int kt_begin() const { return first_chunk * chunk_tiles; }
 };
 
-// Step 1: unit u of the work list.
+// Step 1: unit u of the work list. Units come a few per CTA (blockIdx.x, + gridDim.x, ...), so
+// this runs once a unit, where a short K makes a unit a few stages: its divisions are by the
+// launch's tile count (FastDiv) and the projection count (1 or 2: a shift), and by the split only
+// in a split segment (~7 divisions, a sixth of the decode kernel's instructions on Qwen3-30B's
+// down at T = 64, 3 stages a unit: docs/perf.md, "2026-12-04, twelfth session").
 template <int kTokens, class Work>
 __device__ __forceinline__ Unit locate_unit(const DecodeParams& p, const Work& work, int u) {
   int lo = 0, hi = work.count - 1;
@@ -113,25 +120,32 @@ __device__ __forceinline__ Unit locate_unit(const DecodeParams& p, const Work& w
     if (work.unit_first[mid] <= u) lo = mid; else hi = mid - 1;
   }
   const Segment seg = work.segment(lo);
-  const int local = u - work.unit_first[lo];
-  const int range = local % seg.splits, tile = local / seg.splits;
-  const int n_tile = tile % p.n_tiles, rest = tile / p.n_tiles;
-  const int token_tile = rest / p.proj_count;
+  const auto local = static_cast<std::uint32_t>(u - work.unit_first[lo]);
+  std::uint32_t tile = local;
+  int first_chunk = 0, end_chunk = seg.chunks;
+  if (seg.splits > 1) {  // a few tiles, many chunks each: their own divisions are no cost
+    const int range = static_cast<int>(local % seg.splits);
+    tile = local / seg.splits;
+    first_chunk = range * seg.chunks / seg.splits;
+    end_chunk = (range + 1) * seg.chunks / seg.splits;
+  }
+  const std::uint32_t rest = p.n_tiles.quotient(tile);
+  const int n_tile = static_cast<int>(p.n_tiles.remainder(tile, rest));
+  const int projection_bits = p.proj_count - 1;  // proj_count is 1 or 2
+  const int token_tile = static_cast<int>(rest >> projection_bits);
   Unit unit;
   unit.expert = seg.expert;
-  unit.proj = rest % p.proj_count;
+  unit.proj = static_cast<int>(rest) & projection_bits;
   unit.n0 = n_tile * kRows;
   unit.row_begin = seg.row_begin + token_tile * kTokens;
   unit.rows = min(kTokens, seg.rows - token_tile * kTokens);
-  unit.tile = seg.first_tile + tile;
+  unit.tile = seg.first_tile + static_cast<int>(tile);
   unit.chunk_tiles = seg.chunk_tiles;
   unit.chunks = seg.chunks;
   unit.splits = seg.splits;
   unit.fold_blocks = seg.fold_blocks;
-  const int first_chunk = range * seg.chunks / seg.splits;
-  const int end_chunk = (range + 1) * seg.chunks / seg.splits;
+  unit.first_chunk = first_chunk;
   const int k_tiles = (p.k + kKTile - 1) / kKTile;
-  unit.kt_begin = first_chunk * seg.chunk_tiles;
   // Whole stages: the k-tiles past K in the last one are loaded as zeros.
   constexpr int kSub = Shape<kTokens>::kSubTiles;
   unit.kt_end = (min(end_chunk * seg.chunk_tiles, k_tiles) + kSub - 1) / kSub * kSub;
@@ -313,7 +327,7 @@ struct LoadCursor {
   __device__ __forceinline__ void begin(const DecodeParams& p, const Work& work) {
     u = blockIdx.x;
     unit = locate_unit<kTokens>(p, work, u);
-    kt = unit.kt_begin;
+    kt = unit.kt_begin();
     loader.start(p, work, unit);
   }
 
@@ -330,7 +344,7 @@ struct LoadCursor {
         loading = u < work.units;
         if (loading) {
           unit = locate_unit<kTokens>(p, work, u);
-          kt = unit.kt_begin;
+          kt = unit.kt_begin();
           loader.start(p, work, unit);
         }
       }

@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "cuda/cuda_backend.hpp"
+#include "cuda/fast_div.hpp"
 #include "cuda/stage/expert_table.hpp"
 #include "format/host_device.hpp"
 #include "format/layouts.hpp"
@@ -243,7 +244,8 @@ struct DecodeParams {             // the main kernel's parameters
   float* partials;
   std::uint32_t* counters;
   std::uint16_t* out[2];          // bf16 [m_total, N] per projection
-  std::int32_t n, k, num_experts, proj_count, n_tiles;
+  std::int32_t n, k, num_experts, proj_count;  // proj_count: 1 or 2
+  FastDiv n_tiles;                // 64-row weight tiles of N
   std::int32_t scale_sfb;         // 1: SFB scales, 0: [K/16, N]
   std::int32_t scale_vec16;       // [K/16, N] rows 16-byte aligned (N % 16 == 0, aligned bases)
   std::int32_t max_segments;      // unit_first entries cached in shared memory
