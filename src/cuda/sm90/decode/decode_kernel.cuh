@@ -180,7 +180,7 @@ __device__ __forceinline__ void run_units(const DecodeParams& p, const Work& wor
 
   // The consumer: stage by stage; chunks and units end at stage boundaries.
   int unit_u = blockIdx.x;
-  Unit unit = locate_unit<kTokens>(p, work, unit_u);
+  Unit unit = locate_unit<kTokens>(p, work, unit_u);  // before the loader's segments are visible
   int kt = unit.kt_begin();               // first k-tile of the stage being consumed
   int chunk = unit.first_chunk;         // index of the chunk it belongs to
   int chunk_stages_left = chunk_stages<kTokens>(unit);
@@ -233,7 +233,8 @@ __device__ __forceinline__ void run_units(const DecodeParams& p, const Work& wor
         __syncthreads();
         load_next();  // refills the slot of the previous stage (its wgmmas are done)
         if (unit_ends && more) {
-          next_unit = locate_unit<kTokens>(p, work, unit_u + gridDim.x);
+          next_unit = unit_in_segment<kTokens>(p, work, unit_u + gridDim.x,
+                                               cursor.segments[next_slot]);
           offsets = decode_offsets(p, next_unit.n0);
         }
         if (more) decode(base_ptr + next_slot * S::kStageBytes, 0, frag[0]);
@@ -307,8 +308,9 @@ __global__ void __launch_bounds__(Shape<kTokens>::kThreads, Shape<kTokens>::kMin
   __syncthreads();
   const DeviceWork work{p, unit_first, cached, units};
 
+  __shared__ int segment_ring[S::kStages];
   LoadCursor<kTokens> cursor;
-  cursor.begin(p, work);
+  cursor.begin(p, work, segment_ring);
   for (int s = 0; s < S::kStages - 1; ++s) {
     cursor.template step<Parts::all>(p, work, base, base_ptr);
     cp_async_commit();
@@ -342,8 +344,9 @@ __global__ void __launch_bounds__(Shape<kTokens>::kThreads, Shape<kTokens>::kMin
   constexpr int kCounts = offsetof(HostWork, segments) / 4;
   const HostPlannedWork work{w, unit_first, unit_first[kCounts], unit_first[kCounts + 1]};
 
+  __shared__ int segment_ring[S::kStages];
   LoadCursor<kTokens> cursor;
-  cursor.begin(p, work);
+  cursor.begin(p, work, segment_ring);
   const LoadCursor<kTokens> first = cursor;
   for (int s = 0; s < S::kStages - 1; ++s)
     cursor.template step<Parts::weights>(p, work, base, base_ptr);

@@ -112,13 +112,20 @@ struct alignas(16) Unit {
 // launch's tile count (FastDiv) and the projection count (1 or 2: a shift), and by the split only
 // in a split segment (~7 divisions, a sixth of the decode kernel's instructions on Qwen3-30B's
 // down at T = 64, 3 stages a unit: docs/perf.md, "2026-12-04, twelfth session").
-template <int kTokens, class Work>
-__device__ __forceinline__ Unit locate_unit(const DecodeParams& p, const Work& work, int u) {
+template <class Work>
+__device__ __forceinline__ int find_segment(const Work& work, int u) {
   int lo = 0, hi = work.count - 1;
   while (lo < hi) {
     const int mid = (lo + hi + 1) / 2;
     if (work.unit_first[mid] <= u) lo = mid; else hi = mid - 1;
   }
+  return lo;
+}
+
+// Unit u, which lies in segment `lo`.
+template <int kTokens, class Work>
+__device__ __forceinline__ Unit unit_in_segment(const DecodeParams& p, const Work& work, int u,
+                                                int lo) {
   const Segment seg = work.segment(lo);
   const auto local = static_cast<std::uint32_t>(u - work.unit_first[lo]);
   std::uint32_t tile = local;
@@ -152,6 +159,11 @@ __device__ __forceinline__ Unit locate_unit(const DecodeParams& p, const Work& w
   unit.partial = seg.first_partial +
                  static_cast<std::int64_t>(tile) * seg.chunks * seg.fold_blocks * 8 * kRows;
   return unit;
+}
+
+template <int kTokens, class Work>
+__device__ __forceinline__ Unit locate_unit(const DecodeParams& p, const Work& work, int u) {
+  return unit_in_segment<kTokens>(p, work, u, find_segment(work, u));
 }
 
 // Step 2: this thread's cp.async share of a stage. Activation piece i of the thread is row
@@ -315,6 +327,10 @@ struct StageLoader {
 };
 
 // The loader's cursor: kStages - 1 stages ahead of the consumer's, over the same units.
+//
+// Each unit's segment, found by the loader's binary search, is left in `segments` (the entry of
+// the stage slot the unit's first stage fills, written by thread 0), where the consumer finds it
+// when it reaches the unit, one stage barrier later at least: the consumer skips the search.
 template <int kTokens>
 struct LoadCursor {
   using S = Shape<kTokens>;
@@ -322,11 +338,15 @@ struct LoadCursor {
   bool loading = true;
   Unit unit;
   StageLoader<kTokens> loader;
+  int* segments = nullptr;  // [kStages], shared memory
 
   template <class Work>
-  __device__ __forceinline__ void begin(const DecodeParams& p, const Work& work) {
+  __device__ __forceinline__ void begin(const DecodeParams& p, const Work& work, int* ring) {
+    segments = ring;
     u = blockIdx.x;
-    unit = locate_unit<kTokens>(p, work, u);
+    const int segment = find_segment(work, u);
+    if (threadIdx.x == 0) segments[0] = segment;
+    unit = unit_in_segment<kTokens>(p, work, u, segment);
     kt = unit.kt_begin();
     loader.start(p, work, unit);
   }
@@ -339,17 +359,19 @@ struct LoadCursor {
       loader.template load<kParts>(p, kt, base + slot * S::kStageBytes,
                                    base_ptr + slot * S::kStageBytes);
       kt += S::kSubTiles;
-      if (kt >= unit.kt_end) {
-        u += gridDim.x;
-        loading = u < work.units;
-        if (loading) {
-          unit = locate_unit<kTokens>(p, work, u);
-          kt = unit.kt_begin();
-          loader.start(p, work, unit);
-        }
-      }
     }
     slot = slot + 1 == S::kStages ? 0 : slot + 1;
+    if (loading && kt >= unit.kt_end) {
+      u += gridDim.x;
+      loading = u < work.units;
+      if (loading) {
+        const int segment = find_segment(work, u);
+        if (threadIdx.x == 0) segments[slot] = segment;  // the unit's first stage goes to `slot`
+        unit = unit_in_segment<kTokens>(p, work, u, segment);
+        kt = unit.kt_begin();
+        loader.start(p, work, unit);
+      }
+    }
   }
 };
 
