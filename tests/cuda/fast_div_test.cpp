@@ -2,13 +2,13 @@
 // remainder from it against `/` and `%`, for every divisor up to 4096 over dividends around each
 // multiple of it and at the range's ends, and for divisors at powers of two, their neighbours and
 // the top of the range. The device path differs only in __umulhi for the 64-bit product.
+#include "cuda/fast_div.hpp"
+
 #include <cstdint>
 #include <random>
 #include <vector>
 
 #include <gtest/gtest.h>
-
-#include "cuda/fast_div.hpp"
 
 namespace metrale::cuda_test {
 namespace {
@@ -52,7 +52,8 @@ TEST(FastDiv, LargeDivisorsAndRandomDividends) {
   std::uniform_int_distribution<std::uint32_t> dividend(0, kMaxDividend);
   std::vector<std::uint32_t> divisors{kMaxDividend, kMaxDividend - 1, 65535, 65536, 65537};
   for (int s = 1; s < 31; ++s)
-    for (std::int64_t off : {-1, 0, 1}) divisors.push_back(static_cast<std::uint32_t>((1LL << s) + off));
+    for (std::int64_t off : {-1, 0, 1})
+      divisors.push_back(static_cast<std::uint32_t>((1LL << s) + off));
   for (std::uint32_t d : divisors) {
     for (std::uint32_t x : edges(d, 16)) expect_divides(d, x);
     for (int i = 0; i < 20000; ++i) expect_divides(d, dividend(rng));

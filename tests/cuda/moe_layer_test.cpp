@@ -533,16 +533,16 @@ TEST(CudaMoe, RouteShapeSizesBlocksToTheirWork) {
     bool last_block_places = false;
   };
   const Expected cases[] = {
-      {1, 128, 1, 8, 1, 128},  // Qwen3-30B at T = 1: one warp routes, four share the loops
-      {1, 512, 1, 10, 1, 512},  // Qwen3-Next: a thread per expert
-      {1, 256, 8, 8, 1, 256},   // DeepSeek-V3
-      {16, 128, 1, 8, 1, 512},  // the most one block routes: a warp per token
+      {1, 128, 1, 8, 1, 128},         // Qwen3-30B at T = 1: one warp routes, four share the loops
+      {1, 512, 1, 10, 1, 512},        // Qwen3-Next: a thread per expert
+      {1, 256, 8, 8, 1, 256},         // DeepSeek-V3
+      {16, 128, 1, 8, 1, 512},        // the most one block routes: a warp per token
       {20, 128, 1, 8, 3, 224, true},  // past it, blocks of about 8 tokens
       {64, 128, 1, 8, 8, 256, true},  // 512 slots: the last block places them
       {65, 128, 1, 8, 9, 256},        // 520 slots: a placing launch
       {64, 512, 1, 10, 8, 512},       // Qwen3-Next, 640 slots: a placing launch
       {512, 128, 1, 8, 64, 256},      // 4096 slots: a placing launch
-      {1, 8, 1, 2, 1, 128},     // Mixtral
+      {1, 8, 1, 2, 1, 128},           // Mixtral
       {4096, 128, 1, 8, 128, 1024},
   };
   for (const Expected& e : cases) {

@@ -181,8 +181,8 @@ __device__ __forceinline__ void run_units(const DecodeParams& p, const Work& wor
   // The consumer: stage by stage; chunks and units end at stage boundaries.
   int unit_u = blockIdx.x;
   Unit unit = locate_unit<kTokens>(p, work, unit_u);  // before the loader's segments are visible
-  int kt = unit.kt_begin();               // first k-tile of the stage being consumed
-  int chunk = unit.first_chunk;         // index of the chunk it belongs to
+  int kt = unit.kt_begin();                           // first k-tile of the stage being consumed
+  int chunk = unit.first_chunk;                       // index of the chunk it belongs to
   int chunk_stages_left = chunk_stages<kTokens>(unit);
   bool chunk_opens = true;
   int slot = 0;
@@ -233,8 +233,8 @@ __device__ __forceinline__ void run_units(const DecodeParams& p, const Work& wor
         __syncthreads();
         load_next();  // refills the slot of the previous stage (its wgmmas are done)
         if (unit_ends && more) {
-          next_unit = unit_in_segment<kTokens>(p, work, unit_u + gridDim.x,
-                                               cursor.segments[next_slot]);
+          next_unit =
+              unit_in_segment<kTokens>(p, work, unit_u + gridDim.x, cursor.segments[next_slot]);
           offsets = decode_offsets(p, next_unit.n0);
         }
         if (more) decode(base_ptr + next_slot * S::kStageBytes, 0, frag[0]);

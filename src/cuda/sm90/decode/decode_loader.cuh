@@ -97,6 +97,8 @@ struct HostPlannedWork {
 // before griddepcontrol.wait and their activations (written by the staging kernel) after it.
 enum class Parts { all, weights, activations };
 
+// 16-byte aligned as measured (the host-planned kernel copies the cursor, this unit with it, to
+// replay its first stages, and the alignment changes that kernel's register allocation).
 struct alignas(16) Unit {
   std::int32_t expert, proj, n0, row_begin, rows;
   std::int32_t tile;            // counter of a split tile
@@ -107,11 +109,9 @@ struct alignas(16) Unit {
   __device__ __forceinline__ int kt_begin() const { return first_chunk * chunk_tiles; }
 };
 
-// Step 1: unit u of the work list. Units come a few per CTA (blockIdx.x, + gridDim.x, ...), so
-// this runs once a unit, where a short K makes a unit a few stages: its divisions are by the
-// launch's tile count (FastDiv) and the projection count (1 or 2: a shift), and by the split only
-// in a split segment (~7 divisions, a sixth of the decode kernel's instructions on Qwen3-30B's
-// down at T = 64, 3 stages a unit: docs/perf.md, "2026-12-04, twelfth session").
+// Step 1: unit u of the work list, once a unit, which a short K makes a few stages (Qwen3-30B's
+// down at T = 64: three). Its segment by binary search over the unit prefix (find_segment), then
+// the unit within it (unit_in_segment).
 template <class Work>
 __device__ __forceinline__ int find_segment(const Work& work, int u) {
   int lo = 0, hi = work.count - 1;
@@ -122,7 +122,10 @@ __device__ __forceinline__ int find_segment(const Work& work, int u) {
   return lo;
 }
 
-// Unit u, which lies in segment `lo`.
+// Unit u, which lies in segment `lo`. Its divisions are by the launch's tile count (FastDiv) and
+// the projection count (1 or 2, as the API validates: a shift), and by the split only in a split
+// segment: with seven divisions by variables it was a sixth of the kernel's instructions at
+// Qwen3-30B down T = 64 (docs/perf.md, "2026-12-04, twelfth session").
 template <int kTokens, class Work>
 __device__ __forceinline__ Unit unit_in_segment(const DecodeParams& p, const Work& work, int u,
                                                 int lo) {
@@ -138,7 +141,7 @@ __device__ __forceinline__ Unit unit_in_segment(const DecodeParams& p, const Wor
   }
   const std::uint32_t rest = p.n_tiles.quotient(tile);
   const int n_tile = static_cast<int>(p.n_tiles.remainder(tile, rest));
-  const int projection_bits = p.proj_count - 1;  // proj_count is 1 or 2
+  const int projection_bits = p.proj_count - 1;
   const int token_tile = static_cast<int>(rest >> projection_bits);
   Unit unit;
   unit.expert = seg.expert;
@@ -330,7 +333,10 @@ struct StageLoader {
 //
 // Each unit's segment, found by the loader's binary search, is left in `segments` (the entry of
 // the stage slot the unit's first stage fills, written by thread 0), where the consumer finds it
-// when it reaches the unit, one stage barrier later at least: the consumer skips the search.
+// when it reaches the unit, one stage barrier later at least: the consumer skips the search. The
+// loader writes that entry again only when a later unit starts in the same slot, after the
+// consumer has taken the stage there. (The whole unit through shared memory saved more
+// instructions and measured slower on long K: ptxas scheduled the stage loop worse.)
 template <int kTokens>
 struct LoadCursor {
   using S = Shape<kTokens>;

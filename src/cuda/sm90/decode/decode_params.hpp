@@ -244,7 +244,7 @@ struct DecodeParams {             // the main kernel's parameters
   float* partials;
   std::uint32_t* counters;
   std::uint16_t* out[2];          // bf16 [m_total, N] per projection
-  std::int32_t n, k, num_experts, proj_count;  // proj_count: 1 or 2
+  std::int32_t n, k, num_experts, proj_count;
   FastDiv n_tiles;                // 64-row weight tiles of N
   std::int32_t scale_sfb;         // 1: SFB scales, 0: [K/16, N]
   std::int32_t scale_vec16;       // [K/16, N] rows 16-byte aligned (N % 16 == 0, aligned bases)
