@@ -94,15 +94,13 @@ __device__ __forceinline__ void decode_sub_tile(const std::uint8_t* weights,
   }
 }
 
-// Step 4: a sub-tile's four wgmmas; the first starts from zero when the sub-tile opens a chunk.
-// `act` is the descriptor of the sub-tile's activations.
+// Step 4: a sub-tile's four wgmmas (one statement: rs4); the first starts from zero when the
+// sub-tile opens a chunk. `act` is the descriptor of the sub-tile's activations.
 template <int kTokens>
 __device__ __forceinline__ void issue_sub_tile(uint64_t act, const uint32_t (&frag)[4][4],
                                             float (&acc)[kTokens / 2], bool opens_chunk) {
   wgmma_fence();
-#pragma unroll
-  for (int s = 0; s < 4; ++s)
-    Wgmma<kTokens>::rs(acc, frag[s], descriptor_plus(act, s * 32), (s == 0 && opens_chunk) ? 0 : 1);
+  Wgmma<kTokens>::rs4(acc, frag, act, opens_chunk ? 0 : 1);
   wgmma_commit();
 }
 
