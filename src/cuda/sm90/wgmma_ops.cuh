@@ -2,10 +2,11 @@
 // wgmma.mma_async m64nNk16, bf16 x bf16 -> fp32, sm_90a. `rs`: A from registers (4 x bf16x2
 // per thread, the mma.m16n8k16 A-fragment layout per warp), B from shared memory (descriptor).
 // `ss`: A and B from shared memory. A and B K-major (no transpose); accumulate when scale_d != 0.
-// `rs4`: four `rs` k16 steps in one statement, step s on a[s] and desc_b + 2 s (B 32 bytes on);
-// only the first honours scale_d. Written so, ptxas adds the descriptors as 64-bit uniform values;
-// as four `rs` calls it rebuilt each one's high word (~3 uniform instructions a wgmma, not ~1.3:
-// docs/perf.md, 2026-12-04, thirteenth session).
+// `rs4`: four `rs` k16 steps in one statement, step s on a[s] and desc_b + 2 s (B 32 bytes on;
+// the start address never carries out of its field below 256 KB); only the first honours
+// scale_d. Written so, ptxas adds the descriptors as 64-bit uniform values; as four `rs` calls it
+// rebuilt each one's high word (~3 uniform instructions a wgmma, not ~1.3: docs/perf.md,
+// 2026-12-04, thirteenth session).
 #pragma once
 
 #include <cstdint>
