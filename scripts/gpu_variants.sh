@@ -16,6 +16,8 @@
 # BENCH_ARGS must not name --json or --commit (each run gets its own). ROUNDS=N (default 2);
 # REUSE=1 keeps the variants' binaries from an earlier run on the same machine.
 # OUTDIR/table.txt, build.log, and per variant (up to six) a JSON of its rows at their best round.
+# Into bench/results go the table and the JSONs of main's code only: check_targets.py reads every
+# JSON there and the newest file wins a row, so a variant that was not merged must not leave one.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
