@@ -28,10 +28,13 @@ struct Wgmma;
 def acc_list(n, first):
     return ", ".join(f"%{first + i}" for i in range(n))
 
+def acc_outputs(acc):
+    return ", ".join(f'"+f"(d[{i}])' for i in range(acc))
+
 def rs4(n):
     """Four k16 steps in one asm statement (see the header)."""
     acc = n // 2
-    outs = ", ".join(f'"+f"(d[{i}])' for i in range(acc))
+    outs = acc_outputs(acc)
     ins = ", ".join(f'"r"(a[{s}][{q}])' for s in range(4) for q in range(4))
     desc, scale = acc + 16, acc + 17
     steps = "".join(
@@ -53,7 +56,7 @@ def rs4(n):
 
 def spec(n):
     acc = n // 2
-    outs = ", ".join(f'"+f"(d[{i}])' for i in range(acc))
+    outs = acc_outputs(acc)
     rs_a = acc_list(4, acc)
     rs_desc = acc + 4
     rs_scale = acc + 5

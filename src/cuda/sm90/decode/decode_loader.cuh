@@ -350,8 +350,14 @@ struct LoadCursor {
   __device__ __forceinline__ void begin(const DecodeParams& p, const Work& work, int* ring) {
     segments = ring;
     u = blockIdx.x;
+    enter_unit(p, work);
+  }
+
+  // Unit u, whose first stage goes to `slot`: located, its segment left in the ring.
+  template <class Work>
+  __device__ __forceinline__ void enter_unit(const DecodeParams& p, const Work& work) {
     const int segment = find_segment(work, u);
-    if (threadIdx.x == 0) segments[0] = segment;
+    if (threadIdx.x == 0) segments[slot] = segment;
     unit = unit_in_segment<kTokens>(p, work, u, segment);
     kt = unit.kt_begin();
     loader.start(p, work, unit);
@@ -370,13 +376,7 @@ struct LoadCursor {
     if (loading && kt >= unit.kt_end) {
       u += gridDim.x;
       loading = u < work.units;
-      if (loading) {
-        const int segment = find_segment(work, u);
-        if (threadIdx.x == 0) segments[slot] = segment;  // the unit's first stage goes to `slot`
-        unit = unit_in_segment<kTokens>(p, work, u, segment);
-        kt = unit.kt_begin();
-        loader.start(p, work, unit);
-      }
+      if (loading) enter_unit(p, work);
     }
   }
 };
