@@ -29,7 +29,7 @@ namespace {
 struct BenchOptions {
   std::vector<std::string> models, ops, impls;
   std::vector<int> tokens;
-  std::string shapes, name = "custom";
+  std::string shapes, name = "custom", weights = "prepacked";
   int hidden = 0, inter = 0, experts = 0, top_k = 0;
   bench::BenchConfig config;
 };
@@ -73,6 +73,9 @@ bench::BenchConfig resolve(BenchOptions& opt) {
   if (c.impls.empty()) c.impls = bench::default_impls();
   METRALE_REQUIRE(c.budget_ms > 0, "bench: --budget-ms {} must be positive", c.budget_ms);
   METRALE_REQUIRE(c.skew >= 0, "bench: --skew {} must be >= 0", c.skew);
+  METRALE_REQUIRE(opt.weights == "packed" || opt.weights == "prepacked",
+                  "bench: --weights {}: expected packed or prepacked", opt.weights);
+  c.weights = opt.weights == "packed" ? WeightLayout::packed : WeightLayout::prepacked;
   METRALE_REQUIRE(c.step_timeout_s >= 0 && std::isfinite(c.step_timeout_s),
                   "bench: --step-timeout {} must be a number of seconds >= 0", c.step_timeout_s);
   if (c.commit.empty()) c.commit = METRALE_GIT_COMMIT;
@@ -180,6 +183,9 @@ void add_bench_command(CLI::App& app, int& exit_code) {
       ->delimiter(',');
   cmd->add_option("--skew", c.skew, "routing skew: logit_e -= skew*ln(1+e) (default 0, uniform)");
   cmd->add_option("--seed", c.seed, "seed of routing, activations and weights (default 1)");
+  cmd->add_option("--weights", opt->weights,
+                  "NVFP4 weights of metrale's rows: prepacked (prepack_nvfp4 at setup, the "
+                  "default) or packed (the seeds' layout); the reference arms read packed");
   cmd->add_option("--budget-ms", c.budget_ms,
                   "measured time per implementation and shape, after warm-up (default 150)");
   cmd->add_option("--step-timeout", c.step_timeout_s,

@@ -42,6 +42,10 @@ bool registered(Impl impl) {
 
 }  // namespace
 
+const char* layout_label(WeightLayout layout) {
+  return layout == WeightLayout::prepacked ? " (prepacked)" : "";
+}
+
 const std::vector<ModelShape>& model_presets() {
   // The shapes are defined once, in tools/check (the tests and `metrale check` use them too).
   static const std::vector<ModelShape> presets = [] {

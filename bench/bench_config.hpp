@@ -56,6 +56,8 @@ inline constexpr bool kBf16GroupedBuilt = false;
 
 const char* op_name(Op op);
 const char* impl_label(Impl impl);  // "metrale", "cuBLASLt", "bf16-grouped (CUTLASS)", ...
+// What a metrale row's kernel label adds for its weight layout: "" (packed) or " (prepacked)".
+const char* layout_label(WeightLayout layout);
 Op parse_op(const std::string& name);
 Impl parse_impl(const std::string& name);
 // What a run measures when --impls is not given: every GPU implementation this build has.
@@ -67,6 +69,9 @@ struct BenchConfig {
   std::vector<Op> ops;
   std::vector<Impl> impls;
   double skew = 0.0;         // 0: uniform routing; larger favours low-numbered experts
+  // The NVFP4 weights metrale's grouped and moe rows read: prepacked (prepack_nvfp4, once,
+  // outside the timing) or the seeds' packed bytes. The reference arms read packed weights.
+  WeightLayout weights = WeightLayout::prepacked;
   std::uint64_t seed = 1;    // routing, activations and weights derive from it
   double budget_ms = 150.0;  // measured time per implementation and shape, after warm-up
   double step_timeout_s = 600.0;  // GPU: a step (a row, all implementations) longer ends the run

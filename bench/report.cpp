@@ -299,6 +299,7 @@ void Report::write_json(const std::string& path, const BenchConfig& config, bool
     meta["cutlass_arm"] = info.cutlass_arm;
   }
   meta["routing"] = ordered_json{{"seed", config.seed}, {"skew", config.skew}};
+  meta["metrale_weights"] = config.weights == WeightLayout::prepacked ? "prepacked" : "packed";
   meta["budget_ms_per_measurement"] = config.budget_ms;
   meta["notes"] = info.notes;
   if (!aborted.empty()) meta["aborted"] = aborted;

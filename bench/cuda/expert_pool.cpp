@@ -73,6 +73,7 @@ void ExpertPool::quantize_new(const std::vector<std::int32_t>& experts) {
           exec));
       check(pack_weight_sfb(SwizzleScales{scratch_scale_, slot.sfb[p], n_, k_, true}, exec));
     }
+    if (layout_ != WeightLayout::packed) convert(slot, layout_);
     nvfp4_[{0, e}] = slot;
   }
   std::vector<float> host(static_cast<std::size_t>(experts_) * projections_);
@@ -116,7 +117,24 @@ void ExpertPool::ensure_nvfp4(const std::vector<std::int32_t>& experts, int copi
   METRALE_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
+void ExpertPool::convert(const Nvfp4Slot& slot, WeightLayout to) const {
+  const Exec exec{Backend::cuda, nullptr, 0, stream_};
+  const PrepackDir dir =
+      to == WeightLayout::prepacked ? PrepackDir::to_prepacked : PrepackDir::to_packed;
+  for (int p = 0; p < projections_; ++p)
+    check(prepack_nvfp4(PrepackNvfp4{slot.packed[p], slot.packed[p], n_, k_, dir}, exec));
+}
+
+void ExpertPool::set_layout(WeightLayout layout) {
+  if (layout == layout_) return;
+  for (const auto& [key, slot] : nvfp4_) convert(slot, layout);
+  layout_ = layout;
+  METRALE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
 void ExpertPool::ensure_bf16(const std::vector<std::int32_t>& experts, int copies) {
+  if (layout_ != WeightLayout::packed)
+    fail(Status::internal, "bench: the bf16 weights are dequantized from packed weights");
   const std::size_t nk = static_cast<std::size_t>(n_) * k_;
   for (int c = 0; c < copies; ++c) {
     for (int e : experts) {
@@ -182,6 +200,7 @@ GroupedNvfp4 ExpertPool::grouped_call(int copy, const bf16_bits* a, int a_rows,
   args.groups = groups;
   args.n = n_;
   args.k = k_;
+  args.weight_layout = layout_;
   return args;
 }
 

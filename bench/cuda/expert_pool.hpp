@@ -2,7 +2,8 @@
 // projection), made lazily for the experts a token count activates, in rotated copies.
 //
 // Per (copy, expert, projection):
-//   packed  [N, K/2]  e2m1 pairs, made by our CUDA packer from random normal bf16 (stddev 0.02)
+//   packed  [N, K/2]  e2m1 pairs, made by our CUDA packer from random normal bf16 (stddev 0.02),
+//                     in the pool's weight layout (packed, or prepacked in place for our rows)
 //   sfb     SFB-swizzled e4m3 scales (pack_weight_sfb of the packer's [K/16, N] output)
 //   bf16    [N, K]    optional: the NVFP4 weight dequantized once (cuBLAS opponents read it)
 // Every copy of an expert holds the same bytes at another address, so all implementations and all
@@ -30,8 +31,12 @@ class ExpertPool {
 
   // Makes copies [0, copies) of each listed expert (quantizing an expert the first time).
   void ensure_nvfp4(const std::vector<std::int32_t>& experts, int copies);
-  // Same for the bf16 dequantization; needs the NVFP4 weights of those experts.
+  // Same for the bf16 dequantization; needs the NVFP4 weights of those experts, packed.
   void ensure_bf16(const std::vector<std::int32_t>& experts, int copies);
+  // Every NVFP4 weight made so far, and every one made later, in `layout` (prepack_nvfp4 in
+  // place on the stream; the reference arms read packed weights, metrale either).
+  void set_layout(WeightLayout layout);
+  WeightLayout layout() const { return layout_; }
 
   // Bytes a new slot takes, over all projections.
   std::size_t nvfp4_slot_bytes() const;
@@ -57,9 +62,11 @@ class ExpertPool {
   using Key = std::pair<int, int>;  // (copy, expert)
 
   void quantize_new(const std::vector<std::int32_t>& experts);
+  void convert(const Nvfp4Slot& slot, WeightLayout to) const;
   void refresh_api_arrays(int copies);
 
   int experts_, projections_, n_, k_;
+  WeightLayout layout_ = WeightLayout::packed;
   std::uint64_t seed_;
   DeviceArena& arena_;
   cudaStream_t stream_;

@@ -155,10 +155,12 @@ Enqueue api_call(CudaContext& ctx, const Setup& s, const ExpertPool& pool, Backe
   };
 }
 
-// Which of our kernel families ran the metrale row (the label the report and the plot carry).
+// Which of our kernel families ran the metrale row, on which weight layout (the label the report
+// and the plot carry).
 std::string metrale_plan(const Setup& s, const ExpertPool& pool) {
   return cuda::nvfp4_grouped_plan(pool.grouped_call(0, s.act, s.a_rows, s.ids, {s.out[0], s.out[1]},
-                                                    expert_groups(*s.routing)));
+                                                    expert_groups(*s.routing))) +
+         layout_label(pool.layout());
 }
 
 Enqueue cublaslt_call(CudaContext& ctx, const Setup& s, const ExpertPool& pool) {
@@ -353,7 +355,10 @@ void bench_grouped(CudaContext& ctx, const ModelShape& m, Op op, const Routing& 
 #endif
       Enqueue call;
       switch (impl) {
-        case Impl::metrale: call = api_call(ctx, s, pool, Backend::cuda); break;
+        case Impl::metrale:
+          pool.set_layout(ctx.cfg.weights);  // back to packed below, for the reference arms
+          call = api_call(ctx, s, pool, Backend::cuda);
+          break;
         case Impl::dequant_cublaslt: call = api_call(ctx, s, pool, Backend::cublaslt); break;
         case Impl::cutlass: call = api_call(ctx, s, pool, Backend::cutlass); break;
         case Impl::cublaslt: call = cublaslt_call(ctx, s, pool); break;
@@ -379,6 +384,7 @@ void bench_grouped(CudaContext& ctx, const ModelShape& m, Op op, const Routing& 
       row.stats = time_device(call, ctx.stream, ctx.policy(row.weight_copies), &row.note);
       if (impl == Impl::metrale) row.kernel = metrale_plan(s, pool);
     });
+    pool.set_layout(WeightLayout::packed);
   }
   report.finish_group(first);
 }

@@ -38,6 +38,9 @@ struct MoeWeights {
              derive_seed(ctx.cfg.seed, 0x77, model_index, static_cast<int>(Op::down)), arena,
              ctx.stream),
         host_correction_bias(correction_bias_of(m, ctx.cfg.seed)) {
+    // The layer and its grouped parts are metrale's alone: the weights stay in the run's layout.
+    gate_up.set_layout(ctx.cfg.weights);
+    down.set_layout(ctx.cfg.weights);
     if (!host_correction_bias.empty()) {
       correction_bias = arena.allocate_n<float>(host_correction_bias.size());
       upload(correction_bias, host_correction_bias.data(),
@@ -70,6 +73,7 @@ void build_layers(const ModelShape& m, const MoeWeights& w, int copies, LayerCop
   out.packed.assign(copies, {});
   out.scale.assign(copies, {});
   out.layers.assign(copies, layer_of(m));
+  for (MoeLayer& layer : out.layers) layer.weight_layout = w.gate_up.layout();
   const int widths[3] = {m.inter, m.inter, m.hidden};
   for (int p = 0; p < 3 && w.bias[0]; ++p) {
     out.bias_ptrs[p].clear();
@@ -257,7 +261,7 @@ GroupedPart time_grouped(CudaContext& ctx, const ModelShape& m, const ExpertPool
     };
     part.stats = time_device([&](int i) { check(nvfp4_grouped(args(i), exec)); }, ctx.stream,
                              ctx.policy(copies), &part.note);
-    part.kernel = cuda::nvfp4_grouped_plan(args(0));
+    part.kernel = cuda::nvfp4_grouped_plan(args(0)) + layout_label(pool.layout());
     part.ok = true;
   } catch (const std::exception& e) {
     part.error = e.what();

@@ -297,6 +297,11 @@ enum {
   METRALE_SCALE_K16_BY_N = 0, /* [K/16, N], pack_bf16_weight_to_nvfp4_t's layout */
   METRALE_SCALE_SFB = 1       /* 128x4 swizzled, pack_weight_sfb's layout */
 };
+/* Or'ed into a metrale_scale_layout value (metrale_nvfp4_grouped_ex's scale_layout argument and
+ * metrale_moe_layer.scale_layout): the packed weights are in the layout metrale_prepack_nvfp4_ex
+ * writes, e.g. METRALE_SCALE_SFB | METRALE_WEIGHTS_PREPACKED. The CPU and CUDA backends read it;
+ * the reference backends (CUTLASS, cuBLASLt) refuse it (unsupported). Any other bit is refused. */
+#define METRALE_WEIGHTS_PREPACKED 0x100
 
 /* One projection's per-expert weights: host arrays of num_experts entries each. */
 typedef struct metrale_expert_weights {
@@ -317,11 +322,26 @@ METRALE_API metrale_status metrale_pack_bf16_weight_to_nvfp4_ex(const void* weig
                                                                 int32_t k,
                                                                 const metrale_exec* exec);
 
+/* The prepacked weight layout (docs/api.md, "Prepacked weights"): packed [N, K/2] bytes with the
+ * bits of each 16-bit half (four codes) moved to where the CUDA kernels decode them in fewer
+ * operations (src/format/prepack.hpp has the table). Same byte count; block scales, scale_2 and
+ * the scale layouts are unchanged. An offline step: prepack each expert's weight once at load,
+ * then pass METRALE_WEIGHTS_PREPACKED with the scale layout. metrale_unprepack_nvfp4_ex is the
+ * inverse. N > 0, K > 0 a multiple of 16; the source and destination are the same buffer (in
+ * place) or do not overlap. Backends: CPU and CUDA (the reference arms refuse it: unsupported).
+ * exec NULL: METRALE_EXEC_INIT. */
+METRALE_API metrale_status metrale_prepack_nvfp4_ex(const void* packed, void* prepacked, int32_t n,
+                                                    int32_t k, const metrale_exec* exec);
+METRALE_API metrale_status metrale_unprepack_nvfp4_ex(const void* prepacked, void* packed,
+                                                      int32_t n, int32_t k,
+                                                      const metrale_exec* exec);
+
 /* c[M_total, N] = gather(a) · Wᵀ per expert, for one (down) or two (gate and up) projections.
  * a has a_rows rows; group row i reads row token_ids[i] (array of m_total entries in the
  * backend's memory, or identity when NULL). gate_up: proj_count = 2, out[0] = gate, out[1] = up;
  * each out[p] holds m_total rows of N. With host ids on the CPU backend every id is checked
- * against a_rows (a_rows = 0: unknown, as in the seeds' fused call: then only for sign). */
+ * against a_rows (a_rows = 0: unknown, as in the seeds' fused call: then only for sign).
+ * scale_layout: METRALE_SCALE_*, or'ed with METRALE_WEIGHTS_PREPACKED for prepacked weights. */
 METRALE_API metrale_status metrale_nvfp4_grouped_ex(
     const void* a_bf16, int32_t a_rows, const int32_t* token_ids,
     const metrale_expert_weights* proj, void* const* out, int32_t proj_count,
@@ -379,7 +399,8 @@ typedef struct metrale_moe_layer {
   int32_t hidden_size;          /* H > 0, a multiple of 16: K of gate/up, N of down */
   int32_t intermediate_size;    /* I > 0, a multiple of 16: N of gate/up, K of down */
   int32_t top_k;                /* k in [1, E] */
-  metrale_scale_layout scale_layout; /* of every block scale below */
+  metrale_scale_layout scale_layout; /* of every block scale below; | METRALE_WEIGHTS_PREPACKED:
+                                      * gate, up and down are prepacked */
   metrale_expert_weights gate;  /* [I, H/2] packed each */
   metrale_expert_weights up;    /* [I, H/2] packed each */
   metrale_expert_weights down;  /* [H, I/2] packed each */

@@ -103,6 +103,25 @@ struct TransposePacked {
   TransposeDir dir;
 };
 
+// How the packed [N, K/2] bytes of an NVFP4 weight hold their codes.
+enum class WeightLayout : std::int32_t {
+  packed = 0,     // the seeds': two e2m1 codes a byte, even k in the low nibble
+  prepacked = 1,  // what prepack_nvfp4 writes (src/format/prepack.hpp): the GPU decodes it faster
+};
+
+enum class PrepackDir : std::int32_t {
+  to_prepacked = 0,  // packed -> prepacked
+  to_packed = 1,     // prepacked -> packed (the inverse)
+};
+
+// [N, K/2] bytes from one weight layout into the other; src == dst (in place) is allowed.
+struct PrepackNvfp4 {
+  const std::uint8_t* src;
+  std::uint8_t* dst;
+  std::int32_t n, k;
+  PrepackDir dir;
+};
+
 // ---- grouped (per-expert) GEMMs --------------------------------------------------------------
 
 struct ExpertGroups {
@@ -132,6 +151,7 @@ struct GroupedNvfp4 {
   ScaleLayout scale_layout;
   ExpertGroups groups;
   std::int32_t n, k;
+  WeightLayout weight_layout = WeightLayout::packed;  // of every expert's packed weights
 };
 
 // ---- the MoE layer (docs/api.md, "The MoE layer"; metrale.h has the formula) -----------------
@@ -172,6 +192,7 @@ struct MoeLayer {
   std::int32_t topk_group = 1;          // sigmoid_grouped_topk only; else 1
   float routed_scaling_factor = 1.0f;   // from logits
   const float* correction_bias = nullptr;  // sigmoid_grouped_topk: optional fp32 [E]
+  WeightLayout weight_layout = WeightLayout::packed;  // of gate, up and down
 };
 
 struct MoeTokens {
@@ -202,6 +223,7 @@ Result nvfp4_gemm_bf16_act_weight_t(const Nvfp4Gemm& args, const Exec& exec);
 Result pack_bf16_weight_to_nvfp4_t(const PackNvfp4& args, const Exec& exec);
 Result pack_weight_sfb(const SwizzleScales& args, const Exec& exec);
 Result transpose_nvfp4_packed(const TransposePacked& args, const Exec& exec);
+Result prepack_nvfp4(const PrepackNvfp4& args, const Exec& exec);
 Result nvfp4_grouped(const GroupedNvfp4& args, const Exec& exec);
 
 // Workspace bytes a call would need on `backend` (our CUDA kernels stage their expert tables and,

@@ -22,8 +22,10 @@ from .ops import (  # noqa: E402  (the extension raises the error types: set the
     grouped_gate_up_fused,
     moe_forward,
     nvfp4_gemm,
+    prepack,
     quantize,
     swizzle_sfb,
+    unprepack,
 )
 from . import checkpoint, convert  # noqa: E402
 
@@ -60,6 +62,8 @@ __all__ = [
     "grouped_gate_up_fused",
     "moe_forward",
     "nvfp4_gemm",
+    "prepack",
     "quantize",
     "swizzle_sfb",
+    "unprepack",
 ]

@@ -48,13 +48,14 @@ class Nvfp4Weight(NamedTuple):
 class MoeExperts(dict):
     """{"gate": [Nvfp4Weight] * E, "up": [...], "down": [...]} for one layer's experts."""
 
-    def to_device(self, device="cuda", *, layout="sfb"):
+    def to_device(self, device="cuda", *, layout="sfb", prepacked=False):
         """{"gate": ExpertTable, "up": ..., "down": ...}: the device copies, SFB scales and pointer
-        tables the grouped operations take. device='cpu' makes host tables for the CPU backend."""
+        tables the grouped operations take. device='cpu' makes host tables for the CPU backend;
+        prepacked=True prepacks the weights on the way (expert_table)."""
         from .grouped import expert_table
 
         return {
-            name: expert_table(weights, layout=layout, device=device)
+            name: expert_table(weights, layout=layout, device=device, prepacked=prepacked)
             for name, weights in self.items()
         }
 

@@ -1,9 +1,10 @@
 """The grouped (per-expert) operations and the expert tables they take.
 
 An ExpertTable is one projection of a layer's experts as the library takes it: per expert a
-packed [N, K/2] array and its block scales (SFB-swizzled, or [K/16, N]), on one device, with the
-host tables of their addresses and the per-expert scale_2 values. Rows are in expert order:
-expert e owns group rows [expert_offsets[e], expert_offsets[e+1]).
+packed [N, K/2] array (in the packed layout, or prepacked: ops.prepack) and its block scales
+(SFB-swizzled, or [K/16, N]), on one device, with the host tables of their addresses and the
+per-expert scale_2 values. Rows are in expert order: expert e owns group rows
+[expert_offsets[e], expert_offsets[e+1]).
 """
 
 from dataclasses import dataclass, field
@@ -13,7 +14,7 @@ import numpy as np
 from . import _arrays, _metrale
 from ._arrays import BF16
 from ._errors import InvalidArgumentError
-from .ops import SCALE_LAYOUTS, _invoke, swizzle_sfb
+from .ops import SCALE_LAYOUTS, _invoke, prepack, swizzle_sfb
 
 
 @dataclass
@@ -29,6 +30,7 @@ class ExpertTable:
     scale_2: np.ndarray = field(repr=False)  # float32 [E]
     packed_ptrs: np.ndarray = field(repr=False)  # uint64 [E]
     scale_ptrs: np.ndarray = field(repr=False)  # uint64 [E]
+    prepacked: bool = False  # `packed` holds prepacked bytes (ops.prepack)
 
     @property
     def num_experts(self):
@@ -38,10 +40,12 @@ class ExpertTable:
         return _metrale.Tables(self.packed_ptrs, self.scale_ptrs, self.scale_2)
 
 
-def expert_table(weights, *, layout="sfb", device=None):
+def expert_table(weights, *, layout="sfb", device=None, prepacked=False):
     """An ExpertTable from per-expert weights: Nvfp4Weight objects or (packed [N, K/2], scale
     [N, K/16], scale_2) tuples. `device`: None keeps the arrays where they are, 'cpu' makes host
-    (NumPy) tables for the CPU backend, 'cuda[:N]' copies them there (with torch)."""
+    (NumPy) tables for the CPU backend, 'cuda[:N]' copies them there (with torch). prepacked=True
+    keeps prepacked copies of the packed arrays (ops.prepack; the callers' arrays are not
+    changed), which the CUDA kernels decode faster; the results are the same bit for bit."""
     if layout not in SCALE_LAYOUTS:
         raise InvalidArgumentError(
             f"metrale.expert_table: layout = {layout!r}, expected one of {sorted(SCALE_LAYOUTS)}"
@@ -61,7 +65,7 @@ def expert_table(weights, *, layout="sfb", device=None):
             raise InvalidArgumentError(
                 f"metrale.expert_table: expert {e} is [N, K] = {list(shape)}, expert 0 is {[n, k]}"
             )
-        packed_list.append(packed)
+        packed_list.append(prepack(packed) if prepacked else packed)
         scale_list.append(
             swizzle_sfb(scale, n=n, k=k) if layout == "sfb" else _arrays.transposed(scale)
         )
@@ -76,6 +80,7 @@ def expert_table(weights, *, layout="sfb", device=None):
         scale_2=np.array(scale_2, dtype=np.float32),
         packed_ptrs=np.array([_arrays.data_ptr(p) for p in packed_list], dtype=np.uint64),
         scale_ptrs=np.array([_arrays.data_ptr(s) for s in scale_list], dtype=np.uint64),
+        prepacked=bool(prepacked),
     )
 
 
@@ -125,6 +130,16 @@ def _check_tables(who, a, tables):
                 f"{who}: gate is [E, N, K] = {[first.num_experts, first.n, first.k]} "
                 f"({first.layout}), up is {[t.num_experts, t.n, t.k]} ({t.layout})"
             )
+        if t.prepacked != first.prepacked:
+            raise InvalidArgumentError(
+                f"{who}: gate has prepacked = {first.prepacked}, up has prepacked = "
+                f"{t.prepacked}, expected one weight layout"
+            )
+
+
+def _weight_layout(table):
+    """The metrale::WeightLayout value of a table's packed arrays: 0 packed, 1 prepacked."""
+    return 1 if table.prepacked else 0
 
 
 def _run(who, a, token_ids, tables, expert_offsets, options):
@@ -138,7 +153,8 @@ def _run(who, a, token_ids, tables, expert_offsets, options):
     outs = list(out) if out is not None else [_arrays.empty(a, (m_total, n), BF16) for _ in tables]
     ids = None if token_ids is None else _arrays.raw(token_ids)
     args = [who, _arrays.raw(a), ids, [t.tables() for t in tables], [_arrays.raw(o) for o in outs]]
-    args += [SCALE_LAYOUTS[tables[0].layout], offsets, on_device, m_total, max_rows, n]
+    args += [SCALE_LAYOUTS[tables[0].layout], _weight_layout(tables[0])]
+    args += [offsets, on_device, m_total, max_rows, n]
     _invoke(_metrale.grouped, a, args, options.get("backend"), options.get("stream"))
     return outs
 

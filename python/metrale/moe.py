@@ -11,7 +11,7 @@ import numpy as np
 from . import _arrays, _metrale
 from ._arrays import BF16, F32, I32
 from ._errors import InvalidArgumentError
-from .grouped import check_table
+from .grouped import _weight_layout, check_table
 from .ops import SCALE_LAYOUTS, _invoke
 
 # metrale::MoeRouting and metrale::MoeActivation values (include/metrale/metrale.hpp).
@@ -36,6 +36,11 @@ def _check_experts(hidden, gate, up, down):
         raise InvalidArgumentError(
             f"{_WHO}: gate, up, down are [L, N, K] (layout) = {shapes}, expected gate and up "
             "[L, I, H] and down [L, H, I] in one layout"
+        )
+    prepacked = [t.prepacked for t in (gate, up, down)]
+    if len(set(prepacked)) != 1:
+        raise InvalidArgumentError(
+            f"{_WHO}: gate, up, down have prepacked = {prepacked}, expected one weight layout"
         )
 
 
@@ -101,6 +106,7 @@ def moe_forward(
     call.routing = _choice("routing", routing, ROUTINGS)
     call.activation = _choice("activation", activation, ACTIVATIONS)
     call.scale_layout = SCALE_LAYOUTS[gate.layout]
+    call.weight_layout = _weight_layout(gate)
     if num_experts is None:
         num_experts = router_logits.shape[-1] if router_logits is not None else gate.num_experts
     call.num_experts, call.top_k = int(num_experts), int(top_k)

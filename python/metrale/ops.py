@@ -1,4 +1,4 @@
-"""The operations: quantize and dequantize, the SFB swizzle, the dense and NVFP4 GEMMs.
+"""The operations: quantize and dequantize, the SFB swizzle, prepacking, the dense and NVFP4 GEMMs.
 
 Layouts (all row-major): w [N, K] bf16; packed [N, K/2] uint8 (two e2m1 codes a byte, even k in
 the low nibble); scale [N, K/16] e4m3 (the checkpoint layout, as ModelOpt writes it); scale_2 a
@@ -84,6 +84,27 @@ def swizzle_sfb(
         out = _arrays.empty(scale, (_metrale.sfb_bytes(n, k),), E4M3)
     raw = _arrays.raw
     _invoke(_metrale.swizzle_sfb, scale, [raw(scale), raw(out), n, k, n_major], backend, stream)
+    return out
+
+
+def prepack(packed, *, out=None, stream=None, backend=None):
+    """packed [N, K/2] uint8 -> the same bytes in the prepacked layout (docs/api.md, "Prepacked
+    weights"), which the CUDA kernels decode in fewer operations; expert_table(...,
+    prepacked=True) prepacks a layer's experts for the grouped operations and moe_forward.
+    `out=packed` converts in place."""
+    return _prepack("metrale.prepack", packed, True, out, stream, backend)
+
+
+def unprepack(prepacked, *, out=None, stream=None, backend=None):
+    """The inverse of prepack: prepacked [N, K/2] bytes back in the packed layout."""
+    return _prepack("metrale.unprepack", prepacked, False, out, stream, backend)
+
+
+def _prepack(who, src, to_prepacked, out, stream, backend):
+    _shape2(who, "packed", src)
+    out = out if out is not None else _arrays.empty(src, tuple(src.shape), U8)
+    raw = _arrays.raw
+    _invoke(_metrale.prepack, src, [raw(src), raw(out), to_prepacked], backend, stream)
     return out
 
 

@@ -124,6 +124,19 @@ void nvfp4_gemm(const Array& act, const Array& packed, const Array& scale, float
         [&](const Exec& exec) { return nvfp4_gemm_bf16_act_weight_t(args, exec); });
 }
 
+// packed [N, K/2] bytes into (to_prepacked) or out of the prepacked layout; dst may be src.
+void prepack(const Array& src, const Array& dst, bool to_prepacked, int backend,
+             std::uintptr_t stream) {
+  Call c{to_prepacked ? "metrale.prepack" : "metrale.unprepack"};
+  PrepackNvfp4 args{};
+  args.src = c.in<std::uint8_t>("packed", src, Kind::u8, {kAny, kAny});
+  args.n = dim(src, 0);
+  args.k = 2 * dim(src, 1);
+  args.dst = c.out<std::uint8_t>("out", dst, Kind::u8, {args.n, args.k / 2});
+  args.dir = to_prepacked ? PrepackDir::to_prepacked : PrepackDir::to_packed;
+  c.run(backend, stream, [&](const Exec& exec) { return prepack_nvfp4(args, exec); });
+}
+
 // One projection's per-expert tables: host arrays of num_experts entries each.
 struct Tables {
   Tables(Array packed, Array scale, Array scale2)
@@ -147,7 +160,7 @@ struct GroupedCall {
   std::optional<Array> token_ids;
   std::vector<Tables> proj;
   std::vector<Array> out;
-  int scale_layout;
+  int scale_layout, weight_layout;
   bool offsets_on_device;
   std::int32_t m_total, max_rows_per_expert, n;
 };
@@ -181,6 +194,7 @@ void grouped(const GroupedCall& g, const Array& a, const Array& offsets, int bac
         c.out<bf16_bits>(p == 0 ? "out[0]" : "out[1]", g.out[p], Kind::bf16, {g.m_total, g.n});
   }
   args.scale_layout = static_cast<ScaleLayout>(g.scale_layout);
+  args.weight_layout = static_cast<WeightLayout>(g.weight_layout);
   c.run(backend, stream, [&](const Exec& exec) { return nvfp4_grouped(args, exec); });
 }
 
@@ -193,7 +207,7 @@ struct MoeCall {
   std::optional<Array> router_logits, topk_ids, topk_weights, residual, topk_ids_out,
       topk_weights_out, correction_bias, expert_map;
   std::int32_t num_experts = 0, top_k = 0, n_group = 1, topk_group = 1;
-  std::int32_t scale_layout = 1, activation = 0, routing = 0, logits_dtype = 0;
+  std::int32_t scale_layout = 1, weight_layout = 0, activation = 0, routing = 0, logits_dtype = 0;
   bool renormalize = false;
   float swiglu_alpha = 1.702f, swiglu_limit = 7.0f, routed_scaling_factor = 1.0f;
 };
@@ -233,6 +247,7 @@ void moe(const MoeCall& g, const Array& hidden, const Array& out, std::int32_t i
   layer.intermediate_size = intermediate;
   layer.top_k = g.top_k;
   layer.scale_layout = static_cast<ScaleLayout>(g.scale_layout);
+  layer.weight_layout = static_cast<WeightLayout>(g.weight_layout);
   moe_tables(c.who, g, layer);
   layer.activation = static_cast<MoeActivation>(g.activation);
   layer.swiglu_alpha = g.swiglu_alpha;
@@ -273,6 +288,7 @@ NB_MODULE(_metrale, m) {
   m.def("swizzle_sfb", &swizzle_sfb);
   m.def("gemm", &gemm);
   m.def("nvfp4_gemm", &nvfp4_gemm);
+  m.def("prepack", &prepack);
   nb::class_<Tables>(m, "Tables")
       .def(nb::init<Array, Array, Array>())
       .def_rw("packed_ptrs", &Tables::packed_ptrs)
@@ -280,11 +296,11 @@ NB_MODULE(_metrale, m) {
       .def_rw("scale2_vals", &Tables::scale2_vals);
   m.def("grouped",
         [](std::string who, const Array& a, std::optional<Array> token_ids,
-           std::vector<Tables> proj, std::vector<Array> out, int scale_layout, const Array& offsets,
-           bool offsets_on_device, std::int32_t m_total, std::int32_t max_rows_per_expert,
-           std::int32_t n, int backend, std::uintptr_t stream) {
+           std::vector<Tables> proj, std::vector<Array> out, int scale_layout, int weight_layout,
+           const Array& offsets, bool offsets_on_device, std::int32_t m_total,
+           std::int32_t max_rows_per_expert, std::int32_t n, int backend, std::uintptr_t stream) {
           grouped({std::move(who), std::move(token_ids), std::move(proj), std::move(out),
-                   scale_layout, offsets_on_device, m_total, max_rows_per_expert, n},
+                   scale_layout, weight_layout, offsets_on_device, m_total, max_rows_per_expert, n},
                   a, offsets, backend, stream);
         });
   nb::class_<MoeCall>(m, "MoeCall")
@@ -304,6 +320,7 @@ NB_MODULE(_metrale, m) {
       .def_rw("n_group", &MoeCall::n_group)
       .def_rw("topk_group", &MoeCall::topk_group)
       .def_rw("scale_layout", &MoeCall::scale_layout)
+      .def_rw("weight_layout", &MoeCall::weight_layout)
       .def_rw("activation", &MoeCall::activation)
       .def_rw("routing", &MoeCall::routing)
       .def_rw("logits_dtype", &MoeCall::logits_dtype)

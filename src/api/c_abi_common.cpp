@@ -41,6 +41,18 @@ ExpertGroups read_groups(std::string_view who, const metrale_groups* groups) {
                       g.max_rows_per_expert};
 }
 
+LayoutFlags read_layout_flags(std::string_view who, std::string_view name,
+                              metrale_scale_layout value) {
+  const std::int32_t scale = value & ~METRALE_WEIGHTS_PREPACKED;
+  METRALE_REQUIRE(scale == METRALE_SCALE_K16_BY_N || scale == METRALE_SCALE_SFB,
+                  "{}: {} = {} ({:#x}), expected 0 ([K/16, N]) or 1 (SFB), optionally or'ed with "
+                  "METRALE_WEIGHTS_PREPACKED (0x100)",
+                  who, name, value, static_cast<std::uint32_t>(value));
+  return {static_cast<ScaleLayout>(scale), (value & METRALE_WEIGHTS_PREPACKED) != 0
+                                               ? WeightLayout::prepacked
+                                               : WeightLayout::packed};
+}
+
 DenseGemm dense_gemm(const void* act, const void* weight, void* out, std::int32_t m, std::int32_t n,
                      std::int32_t k) {
   return {static_cast<const bf16_bits*>(act),

@@ -57,6 +57,16 @@ Exec make_exec(Backend backend, void* workspace, std::size_t workspace_size, voi
 Exec make_exec(std::string_view who, const metrale_exec* exec);
 ExpertGroups read_groups(std::string_view who, const metrale_groups* groups);
 
+// A metrale_scale_layout value as the C ABI passes it: METRALE_SCALE_K16_BY_N or
+// METRALE_SCALE_SFB, or'ed with METRALE_WEIGHTS_PREPACKED when the packed weights are prepacked.
+// Any other value is refused (invalid_argument), naming `name` and the value.
+struct LayoutFlags {
+  ScaleLayout scale;
+  WeightLayout weights;
+};
+LayoutFlags read_layout_flags(std::string_view who, std::string_view name,
+                              metrale_scale_layout value);
+
 // The dense GEMM's arguments from the C ABI's untyped pointers.
 DenseGemm dense_gemm(const void* act, const void* weight, void* out, std::int32_t m, std::int32_t n,
                      std::int32_t k);

@@ -1,7 +1,8 @@
 // The C ABI beyond the seeds' parameter lists: library information, the shared workspace and the
 // size queries, the extended (_ex) entry points that carry M_total, device offsets, the gathered
-// row count and a backend, and the seeds' reference test hooks (fixed CUTLASS tile, cuBLASLt
-// algorithm index).
+// row count, a backend and the prepacked weight layout, the layout's conversion both ways
+// (metrale_prepack_nvfp4_ex, metrale_unprepack_nvfp4_ex), and the seeds' reference test hooks
+// (fixed CUTLASS tile, cuBLASLt algorithm index).
 #include "api/c_abi_common.hpp"
 #include "api/select.hpp"
 #include "api/validate.hpp"
@@ -23,6 +24,15 @@ metrale_status cutlass_tile(const char* who, api::CutlassTile tile, const void* 
                           api::make_exec(Backend::cutlass, workspace, workspace_size, stream),
                           tile);
   });
+}
+
+// Both directions of the prepacked layout's conversion: [N, K/2] bytes, src == dst in place.
+metrale_status prepack(const char* who, metrale::PrepackDir dir, const void* src, void* dst,
+                       int32_t n, int32_t k, const metrale_exec* exec) {
+  const metrale::PrepackNvfp4 args{static_cast<const std::uint8_t*>(src),
+                                   static_cast<std::uint8_t*>(dst), n, k, dir};
+  return api::c_call(
+      who, [&] { api::run_on_device(who, "exec->device", args, api::make_exec(who, exec)); });
 }
 
 }  // namespace
@@ -95,12 +105,26 @@ metrale_status metrale_nvfp4_grouped_ex(const void* a_bf16, int32_t a_rows,
       args.proj[p] = {proj[p].packed_ptrs, proj[p].scale_ptrs, proj[p].scale2_vals};
       args.out[p] = static_cast<metrale::bf16_bits*>(out[p]);
     }
-    args.scale_layout = static_cast<metrale::ScaleLayout>(scale_layout);
+    const api::LayoutFlags layouts = api::read_layout_flags(kWho, "scale_layout", scale_layout);
+    args.scale_layout = layouts.scale;
+    args.weight_layout = layouts.weights;
     args.groups = read;
     args.n = n;
     args.k = k;
     api::run_on_device(kWho, "exec->device", args, where);
   });
+}
+
+metrale_status metrale_prepack_nvfp4_ex(const void* packed, void* prepacked, int32_t n, int32_t k,
+                                        const metrale_exec* exec) {
+  return prepack("metrale_prepack_nvfp4_ex", metrale::PrepackDir::to_prepacked, packed, prepacked,
+                 n, k, exec);
+}
+
+metrale_status metrale_unprepack_nvfp4_ex(const void* prepacked, void* packed, int32_t n, int32_t k,
+                                          const metrale_exec* exec) {
+  return prepack("metrale_unprepack_nvfp4_ex", metrale::PrepackDir::to_packed, prepacked, packed, n,
+                 k, exec);
 }
 
 metrale_status metrale_nvfp4_grouped_workspace_size(metrale_backend backend,

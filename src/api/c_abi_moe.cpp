@@ -31,7 +31,10 @@ metrale::MoeLayer read_layer(std::string_view who, const metrale_moe_layer* in) 
   out.hidden_size = l.hidden_size;
   out.intermediate_size = l.intermediate_size;
   out.top_k = l.top_k;
-  out.scale_layout = static_cast<metrale::ScaleLayout>(l.scale_layout);
+  const api::LayoutFlags layouts =
+      api::read_layout_flags(who, "layer->scale_layout", l.scale_layout);
+  out.scale_layout = layouts.scale;
+  out.weight_layout = layouts.weights;
   out.gate = weights(l.gate);
   out.up = weights(l.up);
   out.down = weights(l.down);

@@ -39,6 +39,10 @@ Result transpose_nvfp4_packed(const TransposePacked& args, const Exec& exec) {
                      args, exec);
 }
 
+Result prepack_nvfp4(const PrepackNvfp4& args, const Exec& exec) {
+  return guarded_run("prepack_nvfp4", args, exec);
+}
+
 Result nvfp4_grouped(const GroupedNvfp4& args, const Exec& exec) {
   return guarded_run(api::grouped_op_name(args), args, exec);
 }

@@ -14,6 +14,7 @@ void run(std::string_view who, const Nvfp4Gemm& args, const Exec& exec);
 void run(std::string_view who, const PackNvfp4& args, const Exec& exec);
 void run(std::string_view who, const SwizzleScales& args, const Exec& exec);
 void run(std::string_view who, const TransposePacked& args, const Exec& exec);
+void run(std::string_view who, const PrepackNvfp4& args, const Exec& exec);
 void run(std::string_view who, const GroupedNvfp4& args, const Exec& exec);
 void run(std::string_view who, const MoeForward& args, const Exec& exec);
 

@@ -9,7 +9,9 @@
 #include "api/dispatch.hpp"
 #include "api/select.hpp"
 #include "api/validate.hpp"
+#include "core/error.hpp"
 #include "core/validate.hpp"
+#include "metrale/metrale.h"
 
 namespace metrale::api {
 
@@ -43,11 +45,31 @@ void infer_a_rows(GroupedNvfp4& args) {
   args.a_rows = static_cast<std::int32_t>(std::min<std::int64_t>(rows, INT32_MAX));
 }
 
+// The reference arms decode the seeds' packed layout only. The C ABI carries the layout as a
+// flag of scale_layout, the C++ API as weight_layout: the message names what the caller set.
+void refuse_prepacked_on_reference(std::string_view who, Backend backend,
+                                   const GroupedNvfp4& args) {
+  if (args.weight_layout != WeightLayout::prepacked) return;
+  if (backend != Backend::cutlass && backend != Backend::cublaslt) return;
+  const std::string_view reference = backend == Backend::cutlass ? "CUTLASS" : "cuBLASLt";
+  if (who.starts_with("metrale_")) {
+    fail(Status::unsupported,
+         "{}: scale_layout = {} has METRALE_WEIGHTS_PREPACKED: the {} reference reads the packed "
+         "layout only; unprepack the weights (metrale_unprepack_nvfp4_ex)",
+         who, static_cast<int>(args.scale_layout) | METRALE_WEIGHTS_PREPACKED, reference);
+  }
+  fail(Status::unsupported,
+       "{}: weight_layout = 1 (prepacked): the {} reference reads the packed layout only; "
+       "unprepack the weights (prepack_nvfp4 with PrepackDir::to_packed)",
+       who, reference);
+}
+
 }  // namespace
 
 void run(std::string_view who, const GroupedNvfp4& raw, const Exec& exec) {
   validate(who, raw);
   const Backend backend = select_backend(who, exec.backend);
+  refuse_prepacked_on_reference(who, backend, raw);
   GroupedNvfp4 args = raw;
   args.groups = with_max_rows(raw.groups);
   if (backend == Backend::cpu) {

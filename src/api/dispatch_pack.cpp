@@ -1,5 +1,6 @@
-// Dispatch of the packing operations: the NVFP4 quantizer, the SFB swizzle of block scales and
-// the packed [N, K/2] <-> [K/2, N] transposes. cuBLASLt has none of them.
+// Dispatch of the packing operations: the NVFP4 quantizer, the SFB swizzle of block scales, the
+// packed [N, K/2] <-> [K/2, N] transposes and the prepacked layout's conversion. cuBLASLt has
+// none of them; the CUTLASS reference has no prepacking (it reads the packed layout only).
 #include "api/backends.hpp"
 #include "api/dispatch.hpp"
 #include "api/select.hpp"
@@ -75,6 +76,20 @@ void run(std::string_view who, const TransposePacked& args, const Exec& exec) {
 #endif
 #ifdef METRALE_HAS_CUTLASS
     case Backend::cutlass: return reference::cutlass::transpose_packed(args, exec.stream);
+#endif
+    default: not_implemented(who, backend);
+  }
+}
+
+void run(std::string_view who, const PrepackNvfp4& args, const Exec& exec) {
+  validate(who, args);
+  // The reference arms are refused before any device is asked for: they have no prepacking.
+  const Backend backend = select_backend(who, exec.backend);
+  if (backend == Backend::cuda) require_device(who, backend);
+  switch (backend) {
+    case Backend::cpu: return cpu::prepack_nvfp4(args);
+#ifdef METRALE_HAS_CUDA
+    case Backend::cuda: return cuda::prepack_nvfp4(args, exec.stream);
 #endif
     default: not_implemented(who, backend);
   }

@@ -17,6 +17,7 @@ void validate(std::string_view who, const Nvfp4Gemm& args);
 void validate(std::string_view who, const PackNvfp4& args);
 void validate(std::string_view who, const SwizzleScales& args);
 void validate(std::string_view who, const TransposePacked& args);
+void validate(std::string_view who, const PrepackNvfp4& args);
 void validate(std::string_view who, const GroupedNvfp4& args);
 // The MoE layer: the layer alone (what the workspace query needs too), then the tokens' buffers.
 void validate_moe_layer(std::string_view who, const MoeLayer& layer);
@@ -41,6 +42,8 @@ std::string_view grouped_op_name(const GroupedNvfp4& args);
 // `name`: the caller's name for the value (layer->scale_layout in the MoE layer's C ABI).
 void require_scale_layout(std::string_view who, ScaleLayout layout,
                           std::string_view name = "scale_layout");
+void require_weight_layout(std::string_view who, WeightLayout layout,
+                           std::string_view name = "weight_layout");
 
 // Pieces of validate() that the size queries and the C ABI's _ex call also run, with the same
 // messages:

@@ -1,6 +1,10 @@
 // Validation of the single-matrix operations: dense and NVFP4 GEMM, the quantizer, the SFB
-// swizzle and the packed transposes. Null pointers are refused only when the call has work
-// (M = 0 reads and writes nothing); bf16 buffers must be 2-byte aligned, fp32 ones 4-byte.
+// swizzle, the packed transposes and the prepacked layout's conversion. Null pointers are refused
+// only when the call has work (M = 0 reads and writes nothing); bf16 buffers must be 2-byte
+// aligned, fp32 ones 4-byte.
+#include <cstdint>
+#include <utility>
+
 #include "api/validate.hpp"
 #include "core/error.hpp"
 #include "core/validate.hpp"
@@ -26,6 +30,28 @@ void require_bytes(std::string_view who, std::string_view name, const void* ptr)
   require_not_null(who, name, ptr);
 }
 
+// The caller's names for prepack_nvfp4's buffers: the C ABI's parameters (packed and prepacked,
+// in the direction's order), or the C++ struct's fields.
+std::pair<std::string_view, std::string_view> prepack_names(std::string_view who, PrepackDir dir) {
+  if (!who.starts_with("metrale_")) return {"src", "dst"};
+  if (dir == PrepackDir::to_prepacked) return {"packed", "prepacked"};
+  return {"prepacked", "packed"};
+}
+
+// In place (the same buffer) or disjoint: each half is read before it is written, so only a
+// partial overlap would read bytes another half has already rewritten.
+void require_same_or_disjoint(std::string_view who, const PrepackNvfp4& args,
+                              std::pair<std::string_view, std::string_view> names) {
+  const auto src = reinterpret_cast<std::uintptr_t>(args.src);
+  const auto dst = reinterpret_cast<std::uintptr_t>(args.dst);
+  const std::uintptr_t bytes = static_cast<std::uintptr_t>(args.n) * (args.k / 2);
+  const std::uintptr_t distance = src > dst ? src - dst : dst - src;
+  METRALE_REQUIRE(src == dst || distance >= bytes,
+                  "{}: {} and {} overlap ({} bytes apart, {} bytes each), expected the same "
+                  "buffer (in place) or disjoint ones",
+                  who, names.first, names.second, distance, bytes);
+}
+
 }  // namespace
 
 void require_nvfp4_shape(std::string_view who, std::int32_t n, std::int32_t k) {
@@ -37,6 +63,12 @@ void require_nvfp4_shape(std::string_view who, std::int32_t n, std::int32_t k) {
 void require_scale_layout(std::string_view who, ScaleLayout layout, std::string_view name) {
   METRALE_REQUIRE(layout == ScaleLayout::k16_by_n || layout == ScaleLayout::sfb,
                   "{}: {} = {}, expected 0 ([K/16, N]) or 1 (SFB)", who, name,
+                  static_cast<int>(layout));
+}
+
+void require_weight_layout(std::string_view who, WeightLayout layout, std::string_view name) {
+  METRALE_REQUIRE(layout == WeightLayout::packed || layout == WeightLayout::prepacked,
+                  "{}: {} = {}, expected 0 (packed) or 1 (prepacked)", who, name,
                   static_cast<int>(layout));
 }
 
@@ -93,6 +125,17 @@ void validate(std::string_view who, const TransposePacked& args) {
   const bool k_to_n = args.dir == TransposeDir::k_to_n;
   require_bytes(who, k_to_n ? "src_packed_t" : "src_packed", args.src);
   require_bytes(who, k_to_n ? "dst_packed" : "dst_packed_t", args.dst);
+}
+
+void validate(std::string_view who, const PrepackNvfp4& args) {
+  METRALE_REQUIRE(args.dir == PrepackDir::to_prepacked || args.dir == PrepackDir::to_packed,
+                  "{}: dir = {}, expected 0 (to_prepacked) or 1 (to_packed)", who,
+                  static_cast<int>(args.dir));
+  require_nvfp4_shape(who, args.n, args.k);
+  const auto names = prepack_names(who, args.dir);
+  require_bytes(who, names.first, args.src);
+  require_bytes(who, names.second, args.dst);
+  require_same_or_disjoint(who, args, names);
 }
 
 }  // namespace metrale::api

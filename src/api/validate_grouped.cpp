@@ -77,6 +77,7 @@ GroupedNames names_for(std::string_view who, const GroupedNvfp4& args) {
 void validate_shape(std::string_view who, const GroupedNvfp4& args, const GroupedNames& names) {
   require_proj_count(who, args.proj_count);
   require_scale_layout(who, args.scale_layout);
+  require_weight_layout(who, args.weight_layout);
   require_grouped_dims(who, args.groups, args.n, args.k);
   require_non_negative(who, names.a_rows, args.a_rows);
 }

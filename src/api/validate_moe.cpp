@@ -54,6 +54,7 @@ void validate_shape(std::string_view who, const MoeLayer& layer, const MoeNames&
                   "{}: {} = {} is outside [1, {} = {}]", who, n.l("top_k"), layer.top_k,
                   n.l("num_experts"), layer.num_experts);
   require_scale_layout(who, layer.scale_layout, n.l("scale_layout"));
+  require_weight_layout(who, layer.weight_layout, n.l("weight_layout"));
   if (layer.expert_map == nullptr) {
     METRALE_REQUIRE(layer.num_local_experts == layer.num_experts,
                     "{}: {} = {} != {} = {}, expected every expert local (no {})", who,

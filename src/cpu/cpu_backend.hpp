@@ -15,6 +15,8 @@ void pack_nvfp4(const PackNvfp4& args);
 void require_pack_memory(const PackNvfp4& args);
 void swizzle_scales(const SwizzleScales& args);
 void transpose_packed(const TransposePacked& args);
+// [N, K/2] bytes into or out of the prepacked layout (format/prepack.hpp); src == dst in place.
+void prepack_nvfp4(const PrepackNvfp4& args);
 void nvfp4_grouped(const GroupedNvfp4& args);
 // The whole MoE layer (moe.cpp), its GEMMs through nvfp4_grouped above.
 void moe_forward(const MoeForward& args);

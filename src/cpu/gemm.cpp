@@ -56,7 +56,8 @@ void nvfp4_gemm(const Nvfp4Gemm& args) {
                        {"scratch", product(args.m, args.k) * 4 + detail::panel_scratch_bytes(args.k)}});
   const std::vector<float> act = to_float(args.act, args.m, args.k);
   detail::gemm_rows(act.data(), args.m,
-                    detail::nvfp4_rows(args.packed, args.scale, args.scale_layout, args.n, args.k),
+                    detail::nvfp4_rows(args.packed, args.scale, args.scale_layout,
+                                       WeightLayout::packed, args.n, args.k),
                     args.n, args.k, args.scale_2, args.out);
 }
 

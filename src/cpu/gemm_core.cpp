@@ -1,6 +1,7 @@
-// CPU GEMM core: bf16 and NVFP4 weight decoding to fp32, a panel of rows at a time, and the one
-// row-times-weightᵀ routine (fp64 accumulation, bf16 round-to-nearest-even out) behind every GEMM
-// of the CPU backend. Host memory; threads over weight panels, each with its own panel buffer.
+// CPU GEMM core: bf16 and NVFP4 weight decoding to fp32 (NVFP4 in the seeds' packed layout or
+// prepacked), a panel of rows at a time, and the one row-times-weightᵀ routine (fp64
+// accumulation, bf16 round-to-nearest-even out) behind every GEMM of the CPU backend. Host
+// memory; threads over weight panels, each with its own panel buffer.
 #include "cpu/gemm_core.hpp"
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "cpu/parallel.hpp"
+#include "cpu/prepacked_bytes.hpp"
 #include "format/bf16.hpp"
 #include "format/e2m1.hpp"
 #include "format/e4m3.hpp"
@@ -57,16 +59,21 @@ DecodeRows bf16_rows(const bf16_bits* weight, std::int32_t k) {
 }
 
 DecodeRows nvfp4_rows(const std::uint8_t* packed, const std::uint8_t* scale, ScaleLayout layout,
-                      std::int32_t n, std::int32_t k) {
+                      WeightLayout weights, std::int32_t n, std::int32_t k) {
   const std::size_t N = static_cast<std::size_t>(n), K = static_cast<std::size_t>(k);
   return [=](std::size_t first, std::size_t count, float* dst) {
     const auto& pairs = e2m1_pair_table();
+    std::uint8_t seeds[8];  // a prepacked block's bytes in the seeds' layout
     for (std::size_t row = first; row < first + count; ++row) {
       for (std::size_t b = 0; b < K / 16; ++b) {
         const std::size_t at = layout == ScaleLayout::sfb ? format::sfb_offset(row, b, K)
                                                           : format::k16_by_n_offset(row, b, N);
         const float sf = format::e4m3_to_float(scale[at]);
         const std::uint8_t* bytes = packed + format::packed_nk_offset(row, b * 8, K);
+        if (weights == WeightLayout::prepacked) {
+          convert_halves(bytes, seeds, 4, format::unprepack_half);  // a block is four halves
+          bytes = seeds;
+        }
         float* out = dst + (row - first) * K + b * 16;
         for (int j = 0; j < 8; ++j) {
           out[2 * j] = pairs[bytes[j]][0] * sf;

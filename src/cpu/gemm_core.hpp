@@ -26,9 +26,10 @@ void bf16_to_float(const bf16_bits* src, std::size_t count, float* dst);
 // The [N, K] bf16 weight's rows.
 DecodeRows bf16_rows(const bf16_bits* weight, std::int32_t k);
 // The rows w[n, k] = e2m1(packed code of (n, k)) × e4m3(scale of (n, k/16)) of the [N, K/2]
-// packed weight and its scales in `layout` ([K/16, N] or SFB).
+// packed weight (in `weights`: the seeds' layout, or prepacked, each half unprepacked before it
+// is decoded) and its scales in `layout` ([K/16, N] or SFB).
 DecodeRows nvfp4_rows(const std::uint8_t* packed, const std::uint8_t* scale, ScaleLayout layout,
-                      std::int32_t n, std::int32_t k);
+                      WeightLayout weights, std::int32_t n, std::int32_t k);
 
 // Bytes of weight panels gemm_rows holds at once (one panel per worker).
 double panel_scratch_bytes(std::int32_t k);

@@ -1,7 +1,8 @@
 // CPU reference of the grouped (per-expert) NVFP4 GEMM behind nvfp4_grouped_gate_up, _fused and
 // _down. For each expert e, group rows i in [offsets[e], offsets[e+1]) read a[row(i), :] with
 // row(i) = token_ids ? token_ids[i] : i, and for each projection p
-//   out[p][i, :] = a[row(i), :] · W_{p,e}ᵀ   (W: packed [N, K/2], scales [K/16, N] or SFB)
+//   out[p][i, :] = a[row(i), :] · W_{p,e}ᵀ   (W: packed [N, K/2] or prepacked, scales [K/16, N]
+//                                            or SFB)
 // through the same panel decode + detail::gemm_rows as nvfp4_gemm, so each expert's rows equal
 // nvfp4_gemm on those rows bit for bit. Group rows outside every expert's range are not written.
 // Host memory: offsets, token ids, pointer arrays and data all live on the host.
@@ -82,10 +83,10 @@ void nvfp4_grouped(const GroupedNvfp4& args) {
           reinterpret_cast<const std::uint8_t*>(static_cast<std::uintptr_t>(proj.packed_ptrs[e]));
       const auto* scale =
           reinterpret_cast<const std::uint8_t*>(static_cast<std::uintptr_t>(proj.scale_ptrs[e]));
-      detail::gemm_rows(act.data(), end - begin,
-                        detail::nvfp4_rows(packed, scale, args.scale_layout, args.n, args.k),
-                        args.n, args.k, proj.scale2_vals[e],
-                        args.out[p] + static_cast<std::size_t>(begin) * N);
+      detail::gemm_rows(
+          act.data(), end - begin,
+          detail::nvfp4_rows(packed, scale, args.scale_layout, args.weight_layout, args.n, args.k),
+          args.n, args.k, proj.scale2_vals[e], args.out[p] + static_cast<std::size_t>(begin) * N);
     }
   }
 }

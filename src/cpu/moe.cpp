@@ -92,6 +92,7 @@ GroupedNvfp4 grouped_call(const MoeLayer& layer, const Grouping& g, std::int32_t
                           std::int32_t k) {
   GroupedNvfp4 args{};
   args.scale_layout = layer.scale_layout;
+  args.weight_layout = layer.weight_layout;
   args.groups = ExpertGroups{g.offsets.data(), false, static_cast<std::int32_t>(g.experts.size()),
                              g.rows(), g.max_rows};
   args.n = n;

@@ -4,6 +4,8 @@
 //                     asks for none, else amax / 2688, written back)
 //   swizzle_scales    [K/16, N] or [N, K/16] scales -> SFB (format/layouts.hpp), padding zero
 //   transpose_packed  [N, K/2] <-> [K/2, N], whole bytes (nibble pairs stay together)
+//   prepack_nvfp4     [N, K/2] into or out of the prepacked layout (format/prepack.hpp), one
+//                     16-bit half at a time, in place when src == dst
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -13,6 +15,7 @@
 #include "cpu/cpu_backend.hpp"
 #include "cpu/footprint.hpp"
 #include "cpu/parallel.hpp"
+#include "cpu/prepacked_bytes.hpp"
 #include "format/bf16.hpp"
 #include "format/e2m1.hpp"
 #include "format/layouts.hpp"
@@ -109,6 +112,19 @@ void transpose_packed(const TransposePacked& args) {
         }
       }
     }
+  });
+}
+
+void prepack_nvfp4(const PrepackNvfp4& args) {
+  const double bytes = static_cast<double>(args.n) * (args.k / 2);
+  require_host_memory(fmt::format("N = {}, K = {}", args.n, args.k),
+                      {{"src", bytes}, {"dst", args.src == args.dst ? 0.0 : bytes}});
+  const std::size_t halves =
+      static_cast<std::size_t>(args.n) * static_cast<std::size_t>(args.k) / 4;
+  const auto convert =
+      args.dir == PrepackDir::to_prepacked ? format::prepack_half : format::unprepack_half;
+  parallel_for(halves, std::size_t{1} << 16, [&](std::size_t begin, std::size_t end) {
+    convert_halves(args.src + 2 * begin, args.dst + 2 * begin, end - begin, convert);
   });
 }
 

@@ -34,6 +34,8 @@ void refuse_pack_capture(std::string_view who, void* stream);
 void pack_nvfp4(std::string_view who, const PackNvfp4& args, core::Buffer ws, void* stream);
 void swizzle_scales(const SwizzleScales& args, void* stream);
 void transpose_packed(const TransposePacked& args, void* stream);
+// [N, K/2] bytes into or out of the prepacked layout (format/prepack.hpp); src == dst in place.
+void prepack_nvfp4(const PrepackNvfp4& args, void* stream);
 void nvfp4_grouped(const GroupedNvfp4& args, core::Buffer ws, void* stream);
 
 // A gated input for a grouped GEMM, applied while a family stages its activations: row i of A

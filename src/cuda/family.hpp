@@ -133,6 +133,11 @@ long device_l2_bytes();
 // Whether every expert's block-scale pointer is 16-byte aligned (vector loads of [K/16, N] rows).
 bool scales_aligned_16(const Problem& problem);
 
+// Whether the weights are in format/prepack.hpp's layout (each family decodes both layouts).
+inline bool prepacked(const GroupedNvfp4& args) {
+  return args.weight_layout == WeightLayout::prepacked;
+}
+
 // Function attributes (dynamic shared memory) are per device: a kernel configured on device 0 is
 // not configured on device 1. Runs `configure` once per (kernel, device).
 cudaError_t configure_once_per_device(const void* kernel, int shared_bytes);

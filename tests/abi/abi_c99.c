@@ -222,6 +222,48 @@ static void test_cpu_grouped(void) {
   }
 }
 
+/* The prepacked layout: prepack, then the grouped call with METRALE_WEIGHTS_PREPACKED gives the
+ * packed weights' numbers; unprepack (in place) restores the bytes. */
+static void test_cpu_prepacked(void) {
+  const int32_t offsets[EXPERTS + 1] = {0, 2, ROWS};
+  const float s2[EXPERTS] = {1.0f, 0.5f};
+  const metrale_groups groups = {sizeof(metrale_groups), offsets, 0, EXPERTS, ROWS, 0};
+  const metrale_exec cpu = {sizeof(metrale_exec), METRALE_BACKEND_CPU, NULL, 0, NULL, -1};
+  static uint8_t prepacked[EXPERTS][N * K / 2];
+  uint64_t packed_ptrs[EXPERTS], sfb[EXPERTS];
+  uint16_t c[ROWS * N];
+  void* outs[1];
+  metrale_expert_weights w;
+  int e;
+  for (e = 0; e < EXPERTS; ++e) {
+    CHECK(
+        metrale_prepack_nvfp4_ex(experts[e].packed, prepacked[e], N, K, &cpu) == METRALE_STATUS_OK,
+        "prepack expert %d", e);
+    CHECK(memcmp(prepacked[e], experts[e].packed, N * K / 2) != 0, "prepacking moves bits");
+    packed_ptrs[e] = bits(prepacked[e]);
+    sfb[e] = bits(experts[e].sfb);
+  }
+  w.packed_ptrs = packed_ptrs;
+  w.scale_ptrs = sfb;
+  w.scale2_vals = s2;
+  outs[0] = c;
+  CHECK(metrale_nvfp4_grouped_ex(act, ROWS, NULL, &w, outs, 1,
+                                 METRALE_SCALE_SFB | METRALE_WEIGHTS_PREPACKED, &groups, N, K,
+                                 &cpu) == METRALE_STATUS_OK,
+        "grouped_ex on prepacked weights");
+  check_grouped("grouped_ex prepacked", c, offsets, NULL, s2);
+  CHECK(metrale_nvfp4_grouped_ex(act, ROWS, NULL, &w, outs, 1, METRALE_SCALE_SFB | 0x200, &groups,
+                                 N, K, &cpu) == METRALE_STATUS_INVALID_ARGUMENT,
+        "an unknown scale_layout bit");
+  CHECK(strstr(metrale_last_error(), "scale_layout = 513 (0x201)") != NULL,
+        "the message names the value");
+  for (e = 0; e < EXPERTS; ++e) {
+    CHECK(metrale_unprepack_nvfp4_ex(prepacked[e], prepacked[e], N, K, &cpu) == METRALE_STATUS_OK,
+          "unprepack in place");
+    CHECK(memcmp(prepacked[e], experts[e].packed, N * K / 2) == 0, "unprepack inverts prepack");
+  }
+}
+
 static void test_cpu_ex_and_info(void) {
   float scale_2 = 0.0f;
   uint8_t packed[N * K / 2], scale[KB * N];
@@ -370,6 +412,10 @@ static void test_device_hooks(void) {
   expect_refusal(
       metrale_pack_bf16_weight_to_nvfp4_ex(experts[0].w_bf16, bytes, bytes, &scale_2, N, K, &cuda),
       METRALE_BACKEND_CUDA, "metrale_pack_bf16_weight_to_nvfp4_ex");
+  expect_refusal(metrale_prepack_nvfp4_ex(experts[0].packed, bytes, N, K, &cuda),
+                 METRALE_BACKEND_CUDA, "metrale_prepack_nvfp4_ex");
+  expect_refusal(metrale_unprepack_nvfp4_ex(bytes, bytes, N, K, NULL), METRALE_BACKEND_CUDA,
+                 "metrale_unprepack_nvfp4_ex");
 }
 
 int main(void) {
@@ -379,6 +425,7 @@ int main(void) {
   test_cpu_layouts();
   test_cpu_gemms();
   test_cpu_grouped();
+  test_cpu_prepacked();
   test_cpu_ex_and_info();
   test_cpu_moe();
   /* With a GPU, valid device calls on host buffers are skipped; a backend that was not built

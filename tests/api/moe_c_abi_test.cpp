@@ -96,7 +96,8 @@ TEST_F(MoeCAbi, MessagesUseTheCNames) {
   layer.scale_layout = 7;
   EXPECT_EQ(metrale_moe_forward(&layer, &tokens, &cpu), METRALE_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(last_error(),
-            "metrale_moe_forward: layer->scale_layout = 7, expected 0 ([K/16, N]) or 1 (SFB)");
+            "metrale_moe_forward: layer->scale_layout = 7 (0x7), expected 0 ([K/16, N]) or 1 "
+            "(SFB), optionally or'ed with METRALE_WEIGHTS_PREPACKED (0x100)");
 }
 
 // exec NULL is the automatic backend: CUDA, which (on this host's buffers) must not run. Without

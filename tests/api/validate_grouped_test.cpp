@@ -157,6 +157,11 @@ TEST(ValidateGrouped, ShapeArguments) {
   g.groups.m_total = -1;
   EXPECT_TRUE(fails_with(nvfp4_grouped(g, kCpu), Status::invalid_argument,
                          "M_total = -1, expected M_total >= 0"));
+  g = f.down();
+  g.weight_layout = static_cast<WeightLayout>(2);
+  EXPECT_TRUE(fails_with(nvfp4_grouped(g, kCpu), Status::invalid_argument,
+                         "nvfp4_grouped_down: weight_layout = 2, expected 0 (packed) or 1 "
+                         "(prepacked)"));
 }
 
 TEST(ValidateGrouped, WeightsOfExpertsWithRows) {

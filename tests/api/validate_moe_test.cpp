@@ -156,6 +156,9 @@ TEST_F(MoeValidate, EnumsAndActivationParameters) {
   f.layer.scale_layout = static_cast<ScaleLayout>(-1);
   EXPECT_TRUE(refused("layer.scale_layout = -1, expected 0 ([K/16, N]) or 1 (SFB)"));
   f.layer.scale_layout = ScaleLayout::k16_by_n;
+  f.layer.weight_layout = static_cast<WeightLayout>(5);
+  EXPECT_TRUE(refused("layer.weight_layout = 5, expected 0 (packed) or 1 (prepacked)"));
+  f.layer.weight_layout = WeightLayout::packed;
   tokens.logits_dtype = static_cast<DType>(3);
   EXPECT_TRUE(refused("tokens.logits_dtype = 3, expected 0 (f32) or 1 (bf16)"));
 }

@@ -75,6 +75,23 @@ TEST(DecodeFamily, ForcedWidthsAndSplits) {
       }
 }
 
+// Every token width on prepacked weights (its own kernel instantiation per width), host and
+// device offsets.
+TEST(DecodeFamily, ForcedWidthsOnPrepackedWeights) {
+  METRALE_SKIP_WITHOUT_GPU();
+  std::uint64_t seed = 7150;
+  int failures = 0;
+  for (int config = 0; config < 6; ++config)
+    for (Op op : {Op::grouped_gate_up, Op::grouped_down})
+      for (bool device_offsets : {false, true}) {
+        const check::Routing routing{24, 8, 2, RoutingKind::skew};
+        check::Case c = forced(grouped_case(op, Mode::exact, 65, 1056, routing, ++seed),
+                               fmt::format("{}:{}", kDecode, config), device_offsets);
+        c.prepacked = true;
+        if (!expect_pass(c) && ++failures >= kMaxReportedFailures) return;
+      }
+}
+
 // Many units of one stage each (K = 32 and 96, 48 experts x 2 x 32 weight tiles: ~3000 units
 // on ~500 CTAs): with host offsets (planned on the host) the loader crosses units inside the
 // first stages, whose weights it copies before the staging kernel has written the activations;

@@ -3,7 +3,8 @@
 // empty expert, a token naming one expert twice, 256 experts, an expert past 64 rows; every
 // router, both activations, biases) in exact and realistic mode, then the five model presets
 // with their own routing and activation at T = 1, 64 and 512 (realistic; a token sample for the
-// big ones). A refusal is a failure: the CUDA backend runs the layer.
+// big ones); the small layers again on prepacked weights. A refusal is a failure: the CUDA
+// backend runs the layer.
 // tests/cuda/moe_layer_test.cpp has the directed cases (graph replay, bad token data,
 // determinism, the expert map).
 #include <vector>
@@ -60,11 +61,13 @@ std::vector<LayerShape> layer_shapes() {
   };
 }
 
-void sweep(check::Mode mode) {
+// prepacked: every projection's weights in prepack_nvfp4's layout, for the oracle too.
+void sweep(check::Mode mode, bool prepacked = false) {
   int failures = 0;
   std::uint64_t seed = mode == check::Mode::exact ? 900 : 950;
   for (const LayerShape& s : layer_shapes()) {
-    const check::Case c = moe_case(mode, s.hidden, s.inter, s.routing, s.recipe, ++seed);
+    check::Case c = moe_case(mode, s.hidden, s.inter, s.routing, s.recipe, ++seed);
+    c.prepacked = prepacked;
     run_moe(c, failures);
     if (failures >= kMaxReportedFailures) return;
   }
@@ -78,6 +81,16 @@ TEST(MoeLayer, ExactSweep) {
 TEST(MoeLayer, RealisticSweep) {
   METRALE_SKIP_WITHOUT_GPU();
   sweep(check::Mode::realistic);
+}
+
+TEST(MoeLayer, PrepackedExactSweep) {
+  METRALE_SKIP_WITHOUT_GPU();
+  sweep(check::Mode::exact, true);
+}
+
+TEST(MoeLayer, PrepackedRealisticSweep) {
+  METRALE_SKIP_WITHOUT_GPU();
+  sweep(check::Mode::realistic, true);
 }
 
 TEST(MoeLayer, Presets) {

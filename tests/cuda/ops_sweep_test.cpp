@@ -45,7 +45,8 @@ void sweep_pack(Op op, Mode mode) {
   }
 }
 
-void sweep_grouped(Op op, Mode mode, const char* kernel = "") {
+// prepacked: the weights in prepack_nvfp4's layout, for the oracle and the kernels alike.
+void sweep_grouped(Op op, Mode mode, const char* kernel = "", bool prepacked = false) {
   int failures = 0;
   std::uint64_t seed = 3000;
   for (const GroupedShape& s : grouped_shapes())
@@ -53,6 +54,7 @@ void sweep_grouped(Op op, Mode mode, const char* kernel = "") {
       check::Case c = grouped_case(op, mode, s.n, s.k, s.routing, ++seed);
       c.device_offsets = device_offsets;
       c.cuda_kernel = kernel;
+      c.prepacked = prepacked;
       if (!expect_pass(c) && ++failures >= kMaxReportedFailures) return;
     }
 }
@@ -111,6 +113,25 @@ TEST(TiledExactSweep, GroupedGateUpFused) {
 TEST(TiledExactSweep, GroupedDown) {
   METRALE_SKIP_WITHOUT_GPU();
   sweep_grouped(Op::grouped_down, Mode::exact, "sm90-tiled");
+}
+
+// Prepacked weights (both families decode them with their own bit moves): every grouped
+// operation, the dispatcher's choice and the tiled family forced.
+constexpr Op kGroupedOps[] = {Op::grouped_gate_up, Op::grouped_gate_up_fused, Op::grouped_down};
+
+TEST(ExactSweep, GroupedPrepacked) {
+  METRALE_SKIP_WITHOUT_GPU();
+  for (Op op : kGroupedOps) sweep_grouped(op, Mode::exact, "", true);
+}
+
+TEST(TiledExactSweep, GroupedPrepacked) {
+  METRALE_SKIP_WITHOUT_GPU();
+  for (Op op : kGroupedOps) sweep_grouped(op, Mode::exact, "sm90-tiled", true);
+}
+
+TEST(RealisticSweep, GroupedPrepacked) {
+  METRALE_SKIP_WITHOUT_GPU();
+  for (Op op : kGroupedOps) sweep_grouped(op, Mode::realistic, "", true);
 }
 
 // Realistic mode: every M, the N and K that cross the alignments, random normal inputs.

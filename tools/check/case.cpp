@@ -195,6 +195,7 @@ std::string reproduce_command(const Case& c) {
     if (c.routing.kind != RoutingKind::uniform)
       cmd += fmt::format(" --routing {}", routing_name(c.routing.kind));
     if (c.device_offsets) cmd += " --device-offsets";
+    if (c.prepacked) cmd += " --prepacked";
   } else {
     cmd += fmt::format(" --shape {}", shape_text(c));
   }

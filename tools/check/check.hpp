@@ -88,6 +88,8 @@ struct Case {
   bool sfb_src_n_major = true;  // sfb: source [K/16, N] (true) or [N, K/16]
   TransposeDir transpose_dir = TransposeDir::k_to_n;
   bool device_offsets = false;  // grouped: expert offsets in device memory (bound: largest expert)
+  // grouped and moe: the weights prepacked (prepack_nvfp4) for the oracle and the backend alike.
+  bool prepacked = false;
   // The CUDA backend's kernel, forced for this case as METRALE_CUDA_KERNEL would
   // ("sm90-decode:0:3"); empty: the dispatcher's choice.
   std::string cuda_kernel;

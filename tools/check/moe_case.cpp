@@ -46,7 +46,8 @@ void make_pool(const Case& c, MoeHost& h) {
       h.experts, std::max<std::int64_t>(1, kPoolElementBudget / per_expert)));
   for (int p = 0; p < 3; ++p)
     for (std::int32_t m = 0; m < members; ++m)
-      h.pool[p].push_back(make_member(c, p, h.n_of(p), h.k_of(p), m));
+      h.pool[p].push_back(c.prepacked ? prepacked_weight(make_member(c, p, h.n_of(p), h.k_of(p), m))
+                                      : make_member(c, p, h.n_of(p), h.k_of(p), m));
   for (std::int32_t e = 0; e < h.experts; ++e) {
     h.pool_of_expert.push_back(e % members);
     for (int p = 0; p < 3; ++p) {
@@ -154,6 +155,7 @@ MoeTables host_tables(const MoeHost& h) {
 
 MoeLayer moe_layer(const MoeHost& h, const MoeTables& tables, const float* correction_bias) {
   MoeLayer layer = layer_skeleton(h.experts, h.hidden, h.inter, h.top_k, h.recipe);
+  layer.weight_layout = h.pool[kGate].front().layout;
   ExpertWeights* projections[3] = {&layer.gate, &layer.up, &layer.down};
   for (int p = 0; p < 3; ++p)
     *projections[p] = {tables.packed[p].data(), tables.scale[p].data(), h.scale2[p].data()};

@@ -14,7 +14,8 @@ namespace metrale::check {
 namespace {
 
 // [N, K] row-major: e2m1 code × e4m3 block scale ([K/16, N] layout), exact in float.
-std::vector<float> decode(const PackedWeight& w) {
+std::vector<float> decode(const PackedWeight& weight) {
+  const PackedWeight w = packed_weight(weight);  // the seeds' nibbles, read below
   const std::size_t N = static_cast<std::size_t>(w.n), K = static_cast<std::size_t>(w.k);
   std::vector<float> out(N * K);
   for (std::size_t n = 0; n < N; ++n) {

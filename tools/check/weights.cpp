@@ -53,8 +53,36 @@ PackedWeight make_nvfp4_weight(Mode mode, std::int32_t n, std::int32_t k, std::u
 
 PackedWeight abs_weight(const PackedWeight& w) {
   PackedWeight out = w;
-  for (auto& byte : out.packed) byte &= 0x77u;  // clear the sign bit of both nibbles
+  if (w.layout == WeightLayout::prepacked) {
+    // Prepacked, the four signs of a 16-bit half are its top four bits (format/prepack.hpp).
+    for (std::size_t i = 1; i < out.packed.size(); i += 2) out.packed[i] &= 0x0Fu;
+  } else {
+    for (auto& byte : out.packed) byte &= 0x77u;  // clear the sign bit of both nibbles
+  }
   return out;
+}
+
+namespace {
+
+PackedWeight in_layout(const PackedWeight& w, WeightLayout layout) {
+  if (w.layout == layout) return w;
+  PackedWeight out = w;
+  out.layout = layout;
+  const PrepackDir dir =
+      layout == WeightLayout::prepacked ? PrepackDir::to_prepacked : PrepackDir::to_packed;
+  const PrepackNvfp4 args{w.packed.data(), out.packed.data(), w.n, w.k, dir};
+  require_ok(prepack_nvfp4(args, kCpuOracle), "CPU oracle prepack_nvfp4");
+  return out;
+}
+
+}  // namespace
+
+PackedWeight prepacked_weight(const PackedWeight& w) {
+  return in_layout(w, WeightLayout::prepacked);
+}
+
+PackedWeight packed_weight(const PackedWeight& w) {
+  return in_layout(w, WeightLayout::packed);
 }
 
 std::vector<bf16_bits> make_activations(Mode mode, std::size_t count, std::uint64_t seed) {

@@ -18,7 +18,8 @@ namespace metrale::check {
 
 struct PackedWeight {
   std::int32_t n = 0, k = 0;
-  std::vector<std::uint8_t> packed;  // [N, K/2], even k in the low nibble
+  std::vector<std::uint8_t> packed;  // [N, K/2], even k in the low nibble, or prepacked
+  WeightLayout layout = WeightLayout::packed;  // of `packed`
   std::vector<std::uint8_t> scale;   // [K/16, N]
   std::vector<std::uint8_t> sfb;     // SFB layout (empty unless asked for)
   float scale_2 = 1.0f;              // what the packer chose (1 in the seeds' form)
@@ -54,6 +55,10 @@ PackedWeight make_nvfp4_weight(Mode mode, std::int32_t n, std::int32_t k, std::u
 
 // |w|: the same scales, each code's sign bit cleared (e2m1 is sign-magnitude): exact.
 PackedWeight abs_weight(const PackedWeight& w);
+
+// w in the prepacked layout (prepack_nvfp4 on the CPU backend), and back in the packed one.
+PackedWeight prepacked_weight(const PackedWeight& w);
+PackedWeight packed_weight(const PackedWeight& w);
 
 // Activations of a GEMM check: integers in [-2, 2] (exact) or normal (realistic).
 std::vector<bf16_bits> make_activations(Mode mode, std::size_t count, std::uint64_t seed);

@@ -24,7 +24,7 @@ struct CheckOptions {
   std::int64_t tokens = 64, experts = 0, topk = 0, sample_rows = -1;
   std::uint64_t seed = 1;
   bool no_determinism = false, scale2_one = false, src_n_by_k16 = false, n_to_k = false,
-       allow_skip = false, device_offsets = false;
+       allow_skip = false, device_offsets = false, prepacked = false;
   // moe: changes to the recipe (empty or 0: the preset's, or the plain one for a custom shape)
   std::string router, activation;
   std::int32_t n_group = 0, topk_group = 0;
@@ -199,12 +199,15 @@ check::Case make_case(const CheckOptions& o) {
       throw BadOption{fmt::format("--routing applies to grouped ops and moe, not {}", o.op)};
     if (o.device_offsets)
       throw BadOption{fmt::format("--device-offsets applies to grouped ops, not {}", o.op)};
+    if (o.prepacked)
+      throw BadOption{fmt::format("--prepacked applies to grouped ops and moe, not {}", o.op)};
     apply_shape(c, o);
   }
   require_valid_shape(c, o);
   c.seed = o.seed;
   c.sample_rows = o.sample_rows;
   c.device_offsets = o.device_offsets;
+  c.prepacked = o.prepacked;
   c.check_determinism = !o.no_determinism;
   c.pack_scale_2 = !o.scale2_one;
   c.sfb_src_n_major = !o.src_n_by_k16;
@@ -310,6 +313,8 @@ void add_check_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--n-to-k", options->n_to_k, "transpose: [K/2, N] -> [N, K/2]");
   cmd->add_flag("--device-offsets", options->device_offsets,
                 "grouped: expert offsets in device memory (as a CUDA graph would pass them)");
+  cmd->add_flag("--prepacked", options->prepacked,
+                "grouped and moe: weights prepacked (prepack_nvfp4) for the oracle and the backend");
   cmd->callback([options, &exit_code] { exit_code = run_check(*options); });
 }
 

@@ -192,6 +192,7 @@ GroupedNvfp4 grouped_args(const MoeForward& args, const Scratch& s, const Groupe
     g.out[g.proj_count++] = out;
   }
   g.scale_layout = args.layer.scale_layout;
+  g.weight_layout = args.layer.weight_layout;
   g.groups = device_groups(args.layer, args.tokens.num_tokens, s.routes.offsets);
   g.n = step.n;
   g.k = step.k;

@@ -147,7 +147,7 @@ class DecodeFamily final : public Family {
     const int experts = compact ? static_cast<int>(listed.size()) : a.groups.num_experts;
     int ctas_per_sm = 0, shared_bytes = 0;
     METRALE_CUDA_CHECK(
-        decode_occupancy(plan.config, experts, compact, &ctas_per_sm, &shared_bytes));
+        decode_occupancy(plan.config, prepacked(a), experts, compact, &ctas_per_sm, &shared_bytes));
     const PlanShape shape = plan_shape(problem, plan, l, experts, ctas_per_sm);
     const DecodeParams params = decode_params(problem, l, shape);
     if (compact) {
@@ -282,6 +282,7 @@ class DecodeFamily final : public Family {
     p.scale_sfb = a.scale_layout == ScaleLayout::sfb;
     p.scale_vec16 = !p.scale_sfb && a.n % 16 == 0 && scales_aligned_16(problem);
     p.max_segments = s.tables.num_experts;
+    p.prepacked = prepacked(a);
     return p;
   }
 };

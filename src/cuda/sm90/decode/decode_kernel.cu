@@ -1,5 +1,6 @@
 // Instantiations of the decode kernels (device- and host-planned), one per token width of
-// kTokenWidths, and their launch.
+// kTokenWidths and weight layout (the seeds' packed bytes or format/prepack.hpp's), and their
+// launch.
 #include <type_traits>
 
 #include "cuda/family.hpp"
@@ -14,19 +15,19 @@ int shared_bytes_for(int max_segments) {
   return Shape<kTokens>::kPipelineBytes + (max_segments + 1) * static_cast<int>(sizeof(std::int32_t));
 }
 
-template <int kTokens>
+template <int kTokens, bool kPrepacked>
 const void* kernel_of(bool host_work) {
-  return host_work ? reinterpret_cast<const void*>(&decode_kernel_host<kTokens>)
-                   : reinterpret_cast<const void*>(&decode_kernel<kTokens>);
+  return host_work ? reinterpret_cast<const void*>(&decode_kernel_host<kTokens, kPrepacked>)
+                   : reinterpret_cast<const void*>(&decode_kernel<kTokens, kPrepacked>);
 }
 
 // A host-planned launch copies the whole prefix block of HostWork.
-template <int kTokens>
+template <int kTokens, bool kPrepacked>
 cudaError_t occupancy(int max_segments, bool host_work, int* ctas, int* shared) {
   *shared = host_work ? Shape<kTokens>::kPipelineBytes + kHostPrefixBytes
                       : shared_bytes_for<kTokens>(max_segments);
   // Configured once per device for the largest expert table; a launch asks for what it uses.
-  const void* kernel = kernel_of<kTokens>(host_work);
+  const void* kernel = kernel_of<kTokens, kPrepacked>(host_work);
   if (const cudaError_t err = configure_once_per_device(kernel, shared_bytes_for<kTokens>(kMaxExperts));
       err != cudaSuccess)
     return err;
@@ -67,22 +68,32 @@ cudaError_t with_width(int config, Fn&& fn) {
   }
 }
 
+// And one per weight layout.
+template <class Fn>
+cudaError_t with_kernel(int config, bool prepacked, Fn&& fn) {
+  return with_width(config, [&]<int kTokens>() {
+    return prepacked ? fn.template operator()<kTokens, true>()
+                     : fn.template operator()<kTokens, false>();
+  });
+}
+
 }  // namespace
 
-cudaError_t decode_occupancy(int config, int max_segments, bool host_work, int* ctas_per_sm,
-                             int* shared_bytes) {
-  return with_width(config, [&]<int kTokens>() {
-    return occupancy<kTokens>(max_segments, host_work, ctas_per_sm, shared_bytes);
+cudaError_t decode_occupancy(int config, bool prepacked, int max_segments, bool host_work,
+                             int* ctas_per_sm, int* shared_bytes) {
+  return with_kernel(config, prepacked, [&]<int kTokens, bool kPrepacked>() {
+    return occupancy<kTokens, kPrepacked>(max_segments, host_work, ctas_per_sm, shared_bytes);
   });
 }
 
 cudaError_t launch_decode(int config, const DecodeParams& params, const HostWork* work, int grid,
                           int shared_bytes, cudaStream_t stream) {
-  return with_width(config, [&]<int kTokens>() {
+  return with_kernel(config, params.prepacked != 0, [&]<int kTokens, bool kPrepacked>() {
     if (work)
-      return launch<kTokens>(&decode_kernel_host<kTokens>, grid, shared_bytes, stream, params,
-                             *work);
-    return launch<kTokens>(&decode_kernel<kTokens>, grid, shared_bytes, stream, params);
+      return launch<kTokens>(&decode_kernel_host<kTokens, kPrepacked>, grid, shared_bytes, stream,
+                             params, *work);
+    return launch<kTokens>(&decode_kernel<kTokens, kPrepacked>, grid, shared_bytes, stream,
+                           params);
   });
 }
 

@@ -52,6 +52,27 @@ __device__ __forceinline__ void e2m1_pairs(uint32_t codes, uint32_t (&pairs)[4])
   pairs[3] = e2m1_nibble_pair<1>(upper);
 }
 
+// The same four pairs from a prepacked word (format/prepack.hpp), whose halves keep code j's
+// sign, e1, e0 and m at bits (15, 8, 7, 6), (12, 5, 4, 3), (14, 2, 1, 0) and (13, 11, 10, 9):
+// code 0 is in place, code 1 one shift away, codes 2 and 3 one multiply (two copies in disjoint
+// bits, as above). Ten operations a word where e2m1_pairs takes thirteen.
+__device__ __forceinline__ void e2m1_pairs_prepacked(uint32_t codes, uint32_t (&pairs)[4]) {
+  constexpr uint32_t kBits = kSignBits | kMagnitudeBits;
+  pairs[0] = codes & kBits;
+  pairs[1] = (codes << 3) & kBits;
+  pairs[2] = ((codes & 0x40074007u) * 0x42u) & kBits;          // sign x 2, e1 e0 m x 64
+  pairs[3] = (((codes >> 3) & 0x05C005C0u) * 0x21u) & kBits;  // sign x 32, e1 e0 m in place
+}
+
+template <bool kPrepacked>
+__device__ __forceinline__ void e2m1_pairs_of(uint32_t codes, uint32_t (&pairs)[4]) {
+  if constexpr (kPrepacked) {
+    e2m1_pairs_prepacked(codes, pairs);
+  } else {
+    e2m1_pairs(codes, pairs);
+  }
+}
+
 // Two e4m3 scales (low byte -> low half) as bf16x2 s x 2^kScaleExponent, exactly.
 __device__ __forceinline__ uint32_t e4m3x2_to_scaled_bf16x2(uint32_t pair) {
   uint32_t h;

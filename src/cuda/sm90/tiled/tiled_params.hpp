@@ -123,6 +123,7 @@ struct GroupedParams {
   std::int32_t num_experts;
   std::int32_t scale_sfb;           // 1: SFB scales, 0: [K/16, N] scales
   std::int32_t scale_vec16;         // [K/16, N] scales may be read 16 bytes at a time
+  std::int32_t prepacked;           // 1: NVFP4 weights in format/prepack.hpp's layout
   const std::int32_t* offsets;      // [num_experts + 1] in device memory, or null: `single`
   std::int32_t m_total;             // rows past it are dropped (device offsets are not validated)
   std::int32_t min_rows, max_rows;  // experts whose rows fall outside belong to another family

@@ -132,7 +132,7 @@ __device__ __forceinline__ void produce(const GroupedParams& p, WsShared<Config>
       if (handed >= 2)
         mbarrier_wait(&sh.tile_empty[b], ((handed - 2) >> 1) & 1, sh,
                       WaitSite{kProducerTileEmpty, int(stage), handed, b});
-      sh.tile[b] = WsTile{live, n0, row_begin, row_end, projection, kNvfp4 ? entry.scale_2 : 1.f};
+      sh.tile[b] = WsTile{live, n0, row_begin, row_end, projection, kNvfp4 ? weight_scale_2(p, entry) : 1.f};
       (void)::cuda::ptx::mbarrier_arrive(&sh.tile_full[b]);
       ws_beat(0, handed, stage);
     }

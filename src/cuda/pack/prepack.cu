@@ -1,0 +1,88 @@
+// metrale::cuda::prepack_nvfp4: packed [N, K/2] bytes into or out of the prepacked layout
+// (format/prepack.hpp). The layout moves bits within each 16-bit half of a row, and a row's K/2
+// bytes are a whole number of 32-bit words, so the buffer is a flat array of units that convert
+// on their own: one thread converts a word (two halves) at a time with format::prepack_word /
+// unprepack_word when both pointers are 4-byte aligned; otherwise (a byte offset the caller chose:
+// the packing operations take any byte pointer) a half at a time, read and written as two bytes.
+// Each thread reads its unit before it writes it, so src == dst converts in place. Offline work
+// (once per weight at load), memory bound; simple beats clever. Any arch.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "cuda/cuda_backend.hpp"
+#include "cuda/cuda_check.hpp"
+#include "cuda/pack/pack_launch.hpp"
+#include "cuda/require_device.hpp"
+#include "format/prepack.hpp"
+
+namespace metrale::cuda {
+namespace {
+
+constexpr const char* kWho = "prepack_nvfp4";
+constexpr int kThreads = 256;
+
+// No __restrict__: src and dst may be the same buffer.
+template <PrepackDir kDir>
+__global__ void __launch_bounds__(kThreads)
+    prepack_words(const std::uint32_t* src, std::uint32_t* dst, std::int64_t words) {
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < words;
+       i += stride) {
+    const std::uint32_t w = src[i];
+    dst[i] = kDir == PrepackDir::to_prepacked ? format::prepack_word(w) : format::unprepack_word(w);
+  }
+}
+
+// A half is little-endian: its low byte first, as the seeds' packed bytes hold k ascending.
+template <PrepackDir kDir>
+__global__ void __launch_bounds__(kThreads)
+    prepack_halves(const std::uint8_t* src, std::uint8_t* dst, std::int64_t halves) {
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+       i < halves; i += stride) {
+    const auto half = static_cast<std::uint16_t>(src[2 * i] | src[2 * i + 1] << 8);
+    const std::uint16_t out = kDir == PrepackDir::to_prepacked ? format::prepack_half(half)
+                                                               : format::unprepack_half(half);
+    dst[2 * i] = static_cast<std::uint8_t>(out & 0xFFu);
+    dst[2 * i + 1] = static_cast<std::uint8_t>(out >> 8);
+  }
+}
+
+bool aligned_4(const void* ptr) {
+  return reinterpret_cast<std::uintptr_t>(ptr) % sizeof(std::uint32_t) == 0;
+}
+
+template <PrepackDir kDir>
+void launch(const PrepackNvfp4& args, std::int64_t bytes, cudaStream_t stream) {
+  if (aligned_4(args.src) && aligned_4(args.dst)) {
+    const std::int64_t words = bytes / 4;
+    const unsigned grid = pack::grid_size(static_cast<std::size_t>(words), kThreads, 8);
+    prepack_words<kDir>
+        <<<grid, kThreads, 0, stream>>>(reinterpret_cast<const std::uint32_t*>(args.src),
+                                        reinterpret_cast<std::uint32_t*>(args.dst), words);
+    METRALE_CUDA_CHECK_LAUNCH(prepack_words);
+    return;
+  }
+  const std::int64_t halves = bytes / 2;
+  const unsigned grid = pack::grid_size(static_cast<std::size_t>(halves), kThreads, 8);
+  prepack_halves<kDir><<<grid, kThreads, 0, stream>>>(args.src, args.dst, halves);
+  METRALE_CUDA_CHECK_LAUNCH(prepack_halves);
+}
+
+}  // namespace
+
+void prepack_nvfp4(const PrepackNvfp4& args, void* stream) {
+  require_device(kWho);
+  // K is a multiple of 16 (validated): every row is K/2 bytes, a whole number of words.
+  const std::int64_t bytes = static_cast<std::int64_t>(args.n) * (args.k / 2);
+  if (bytes <= 0) return;
+  const auto s = static_cast<cudaStream_t>(stream);
+  if (args.dir == PrepackDir::to_prepacked) {
+    launch<PrepackDir::to_prepacked>(args, bytes, s);
+  } else {
+    launch<PrepackDir::to_packed>(args, bytes, s);
+  }
+}
+
+}  // namespace metrale::cuda

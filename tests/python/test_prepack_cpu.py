@@ -1,0 +1,104 @@
+"""metrale.prepack and metrale.unprepack on the CPU backend, and prepacked ExpertTables: prepack
+moves the bits of every 16-bit half where src/format/prepack.hpp's table says (the table written
+again here); unprepack inverts it, in place too; the grouped operations and moe_forward on
+prepacked tables equal the packed tables' results bit for bit; mixed layouts are refused."""
+
+import numpy as np
+import pytest
+
+import metrale
+from test_ops_cpu import assert_bits_equal, make_experts, nvfp4_weight, small_ints
+
+# Bit of the sign, e1, e0 and m of code j in a prepacked half.
+TABLE = [[15, 8, 7, 6], [12, 5, 4, 3], [14, 2, 1, 0], [13, 11, 10, 9]]
+
+
+def prepack_reference(packed):
+    """Each little-endian 16-bit half's four codes, bit by bit to the table's places."""
+    halves = np.ascontiguousarray(packed).view("<u2")
+    out = np.zeros_like(halves)
+    for j in range(4):
+        code = (halves >> (4 * j)) & 0xF
+        for b in range(4):
+            out |= ((code >> (3 - b)) & 1) << TABLE[j][b]
+    return out.view(np.uint8).reshape(packed.shape)
+
+
+@pytest.mark.parametrize("n, k", [(1, 16), (3, 64), (33, 2880)])
+def test_prepack_moves_the_bits_of_the_table(rng, n, k):
+    packed = rng.integers(0, 256, (n, k // 2), dtype=np.uint8)
+    kept = packed.copy()
+    prepacked = metrale.prepack(packed)
+    np.testing.assert_array_equal(prepacked, prepack_reference(packed))
+    np.testing.assert_array_equal(packed, kept)
+    np.testing.assert_array_equal(metrale.unprepack(prepacked), packed)
+    buffer = packed.copy()
+    assert metrale.prepack(buffer, out=buffer) is buffer
+    np.testing.assert_array_equal(buffer, prepacked)
+    assert metrale.unprepack(buffer, out=buffer) is buffer
+    np.testing.assert_array_equal(buffer, packed)
+
+
+def test_prepack_refusals_carry_the_library_message():
+    with pytest.raises(metrale.InvalidArgumentError, match="K = 24 is not a multiple of 16"):
+        metrale.prepack(np.zeros((4, 12), np.uint8))
+    with pytest.raises(metrale.InvalidArgumentError, match="expected 2 dimensions"):
+        metrale.unprepack(np.zeros(16, np.uint8))
+
+
+def prepacked_experts(rng, experts, n, k, layout):
+    weights, packed = make_experts(rng, experts, n, k, layout)
+    kept = [w[0].copy() for w in weights]
+    prepacked = metrale.expert_table(weights, layout=layout, prepacked=True)
+    assert prepacked.prepacked and not packed.prepacked
+    for w, before in zip(weights, kept):
+        np.testing.assert_array_equal(w[0], before)  # the caller's arrays are not touched
+    return packed, prepacked
+
+
+def test_grouped_operations_on_prepacked_tables(rng):
+    offsets = np.array([0, 3, 3, 10, 11], np.int32)
+    for layout in ("k16_by_n", "sfb"):
+        gate, gate_pre = prepacked_experts(rng, 4, 48, 64, layout)
+        up, up_pre = prepacked_experts(rng, 4, 48, 64, layout)
+        a = small_ints(rng, 11, 64)
+        for got, want in zip(
+            metrale.grouped_gate_up(a, gate_pre, up_pre, offsets),
+            metrale.grouped_gate_up(a, gate, up, offsets),
+        ):
+            assert_bits_equal(got, want)
+    tokens = small_ints(rng, 4, 64)
+    ids = np.array([3, 0, 1, 1, 2, 3, 0, 2, 1, 3, 0], np.int32)
+    for got, want in zip(
+        metrale.grouped_gate_up_fused(tokens, ids, gate_pre, up_pre, offsets),
+        metrale.grouped_gate_up_fused(tokens, ids, gate, up, offsets),
+    ):
+        assert_bits_equal(got, want)
+    down, down_pre = prepacked_experts(rng, 2, 64, 32, "sfb")
+    a = small_ints(rng, 5, 32)
+    offsets = np.array([0, 2, 5], np.int32)
+    assert_bits_equal(
+        metrale.grouped_down(a, down_pre, offsets), metrale.grouped_down(a, down, offsets)
+    )
+
+
+def test_moe_forward_on_prepacked_tables(rng):
+    h, i = 64, 32
+    gate, gate_pre = prepacked_experts(rng, 4, i, h, "sfb")
+    up, up_pre = prepacked_experts(rng, 4, i, h, "sfb")
+    down, down_pre = prepacked_experts(rng, 4, h, i, "sfb")
+    hidden = small_ints(rng, 6, h)
+    logits = rng.standard_normal((6, 4)).astype(np.float32)
+    want = metrale.moe_forward(hidden, gate, up, down, top_k=2, router_logits=logits)
+    got = metrale.moe_forward(hidden, gate_pre, up_pre, down_pre, top_k=2, router_logits=logits)
+    assert_bits_equal(got, want)
+    with pytest.raises(metrale.InvalidArgumentError, match="expected one weight layout"):
+        metrale.moe_forward(hidden, gate_pre, up, down, top_k=2, router_logits=logits)
+    with pytest.raises(metrale.InvalidArgumentError, match="expected one weight layout"):
+        metrale.grouped_gate_up(hidden, gate_pre, up, [0, 6, 6, 6, 6])
+
+
+def test_nvfp4_weight_tuples_prepack_too(rng):
+    weights = [nvfp4_weight(rng, 16, 32)]
+    table = metrale.expert_table(weights, prepacked=True)
+    np.testing.assert_array_equal(table.packed[0], prepack_reference(weights[0][0]))
