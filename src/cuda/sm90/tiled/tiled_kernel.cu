@@ -118,13 +118,13 @@ struct ClusterLaunch {
   ClusterLaunch(const ClusterLaunch&) = delete;  // config points at cluster
 };
 
-template <class Config, bool kNvfp4>
+template <class Config, bool kNvfp4, bool kPrepacked>
 cudaError_t launch_config(const GroupedParams& params, dim3 grid, cudaStream_t stream) {
   using Shape = std::conditional_t<Config::specialized, WsShape<Config, kNvfp4>,
                                    KernelShape<Config, kNvfp4>>;
   auto* kernel = [] {
-    if constexpr (Config::specialized) return &grouped_gemm_ws_kernel<Config, kNvfp4>;
-    else return &grouped_gemm_kernel<Config, kNvfp4>;
+    if constexpr (Config::specialized) return &grouped_gemm_ws_kernel<Config, kNvfp4, kPrepacked>;
+    else return &grouped_gemm_kernel<Config, kNvfp4, kPrepacked>;
   }();
   if (const cudaError_t err =
           configure_once_per_device(reinterpret_cast<const void*>(kernel), Shape::kSmemBytes);
@@ -160,10 +160,11 @@ auto with_tile(int tile, F&& f) {
   }
 }
 
-template <bool kNvfp4>
+// kPrepacked: NVFP4 weights in format/prepack.hpp's layout (their own instantiations).
+template <bool kNvfp4, bool kPrepacked = false>
 cudaError_t launch_format(int tile, const GroupedParams& params, dim3 grid, cudaStream_t stream) {
   return with_tile(tile, [&](auto config) {
-    return launch_config<decltype(config), kNvfp4>(params, grid, stream);
+    return launch_config<decltype(config), kNvfp4, kPrepacked>(params, grid, stream);
   });
 }
 
@@ -176,12 +177,12 @@ int max_active_clusters(int tile, int cluster_size) {
       return 0;
     } else {
       using Shape = KernelShape<Config, false>;
-      const void* kernel = reinterpret_cast<const void*>(&grouped_gemm_kernel<Config, false>);
+      const void* kernel = reinterpret_cast<const void*>(&grouped_gemm_kernel<Config, false, false>);
       if (configure_once_per_device(kernel, Shape::kSmemBytes) != cudaSuccess) return 0;
       ClusterLaunch<Shape> launch(dim3(1, 1, static_cast<unsigned>(cluster_size)), cluster_size,
                                   nullptr);
       int clusters = 0;
-      if (cudaOccupancyMaxActiveClusters(&clusters, &grouped_gemm_kernel<Config, false>,
+      if (cudaOccupancyMaxActiveClusters(&clusters, &grouped_gemm_kernel<Config, false, false>,
                                          &launch.config) !=
           cudaSuccess) {
         (void)cudaGetLastError();
@@ -196,8 +197,9 @@ int max_active_clusters(int tile, int cluster_size) {
 
 cudaError_t launch_grouped_gemm(int tile, bool nvfp4, const GroupedParams& params, dim3 grid,
                                 cudaStream_t stream) {
-  return nvfp4 ? launch_format<true>(tile, params, grid, stream)
-               : launch_format<false>(tile, params, grid, stream);
+  if (!nvfp4) return launch_format<false>(tile, params, grid, stream);
+  return params.prepacked ? launch_format<true, true>(tile, params, grid, stream)
+                          : launch_format<true>(tile, params, grid, stream);
 }
 
 int bf16_split_clusters(int tile, int splits) {

@@ -263,8 +263,9 @@ __device__ __forceinline__ void decode_prepacked_stage(const uint32_t (&words0)[
 }
 
 // The fp32 factor of the epilogue: scale_2, x 2^7 where the decode leaves the weights 2^-7 small.
-__device__ __forceinline__ float weight_scale_2(const GroupedParams& p, const ExpertEntry& entry) {
-  return p.prepacked ? entry.scale_2 * decode::kEpilogueFactor : entry.scale_2;
+template <bool kPrepacked>
+__device__ __forceinline__ float weight_scale_2(const ExpertEntry& entry) {
+  return kPrepacked ? entry.scale_2 * decode::kEpilogueFactor : entry.scale_2;
 }
 
 // Step 3b (NVFP4). Decodes this thread's A fragments for the four k16 steps of one stage: the
@@ -273,7 +274,8 @@ __device__ __forceinline__ float weight_scale_2(const GroupedParams& p, const Ex
 // one stage ahead was 5% slower, docs/perf.md).
 // `thread`: the caller's index among the consumer warpgroups (threadIdx.x when all of the CTA
 // consumes).
-template <class Config>
+// kPrepacked: the weights in format/prepack.hpp's layout (decode_prepacked_stage).
+template <class Config, bool kPrepacked>
 __device__ __forceinline__ void decode_stage(const GroupedParams& p, const std::uint8_t* stage_ptr,
                                              int n0, uint32_t (&frag)[4][4],
                                              unsigned thread = threadIdx.x) {
@@ -290,7 +292,10 @@ __device__ __forceinline__ void decode_stage(const GroupedParams& p, const std::
   const std::uint8_t* scales = weights + Shape::kWeightBytes;
   const uint32_t scales0 = stage_scales<Config>(p, scales, n0, r0);
   const uint32_t scales1 = stage_scales<Config>(p, scales, n0, r0 + 8);
-  if (p.prepacked) return decode_prepacked_stage(words0, words1, scales0, scales1, t, frag);
+  if constexpr (kPrepacked) {
+    decode_prepacked_stage(words0, words1, scales0, scales1, t, frag);
+    return;
+  }
   const uint32_t pick = t | ((t + 4) << 4);
 #pragma unroll
   for (int s = 0; s < 4; ++s) {
@@ -382,7 +387,7 @@ __device__ __forceinline__ void run_stages(int k_tiles, uint32_t (&frag)[2][4][4
   release_operands(frag, acc);
 }
 
-template <class Config, bool kNvfp4>
+template <class Config, bool kNvfp4, bool kPrepacked>
 __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
     grouped_gemm_kernel(const __grid_constant__ GroupedParams p) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -435,7 +440,7 @@ __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
   // cp.async wrote through the generic proxy; wgmma reads through the async proxy.
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
   __syncthreads();
-  if constexpr (kNvfp4) decode_stage<Config>(p, base_ptr, n0, frag[0]);
+  if constexpr (kNvfp4) decode_stage<Config, kPrepacked>(p, base_ptr, n0, frag[0]);
   const int chunks = row_chunks(row_end - row_begin, Config::chunk);
   auto step = [&](int kt, uint32_t(&current)[4][4], uint32_t(&other)[4][4]) {
     issue_stage<Config, kNvfp4>(base + kt % Config::stages * Shape::kStageBytes, current, acc,
@@ -457,7 +462,7 @@ __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
     cp_async_commit();
     if constexpr (kNvfp4)
       if (kt + 1 < k_tiles)
-        decode_stage<Config>(p, base_ptr + (kt + 1) % Config::stages * Shape::kStageBytes, n0, other);
+        decode_stage<Config, kPrepacked>(p, base_ptr + (kt + 1) % Config::stages * Shape::kStageBytes, n0, other);
   };
   run_stages(k_tiles, frag, acc, step);
 
@@ -475,7 +480,7 @@ __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
       if (!fold_splits<Shape::kThreads>(p, tile, split, acc)) return;
     }
   }
-  const float scale_2 = kNvfp4 ? weight_scale_2(p, entry) : 1.0f;
+  const float scale_2 = kNvfp4 ? weight_scale_2<kPrepacked>(entry) : 1.0f;
   std::uint16_t* out = p.out[projection];
   if constexpr (StagedTile<Config>::kFits) {
     static_assert(StagedTile<Config>::kBytes <= Config::stages * Shape::kStageBytes,

@@ -123,7 +123,6 @@ struct GroupedParams {
   std::int32_t num_experts;
   std::int32_t scale_sfb;           // 1: SFB scales, 0: [K/16, N] scales
   std::int32_t scale_vec16;         // [K/16, N] scales may be read 16 bytes at a time
-  std::int32_t prepacked;           // 1: NVFP4 weights in format/prepack.hpp's layout
   const std::int32_t* offsets;      // [num_experts + 1] in device memory, or null: `single`
   std::int32_t m_total;             // rows past it are dropped (device offsets are not validated)
   std::int32_t min_rows, max_rows;  // experts whose rows fall outside belong to another family
@@ -139,6 +138,9 @@ struct GroupedParams {
   // One expert on host offsets (a single GEMM): its entries and offsets travel here, so the
   // launch needs no staged table and no staging launch in front of it.
   SingleExpert single;
+  // 1: NVFP4 weights in format/prepack.hpp's layout (the host picks the kernel by it). Last, so
+  // that the packed kernels' parameter offsets, and their SASS, stay as they were.
+  std::int32_t prepacked;
 };
 
 // The work of a grid of tiles: how many, and their summed time in units of a full 128-token

@@ -98,7 +98,7 @@ __device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity,
 // 3p. The producer warpgroup walks the CTA's tiles: locates each, hands it to the consumers,
 // gathers its rows and fills the stage ring with its k-tiles. `stage` counts the stages issued
 // over all tiles (its slot and ring round).
-template <class Config, bool kNvfp4>
+template <class Config, bool kNvfp4, bool kPrepacked>
 __device__ __forceinline__ void produce(const GroupedParams& p, WsShared<Config>& sh,
                                         uint32_t base, std::uint8_t* base_ptr, int k_tiles) {
   using Shape = KernelShape<Config, kNvfp4>;
@@ -132,7 +132,7 @@ __device__ __forceinline__ void produce(const GroupedParams& p, WsShared<Config>
       if (handed >= 2)
         mbarrier_wait(&sh.tile_empty[b], ((handed - 2) >> 1) & 1, sh,
                       WaitSite{kProducerTileEmpty, int(stage), handed, b});
-      sh.tile[b] = WsTile{live, n0, row_begin, row_end, projection, kNvfp4 ? weight_scale_2(p, entry) : 1.f};
+      sh.tile[b] = WsTile{live, n0, row_begin, row_end, projection, kNvfp4 ? weight_scale_2<kPrepacked>(entry) : 1.f};
       (void)::cuda::ptx::mbarrier_arrive(&sh.tile_full[b]);
       ws_beat(0, handed, stage);
     }
@@ -163,7 +163,7 @@ __device__ __forceinline__ void produce(const GroupedParams& p, WsShared<Config>
 // producer hands over until it hands over none: per stage it waits for the full barrier,
 // decodes its fragments, issues its wgmmas and, once the previous stage's wgmmas are done,
 // releases that stage; then it stores the tile while the producer loads the next.
-template <class Config, bool kNvfp4>
+template <class Config, bool kNvfp4, bool kPrepacked>
 __device__ __forceinline__ void consume(const GroupedParams& p, WsShared<Config>& sh,
                                         uint32_t base, std::uint8_t* base_ptr, int k_tiles) {
   using Shape = KernelShape<Config, kNvfp4>;
@@ -194,7 +194,7 @@ __device__ __forceinline__ void consume(const GroupedParams& p, WsShared<Config>
       // The copies wrote through the generic proxy; wgmma reads the stage through the async one.
       ::cuda::ptx::fence_proxy_async(::cuda::ptx::space_shared);
       if constexpr (kNvfp4)
-        decode_stage<Config>(p, base_ptr + slot * Shape::kStageBytes, tile.n0, into, thread);
+        decode_stage<Config, kPrepacked>(p, base_ptr + slot * Shape::kStageBytes, tile.n0, into, thread);
     };
     auto release = [&](int kt) {
       if (thread % 128 == 0) (void)::cuda::ptx::mbarrier_arrive(&sh.empty[(first + kt) % kStages]);
@@ -231,7 +231,7 @@ __device__ __forceinline__ void consume(const GroupedParams& p, WsShared<Config>
 
 // Persistent: a grid of at most one CTA per multiprocessor walks the tiles (in raster_tile's
 // order, projection by projection), so a tile's epilogue overlaps the next one's loads.
-template <class Config, bool kNvfp4>
+template <class Config, bool kNvfp4, bool kPrepacked>
 __global__ void __launch_bounds__(WsShape<Config, kNvfp4>::kThreads, 1)
     grouped_gemm_ws_kernel(const __grid_constant__ GroupedParams p) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -263,11 +263,11 @@ __global__ void __launch_bounds__(WsShape<Config, kNvfp4>::kThreads, 1)
   if (threadIdx.x < Ws::kProducerThreads) {
     if constexpr (Ws::kRegisterSplit)
       asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Ws::kProducerRegisters));
-    produce<Config, kNvfp4>(p, sh, base, base_ptr, k_tiles);
+    produce<Config, kNvfp4, kPrepacked>(p, sh, base, base_ptr, k_tiles);
   } else {
     if constexpr (Ws::kRegisterSplit)
       asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Ws::kConsumerRegisters));
-    consume<Config, kNvfp4>(p, sh, base, base_ptr, k_tiles);
+    consume<Config, kNvfp4, kPrepacked>(p, sh, base, base_ptr, k_tiles);
   }
 #elif defined(__CUDA_ARCH__)
   __trap();  // built for a target without wgmma: fail loudly instead of leaving `out` unwritten
