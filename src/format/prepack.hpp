@@ -70,7 +70,7 @@ METRALE_HD inline std::uint16_t unprepack_half(std::uint16_t half) {
 }
 
 // Both halves of a 32-bit word (eight codes) at once, with shifts and masks; equal to
-// unprepack_half on each half. The GPU's table decode reads the seeds' nibbles through this.
+// unprepack_half on each half (the GPU's conversion, src/cuda/pack/prepack.cu, runs it).
 METRALE_HD inline std::uint32_t unprepack_word(std::uint32_t w) {
   return ((w >> 12) & 0x00080008u) | ((w >> 6) & 0x00070007u)     // code 0: sign, e1 e0 m
          | ((w >> 5) & 0x00800080u) | ((w << 1) & 0x00700070u)    // code 1

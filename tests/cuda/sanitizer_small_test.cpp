@@ -41,5 +41,17 @@ TEST(SanitizerSmall, Grouped) {
   }
 }
 
+// Prepacked weights: the decode family's and the tiled family's own kernels for that layout.
+TEST(SanitizerSmall, GroupedPrepacked) {
+  METRALE_SKIP_WITHOUT_GPU();
+  for (Op op : {Op::grouped_gate_up, Op::grouped_gate_up_fused, Op::grouped_down})
+    for (const char* kernel : {"", "sm90-tiled"}) {
+      check::Case c = grouped_case(op, Mode::exact, 65, 64, {9, 4, 2, RoutingKind::empty_expert});
+      c.prepacked = true;
+      c.cuda_kernel = kernel;
+      expect_pass(c);
+    }
+}
+
 }  // namespace
 }  // namespace metrale::cuda_test
