@@ -98,7 +98,10 @@ for tool in memcheck racecheck synccheck; do
   timeout "$(step_timeout 75)" "$SANITIZER" --tool "$tool" --error-exitcode 3 \
     "$TEST_BIN" --gtest_filter='*Small*' >"$OUT/$tool.log" 2>&1
   rc=$?
-  errors=$(grep -oE "ERROR SUMMARY: [0-9]+" "$OUT/$tool.log" | tail -1 | grep -oE "[0-9]+")
+  # memcheck and synccheck end with "ERROR SUMMARY: N errors", racecheck with "RACECHECK
+  # SUMMARY: H hazards displayed (N errors, W warnings)".
+  errors=$(grep -oE "ERROR SUMMARY: [0-9]+|SUMMARY: [0-9]+ hazards displayed \([0-9]+" \
+    "$OUT/$tool.log" | tail -1 | grep -oE "[0-9]+$")
   [[ $rc -ne 0 || ${errors:-1} -ne 0 ]] && STATUS=1
   gtest=$(grep -E "^\[  (PASSED|FAILED)  \]" "$OUT/$tool.log" | head -2 | tr '\n' ' ')
   RESULT[$tool]="$tool rc=$rc: ${errors:-?} errors; $gtest"
