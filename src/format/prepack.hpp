@@ -1,10 +1,10 @@
 // The prepacked NVFP4 weight layout (docs/api.md, "Prepacked weights"): the seeds' packed
 // [N, K/2] bytes with the bits of every four codes moved to where the GPU decode wants them.
 //
-// Each 16-bit little-endian half of a row's packed bytes holds four consecutive codes, k = 4h .. 4h
-// + 3 (h counts halves along the row). The seeds' layout keeps code j of a half in bits 4j .. 4j + 3
-// (m, e0, e1, s from bit 0 up). The prepacked layout keeps the same four codes in the same half,
-// each bit moved on its own:
+// Each 16-bit little-endian half of a row's packed bytes holds four consecutive codes (half h of
+// a row: k = 4h to 4h + 3). The seeds' layout keeps code j of a half in bits 4j to 4j + 3 (m, e0,
+// e1, s from bit 0 up). The prepacked layout keeps the same four codes in the same half, each bit
+// moved on its own:
 //
 //   code j   sign  e1  e0  m
 //     0       15    8   7  6
@@ -72,10 +72,10 @@ METRALE_HD inline std::uint16_t unprepack_half(std::uint16_t half) {
 // Both halves of a 32-bit word (eight codes) at once, with shifts and masks; equal to
 // unprepack_half on each half (the GPU's conversion, src/cuda/pack/prepack.cu, runs it).
 METRALE_HD inline std::uint32_t unprepack_word(std::uint32_t w) {
-  return ((w >> 12) & 0x00080008u) | ((w >> 6) & 0x00070007u)     // code 0: sign, e1 e0 m
-         | ((w >> 5) & 0x00800080u) | ((w << 1) & 0x00700070u)    // code 1
-         | ((w >> 3) & 0x08000800u) | ((w << 8) & 0x07000700u)    // code 2
-         | ((w << 2) & 0x80008000u) | ((w << 3) & 0x70007000u);   // code 3
+  return ((w >> 12) & 0x00080008u) | ((w >> 6) & 0x00070007u)    // code 0: sign, e1 e0 m
+         | ((w >> 5) & 0x00800080u) | ((w << 1) & 0x00700070u)   // code 1
+         | ((w >> 3) & 0x08000800u) | ((w << 8) & 0x07000700u)   // code 2
+         | ((w << 2) & 0x80008000u) | ((w << 3) & 0x70007000u);  // code 3
 }
 
 METRALE_HD inline std::uint32_t prepack_word(std::uint32_t w) {

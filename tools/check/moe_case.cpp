@@ -155,7 +155,7 @@ MoeTables host_tables(const MoeHost& h) {
 
 MoeLayer moe_layer(const MoeHost& h, const MoeTables& tables, const float* correction_bias) {
   MoeLayer layer = layer_skeleton(h.experts, h.hidden, h.inter, h.top_k, h.recipe);
-  layer.weight_layout = h.pool[kGate].front().layout;
+  layer.weight_layout = h.pool[kGate].front().weight_layout;
   ExpertWeights* projections[3] = {&layer.gate, &layer.up, &layer.down};
   for (int p = 0; p < 3; ++p)
     *projections[p] = {tables.packed[p].data(), tables.scale[p].data(), h.scale2[p].data()};

@@ -53,7 +53,7 @@ PackedWeight make_nvfp4_weight(Mode mode, std::int32_t n, std::int32_t k, std::u
 
 PackedWeight abs_weight(const PackedWeight& w) {
   PackedWeight out = w;
-  if (w.layout == WeightLayout::prepacked) {
+  if (w.weight_layout == WeightLayout::prepacked) {
     // Prepacked, the four signs of a 16-bit half are its top four bits (format/prepack.hpp).
     for (std::size_t i = 1; i < out.packed.size(); i += 2) out.packed[i] &= 0x0Fu;
   } else {
@@ -65,9 +65,9 @@ PackedWeight abs_weight(const PackedWeight& w) {
 namespace {
 
 PackedWeight in_layout(const PackedWeight& w, WeightLayout layout) {
-  if (w.layout == layout) return w;
+  if (w.weight_layout == layout) return w;
   PackedWeight out = w;
-  out.layout = layout;
+  out.weight_layout = layout;
   const PrepackDir dir =
       layout == WeightLayout::prepacked ? PrepackDir::to_prepacked : PrepackDir::to_packed;
   const PrepackNvfp4 args{w.packed.data(), out.packed.data(), w.n, w.k, dir};

@@ -19,10 +19,10 @@ namespace metrale::check {
 struct PackedWeight {
   std::int32_t n = 0, k = 0;
   std::vector<std::uint8_t> packed;  // [N, K/2], even k in the low nibble, or prepacked
-  WeightLayout layout = WeightLayout::packed;  // of `packed`
   std::vector<std::uint8_t> scale;   // [K/16, N]
   std::vector<std::uint8_t> sfb;     // SFB layout (empty unless asked for)
   float scale_2 = 1.0f;              // what the packer chose (1 in the seeds' form)
+  WeightLayout weight_layout = WeightLayout::packed;  // of `packed`
   const std::uint8_t* scales(ScaleLayout layout) const {
     return layout == ScaleLayout::sfb ? sfb.data() : scale.data();
   }

@@ -313,8 +313,9 @@ void add_check_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--n-to-k", options->n_to_k, "transpose: [K/2, N] -> [N, K/2]");
   cmd->add_flag("--device-offsets", options->device_offsets,
                 "grouped: expert offsets in device memory (as a CUDA graph would pass them)");
-  cmd->add_flag("--prepacked", options->prepacked,
-                "grouped and moe: weights prepacked (prepack_nvfp4) for the oracle and the backend");
+  cmd->add_flag(
+      "--prepacked", options->prepacked,
+      "grouped and moe: weights prepacked (prepack_nvfp4) for the oracle and the backend");
   cmd->callback([options, &exit_code] { exit_code = run_check(*options); });
 }
 

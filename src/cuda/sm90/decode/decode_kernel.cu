@@ -92,8 +92,7 @@ cudaError_t launch_decode(int config, const DecodeParams& params, const HostWork
     if (work)
       return launch<kTokens>(&decode_kernel_host<kTokens, kPrepacked>, grid, shared_bytes, stream,
                              params, *work);
-    return launch<kTokens>(&decode_kernel<kTokens, kPrepacked>, grid, shared_bytes, stream,
-                           params);
+    return launch<kTokens>(&decode_kernel<kTokens, kPrepacked>, grid, shared_bytes, stream, params);
   });
 }
 

@@ -196,7 +196,7 @@ __device__ __forceinline__ void run_units(const DecodeParams& p, const Work& wor
   DecodeOffsets offsets = decode_offsets(p, unit.n0);
   auto decode = [&](const std::uint8_t* stage_ptr, int j, uint32_t(&into)[4][4]) {
     decode_sub_tile<kPrepacked>(stage_ptr + S::kWeightsAt + j * S::kWeightBytes,
-                    stage_ptr + S::kScalesAt + j * S::kScaleBytes, offsets, into);
+                                stage_ptr + S::kScalesAt + j * S::kScaleBytes, offsets, into);
   };
   cp_async_wait<S::kStages - 2>();
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // cp.async writes -> wgmma

@@ -60,7 +60,7 @@ __device__ __forceinline__ void e2m1_pairs_prepacked(uint32_t codes, uint32_t (&
   constexpr uint32_t kBits = kSignBits | kMagnitudeBits;
   pairs[0] = codes & kBits;
   pairs[1] = (codes << 3) & kBits;
-  pairs[2] = ((codes & 0x40074007u) * 0x42u) & kBits;          // sign x 2, e1 e0 m x 64
+  pairs[2] = ((codes & 0x40074007u) * 0x42u) & kBits;         // sign x 2, e1 e0 m x 64
   pairs[3] = (((codes >> 3) & 0x05C005C0u) * 0x21u) & kBits;  // sign x 32, e1 e0 m in place
 }
 

@@ -123,8 +123,10 @@ cudaError_t launch_config(const GroupedParams& params, dim3 grid, cudaStream_t s
   using Shape = std::conditional_t<Config::specialized, WsShape<Config, kNvfp4>,
                                    KernelShape<Config, kNvfp4>>;
   auto* kernel = [] {
-    if constexpr (Config::specialized) return &grouped_gemm_ws_kernel<Config, kNvfp4, kPrepacked>;
-    else return &grouped_gemm_kernel<Config, kNvfp4, kPrepacked>;
+    if constexpr (Config::specialized)
+      return &grouped_gemm_ws_kernel<Config, kNvfp4, kPrepacked>;
+    else
+      return &grouped_gemm_kernel<Config, kNvfp4, kPrepacked>;
   }();
   if (const cudaError_t err =
           configure_once_per_device(reinterpret_cast<const void*>(kernel), Shape::kSmemBytes);
@@ -177,14 +179,14 @@ int max_active_clusters(int tile, int cluster_size) {
       return 0;
     } else {
       using Shape = KernelShape<Config, false>;
-      const void* kernel = reinterpret_cast<const void*>(&grouped_gemm_kernel<Config, false, false>);
+      const void* kernel =
+          reinterpret_cast<const void*>(&grouped_gemm_kernel<Config, false, false>);
       if (configure_once_per_device(kernel, Shape::kSmemBytes) != cudaSuccess) return 0;
       ClusterLaunch<Shape> launch(dim3(1, 1, static_cast<unsigned>(cluster_size)), cluster_size,
                                   nullptr);
       int clusters = 0;
       if (cudaOccupancyMaxActiveClusters(&clusters, &grouped_gemm_kernel<Config, false, false>,
-                                         &launch.config) !=
-          cudaSuccess) {
+                                         &launch.config) != cudaSuccess) {
         (void)cudaGetLastError();
         return 0;
       }

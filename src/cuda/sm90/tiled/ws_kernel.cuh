@@ -99,8 +99,8 @@ __device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity,
 // gathers its rows and fills the stage ring with its k-tiles. `stage` counts the stages issued
 // over all tiles (its slot and ring round).
 template <class Config, bool kNvfp4, bool kPrepacked>
-__device__ __forceinline__ void produce(const GroupedParams& p, WsShared<Config>& sh,
-                                        uint32_t base, std::uint8_t* base_ptr, int k_tiles) {
+__device__ __forceinline__ void produce(const GroupedParams& p, WsShared<Config>& sh, uint32_t base,
+                                        std::uint8_t* base_ptr, int k_tiles) {
   using Shape = KernelShape<Config, kNvfp4>;
   constexpr int kThreads = WsShape<Config, kNvfp4>::kProducerThreads, kStages = Config::stages;
   const int row_tiles = count_row_tiles<kThreads, Config::tokens, false>(p);
@@ -132,7 +132,8 @@ __device__ __forceinline__ void produce(const GroupedParams& p, WsShared<Config>
       if (handed >= 2)
         mbarrier_wait(&sh.tile_empty[b], ((handed - 2) >> 1) & 1, sh,
                       WaitSite{kProducerTileEmpty, int(stage), handed, b});
-      sh.tile[b] = WsTile{live, n0, row_begin, row_end, projection, kNvfp4 ? weight_scale_2<kPrepacked>(entry) : 1.f};
+      sh.tile[b] = WsTile{live,    n0,         row_begin,
+                          row_end, projection, kNvfp4 ? weight_scale_2<kPrepacked>(entry) : 1.f};
       (void)::cuda::ptx::mbarrier_arrive(&sh.tile_full[b]);
       ws_beat(0, handed, stage);
     }
@@ -164,8 +165,8 @@ __device__ __forceinline__ void produce(const GroupedParams& p, WsShared<Config>
 // decodes its fragments, issues its wgmmas and, once the previous stage's wgmmas are done,
 // releases that stage; then it stores the tile while the producer loads the next.
 template <class Config, bool kNvfp4, bool kPrepacked>
-__device__ __forceinline__ void consume(const GroupedParams& p, WsShared<Config>& sh,
-                                        uint32_t base, std::uint8_t* base_ptr, int k_tiles) {
+__device__ __forceinline__ void consume(const GroupedParams& p, WsShared<Config>& sh, uint32_t base,
+                                        std::uint8_t* base_ptr, int k_tiles) {
   using Shape = KernelShape<Config, kNvfp4>;
   constexpr int kStages = Config::stages;
   const unsigned thread = threadIdx.x - WsShape<Config, kNvfp4>::kProducerThreads;
@@ -194,7 +195,8 @@ __device__ __forceinline__ void consume(const GroupedParams& p, WsShared<Config>
       // The copies wrote through the generic proxy; wgmma reads the stage through the async one.
       ::cuda::ptx::fence_proxy_async(::cuda::ptx::space_shared);
       if constexpr (kNvfp4)
-        decode_stage<Config, kPrepacked>(p, base_ptr + slot * Shape::kStageBytes, tile.n0, into, thread);
+        decode_stage<Config, kPrepacked>(p, base_ptr + slot * Shape::kStageBytes, tile.n0, into,
+                                         thread);
     };
     auto release = [&](int kt) {
       if (thread % 128 == 0) (void)::cuda::ptx::mbarrier_arrive(&sh.empty[(first + kt) % kStages]);
