@@ -91,6 +91,9 @@ void reduce_for_cpu(bench::BenchConfig& c) {
   if (!c.user_tokens) c.tokens = {1, 8};
   if (!c.user_ops) c.ops = {bench::Op::gate_up, bench::Op::down};
   c.impls = {bench::Impl::metrale_cpu};
+  // The CPU rows read the seeds' layout: the CPU backend unprepacks each half before decoding, so
+  // prepacking buys it nothing, and the JSON's metadata must say what ran.
+  c.weights = WeightLayout::packed;
 }
 
 // Without a GPU only the CPU backend runs: a GPU implementation the user named is an error, never
@@ -184,7 +187,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--skew", c.skew, "routing skew: logit_e -= skew*ln(1+e) (default 0, uniform)");
   cmd->add_option("--seed", c.seed, "seed of routing, activations and weights (default 1)");
   cmd->add_option("--weights", opt->weights,
-                  "NVFP4 weights of metrale's rows: prepacked (prepack_nvfp4 at setup, the "
+                  "NVFP4 weights of metrale's GPU rows: prepacked (prepack_nvfp4 at setup, the "
                   "default) or packed (the seeds' layout); the reference arms read packed");
   cmd->add_option("--budget-ms", c.budget_ms,
                   "measured time per implementation and shape, after warm-up (default 150)");
