@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "cpu/parallel.hpp"
-#include "cpu/prepacked_bytes.hpp"
 #include "format/bf16.hpp"
 #include "format/e2m1.hpp"
 #include "format/e4m3.hpp"
 #include "format/layouts.hpp"
+#include "format/prepack.hpp"
 
 namespace metrale::cpu::detail {
 namespace {
@@ -71,7 +71,8 @@ DecodeRows nvfp4_rows(const std::uint8_t* packed, const std::uint8_t* scale, Sca
         const float sf = format::e4m3_to_float(scale[at]);
         const std::uint8_t* bytes = packed + format::packed_nk_offset(row, b * 8, K);
         if (weights == WeightLayout::prepacked) {
-          convert_halves(bytes, seeds, 4, format::unprepack_half);  // a block is four halves
+          // A block is four halves.
+          format::convert_halves(bytes, seeds, 4, format::unprepack_half);
           bytes = seeds;
         }
         float* out = dst + (row - first) * K + b * 16;

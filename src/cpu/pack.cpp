@@ -15,11 +15,11 @@
 #include "cpu/cpu_backend.hpp"
 #include "cpu/footprint.hpp"
 #include "cpu/parallel.hpp"
-#include "cpu/prepacked_bytes.hpp"
 #include "format/bf16.hpp"
 #include "format/e2m1.hpp"
 #include "format/layouts.hpp"
 #include "format/nvfp4_recipe.hpp"
+#include "format/prepack.hpp"
 
 namespace metrale::cpu {
 namespace {
@@ -124,7 +124,7 @@ void prepack_nvfp4(const PrepackNvfp4& args) {
   const auto convert =
       args.dir == PrepackDir::to_prepacked ? format::prepack_half : format::unprepack_half;
   parallel_for(halves, std::size_t{1} << 16, [&](std::size_t begin, std::size_t end) {
-    convert_halves(args.src + 2 * begin, args.dst + 2 * begin, end - begin, convert);
+    format::convert_halves(args.src + 2 * begin, args.dst + 2 * begin, end - begin, convert);
   });
 }
 

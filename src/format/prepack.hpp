@@ -21,6 +21,7 @@
 // Host and device, any arch.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "format/host_device.hpp"
@@ -76,6 +77,20 @@ METRALE_HD inline std::uint32_t unprepack_word(std::uint32_t w) {
          | ((w >> 5) & 0x00800080u) | ((w << 1) & 0x00700070u)   // code 1
          | ((w >> 3) & 0x08000800u) | ((w << 8) & 0x07000700u)   // code 2
          | ((w << 2) & 0x80008000u) | ((w << 3) & 0x70007000u);  // code 3
+}
+
+// dst's first `halves` halves = convert (prepack_half or unprepack_half) of src's, a byte at a time
+// (a half is little-endian, its low byte first), so any alignment works; each half is read
+// before it is written, so src == dst converts in place.
+template <class Convert>
+METRALE_HD inline void convert_halves(const std::uint8_t* src, std::uint8_t* dst,
+                                      std::size_t halves, Convert convert) {
+  for (std::size_t h = 0; h < halves; ++h) {
+    const auto half = static_cast<std::uint16_t>(src[2 * h] | src[2 * h + 1] << 8);
+    const std::uint16_t out = convert(half);
+    dst[2 * h] = static_cast<std::uint8_t>(out & 0xFFu);
+    dst[2 * h + 1] = static_cast<std::uint8_t>(out >> 8);
+  }
 }
 
 METRALE_HD inline std::uint32_t prepack_word(std::uint32_t w) {

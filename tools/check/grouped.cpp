@@ -51,7 +51,6 @@ GroupedHost make_grouped_host(const Case& c) {
   h.a = make_activations(c.mode, static_cast<std::size_t>(h.a_rows) * c.k, c.seed);
   const std::int32_t members = pool_size(c, h.proj_count);
   const bool sfb = h.layout == ScaleLayout::sfb;
-  h.weights = c.prepacked ? WeightLayout::prepacked : WeightLayout::packed;
   for (int p = 0; p < h.proj_count; ++p) {
     for (std::int32_t m = 0; m < members; ++m) {
       PackedWeight w = make_nvfp4_weight(c.mode, c.n, c.k, derive_seed(c.seed, 131 + p, m), sfb);
@@ -92,7 +91,7 @@ GroupedNvfp4 grouped_args(const GroupedHost& h, const ExpertPointers& ptrs, cons
   args.proj_count = h.proj_count;
   args.scale_layout = h.layout;
   args.groups = groups;
-  args.weight_layout = h.weights;
+  args.weight_layout = h.pool[0].front().weight_layout;  // every member's
   args.n = h.n;
   args.k = h.k;
   return args;

@@ -32,7 +32,6 @@ struct GroupedHost {
   std::int32_t n = 0, k = 0;
   std::int32_t proj_count = 2;
   ScaleLayout layout = ScaleLayout::k16_by_n;
-  WeightLayout weights = WeightLayout::packed;  // of every pool member
   bool gather = false;  // a holds tokens, rows come through token ids
   RoutingPlan routing;
   std::int32_t a_rows = 0;

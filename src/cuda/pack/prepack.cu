@@ -34,18 +34,16 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// A half is little-endian: its low byte first, as the seeds' packed bytes hold k ascending.
 template <PrepackDir kDir>
 __global__ void __launch_bounds__(kThreads)
     prepack_halves(const std::uint8_t* src, std::uint8_t* dst, std::int64_t halves) {
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
        i < halves; i += stride) {
-    const auto half = static_cast<std::uint16_t>(src[2 * i] | src[2 * i + 1] << 8);
-    const std::uint16_t out = kDir == PrepackDir::to_prepacked ? format::prepack_half(half)
-                                                               : format::unprepack_half(half);
-    dst[2 * i] = static_cast<std::uint8_t>(out & 0xFFu);
-    dst[2 * i + 1] = static_cast<std::uint8_t>(out >> 8);
+    format::convert_halves(src + 2 * i, dst + 2 * i, 1, [](std::uint16_t half) {
+      return kDir == PrepackDir::to_prepacked ? format::prepack_half(half)
+                                              : format::unprepack_half(half);
+    });
   }
 }
 

@@ -154,7 +154,7 @@ class DecodeFamily final : public Family {
       plan_on_host(problem, shape, listed, host_work);
       if (host_work.units == 0) return;  // no expert of the window holds rows
       METRALE_CUDA_CHECK(launch_staging(shape, plan_grid(problem, plan, true), stream));
-      METRALE_CUDA_CHECK(launch_decode(plan.config, params, &host_work,
+      METRALE_CUDA_CHECK(launch_decode(plan.config, prepacked(a), params, &host_work,
                                        std::min(host_work.units, shape.grid), shared_bytes,
                                        stream));
       return;
@@ -164,8 +164,8 @@ class DecodeFamily final : public Family {
     } else {
       launch_general_plan(problem, shape, host_args, plan_grid(problem, plan, false), stream);
     }
-    METRALE_CUDA_CHECK(
-        launch_decode(plan.config, params, nullptr, shape.grid, shared_bytes, stream));
+    METRALE_CUDA_CHECK(launch_decode(plan.config, prepacked(a), params, nullptr, shape.grid,
+                                     shared_bytes, stream));
   }
 
  private:
@@ -282,7 +282,6 @@ class DecodeFamily final : public Family {
     p.scale_sfb = a.scale_layout == ScaleLayout::sfb;
     p.scale_vec16 = !p.scale_sfb && a.n % 16 == 0 && scales_aligned_16(problem);
     p.max_segments = s.tables.num_experts;
-    p.prepacked = prepacked(a);
     return p;
   }
 };

@@ -86,9 +86,9 @@ cudaError_t decode_occupancy(int config, bool prepacked, int max_segments, bool 
   });
 }
 
-cudaError_t launch_decode(int config, const DecodeParams& params, const HostWork* work, int grid,
-                          int shared_bytes, cudaStream_t stream) {
-  return with_kernel(config, params.prepacked != 0, [&]<int kTokens, bool kPrepacked>() {
+cudaError_t launch_decode(int config, bool prepacked, const DecodeParams& params,
+                          const HostWork* work, int grid, int shared_bytes, cudaStream_t stream) {
+  return with_kernel(config, prepacked, [&]<int kTokens, bool kPrepacked>() {
     if (work)
       return launch<kTokens>(&decode_kernel_host<kTokens, kPrepacked>, grid, shared_bytes, stream,
                              params, *work);

@@ -249,7 +249,6 @@ struct DecodeParams {             // the main kernel's parameters
   std::int32_t scale_sfb;         // 1: SFB scales, 0: [K/16, N]
   std::int32_t scale_vec16;       // [K/16, N] rows 16-byte aligned (N % 16 == 0, aligned bases)
   std::int32_t max_segments;      // unit_first entries cached in shared memory
-  std::int32_t prepacked;         // 1: weights in format/prepack.hpp's layout (picks the kernel)
 };
 
 }  // namespace metrale::cuda::sm90::decode

@@ -21,7 +21,7 @@ cudaError_t launch_staging(const PlanShape& shape, int grid, cudaStream_t stream
 cudaError_t decode_occupancy(int config, bool prepacked, int max_segments, bool host_work,
                              int* ctas_per_sm, int* shared_bytes);
 // `work`: the host-planned work list, or null (the plan kernel's, in the workspace).
-cudaError_t launch_decode(int config, const DecodeParams& params, const HostWork* work, int grid,
-                          int shared_bytes, cudaStream_t stream);
+cudaError_t launch_decode(int config, bool prepacked, const DecodeParams& params,
+                          const HostWork* work, int grid, int shared_bytes, cudaStream_t stream);
 
 }  // namespace metrale::cuda::sm90::decode

@@ -353,7 +353,6 @@ class TiledFamily final : public Family {
     p.num_experts = a.groups.num_experts;
     p.scale_sfb = a.scale_layout == ScaleLayout::sfb;
     p.scale_vec16 = problem.nvfp4 && !p.scale_sfb && a.n % 16 == 0 && scales_aligned_16(problem);
-    p.prepacked = problem.nvfp4 && prepacked(a);
     p.offsets = a.groups.offsets_on_device ? a.groups.offsets : l.offsets;
     p.m_total = a.groups.m_total;
     p.min_rows = plan.rows.min_rows;
@@ -372,7 +371,10 @@ class TiledFamily final : public Family {
       p.single.offsets[0] = offsets.values[0];
       p.single.offsets[1] = offsets.values[1];
     }
-    METRALE_CUDA_CHECK(launch_grouped_gemm(plan.config, problem.nvfp4, p, grid, stream));
+    const TiledWeights weights = !problem.nvfp4 ? TiledWeights::bf16
+                                 : prepacked(a) ? TiledWeights::nvfp4_prepacked
+                                                : TiledWeights::nvfp4;
+    METRALE_CUDA_CHECK(launch_grouped_gemm(plan.config, weights, p, grid, stream));
   }
 };
 

@@ -197,11 +197,13 @@ int max_active_clusters(int tile, int cluster_size) {
 
 }  // namespace
 
-cudaError_t launch_grouped_gemm(int tile, bool nvfp4, const GroupedParams& params, dim3 grid,
-                                cudaStream_t stream) {
-  if (!nvfp4) return launch_format<false>(tile, params, grid, stream);
-  return params.prepacked ? launch_format<true, true>(tile, params, grid, stream)
-                          : launch_format<true>(tile, params, grid, stream);
+cudaError_t launch_grouped_gemm(int tile, TiledWeights weights, const GroupedParams& params,
+                                dim3 grid, cudaStream_t stream) {
+  switch (weights) {
+    case TiledWeights::bf16: return launch_format<false>(tile, params, grid, stream);
+    case TiledWeights::nvfp4: return launch_format<true>(tile, params, grid, stream);
+    default: return launch_format<true, true>(tile, params, grid, stream);
+  }
 }
 
 int bf16_split_clusters(int tile, int splits) {

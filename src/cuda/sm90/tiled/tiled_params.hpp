@@ -138,9 +138,6 @@ struct GroupedParams {
   // One expert on host offsets (a single GEMM): its entries and offsets travel here, so the
   // launch needs no staged table and no staging launch in front of it.
   SingleExpert single;
-  // 1: NVFP4 weights in format/prepack.hpp's layout (the host picks the kernel by it). Last, so
-  // that the packed kernels' parameter offsets, and their SASS, stay as they were.
-  std::int32_t prepacked;
 };
 
 // The work of a grid of tiles: how many, and their summed time in units of a full 128-token
@@ -164,8 +161,15 @@ bool wide_tile_pays(TileLoad wide, TileLoad narrow, int sm_count);
 // device runs at once (cached per device); 0 when that cannot be asked (no device).
 int bf16_split_clusters(int tile, int splits);
 
-// Launches tile kTiles[tile] with NVFP4 (or bf16) weights; returns the launch's CUDA error.
-cudaError_t launch_grouped_gemm(int tile, bool nvfp4, const GroupedParams& params, dim3 grid,
-                                cudaStream_t stream);
+// The weights a tiled kernel reads; each has its own instantiations.
+enum class TiledWeights {
+  bf16,
+  nvfp4,            // the seeds' packed bytes
+  nvfp4_prepacked,  // format/prepack.hpp's layout
+};
+
+// Launches tile kTiles[tile] on `weights`; returns the launch's CUDA error.
+cudaError_t launch_grouped_gemm(int tile, TiledWeights weights, const GroupedParams& params,
+                                dim3 grid, cudaStream_t stream);
 
 }  // namespace metrale::cuda::sm90
