@@ -56,12 +56,35 @@ __device__ __forceinline__ void e2m1_pairs(uint32_t codes, uint32_t (&pairs)[4])
 // sign, e1, e0 and m at bits (15, 8, 7, 6), (12, 5, 4, 3), (14, 2, 1, 0) and (13, 11, 10, 9):
 // code 0 is in place, code 1 one shift away, codes 2 and 3 one multiply (two copies in disjoint
 // bits, as above). Ten operations a word where e2m1_pairs takes thirteen.
+inline constexpr uint32_t kPairBits = kSignBits | kMagnitudeBits;
+inline constexpr uint32_t kCode2Bits = 0x40074007u, kCode2Copies = 0x42u;  // sign x 2, e1 e0 m x 64
+// Code 3 after a shift right by 3: sign at bit 10, e1 e0 m in place.
+inline constexpr uint32_t kCode3Bits = 0x05C005C0u, kCode3Copies = 0x21u;  // sign x 32
+
 __device__ __forceinline__ void e2m1_pairs_prepacked(uint32_t codes, uint32_t (&pairs)[4]) {
-  constexpr uint32_t kBits = kSignBits | kMagnitudeBits;
-  pairs[0] = codes & kBits;
-  pairs[1] = (codes << 3) & kBits;
-  pairs[2] = ((codes & 0x40074007u) * 0x42u) & kBits;         // sign x 2, e1 e0 m x 64
-  pairs[3] = (((codes >> 3) & 0x05C005C0u) * 0x21u) & kBits;  // sign x 32, e1 e0 m in place
+  pairs[0] = codes & kPairBits;
+  pairs[1] = (codes << 3) & kPairBits;
+  pairs[2] = ((codes & kCode2Bits) * kCode2Copies) & kPairBits;
+  pairs[3] = (((codes >> 3) & kCode3Bits) * kCode3Copies) & kPairBits;
+}
+
+// Two of those pairs, chosen at run time: codes 0 and 1 (even) or 2 and 3 (odd) of a prepacked
+// word. Each pair is written as rotate, mask, multiply, mask, with constants picked once: a
+// rotation by 3 is the shift of code 1 (the bits it wraps are masked off), by 29 that of code 3,
+// and codes 0 and 1 multiply by 1. So a thread that needs one of the two (the tiled family's
+// quads) computes its two pairs in seven operations, not all four and a select.
+struct CodePairPicks {
+  uint32_t mask_a, copies_a;               // code 0 or 2
+  uint32_t rotate_b, mask_b, copies_b;     // code 1 or 3
+};
+__device__ __forceinline__ CodePairPicks code_pair_picks(bool odd) {
+  return odd ? CodePairPicks{kCode2Bits, kCode2Copies, 29, kCode3Bits, kCode3Copies}
+             : CodePairPicks{kPairBits, 1, 3, kPairBits, 1};
+}
+__device__ __forceinline__ void e2m1_picked_pairs(uint32_t codes, const CodePairPicks& pick,
+                                                  uint32_t& a, uint32_t& b) {
+  a = ((codes & pick.mask_a) * pick.copies_a) & kPairBits;
+  b = ((__funnelshift_l(codes, codes, pick.rotate_b) & pick.mask_b) * pick.copies_b) & kPairBits;
 }
 
 template <bool kPrepacked>

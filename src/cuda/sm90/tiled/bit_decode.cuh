@@ -15,22 +15,22 @@ namespace metrale::cuda::sm90 {
 // Step 3b on prepacked weights: the A fragments of a stage's four k16 steps for rows r0 (words0,
 // scales0) and r0 + 8 (words1, scales1), thread t of its quad. Codes 2t, 2t + 1 of a step's first
 // word (and, for k + 8, of its second) sit in half t/2 of the word, slots 2 (t%2) and 2 (t%2) + 1.
-// The two words' halves gathered into one word (one PRMT), its four pairs {slot j of the first
-// word, slot j of the second} come out of e2m1_pairs_prepacked; the thread's two slots, re-paired
-// by k (two SELs, two PRMTs), are its fragments.
+// The two words' halves gathered into one word (one PRMT), the thread's two pairs {slot j of the
+// first word, slot j of the second} come out of e2m1_picked_pairs; re-paired by k (two PRMTs),
+// they are its fragments.
 __device__ __forceinline__ void decode_prepacked_stage(const uint32_t (&words0)[8],
                                                        const uint32_t (&words1)[8],
                                                        uint32_t scales0, uint32_t scales1, int t,
                                                        uint32_t (&frag)[4][4]) {
   const uint32_t half_pick = t / 2 ? 0x7632u : 0x5410u;
-  const bool odd = t % 2;
+  const decode::CodePairPicks pick = decode::code_pair_picks(t % 2);
 #pragma unroll
   for (int s = 0; s < 4; ++s) {
-    uint32_t r0[4], r1[4];
-    decode::e2m1_pairs_prepacked(__byte_perm(words0[2 * s], words0[2 * s + 1], half_pick), r0);
-    decode::e2m1_pairs_prepacked(__byte_perm(words1[2 * s], words1[2 * s + 1], half_pick), r1);
-    const uint32_t even0 = odd ? r0[2] : r0[0], odd0 = odd ? r0[3] : r0[1];
-    const uint32_t even1 = odd ? r1[2] : r1[0], odd1 = odd ? r1[3] : r1[1];
+    uint32_t even0, odd0, even1, odd1;
+    decode::e2m1_picked_pairs(__byte_perm(words0[2 * s], words0[2 * s + 1], half_pick), pick,
+                              even0, odd0);
+    decode::e2m1_picked_pairs(__byte_perm(words1[2 * s], words1[2 * s + 1], half_pick), pick,
+                              even1, odd1);
     const uint32_t pair =
         decode::e4m3x2_to_scaled_bf16x2(__byte_perm(scales0, scales1, s | ((s + 4) << 4)));
     const uint32_t scale_r0 = decode::broadcast_low(pair), scale_r1 = decode::broadcast_high(pair);

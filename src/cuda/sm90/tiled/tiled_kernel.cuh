@@ -222,16 +222,35 @@ struct StageLoader {
   }
 };
 
-// The four block scales (one per k16 step of the stage) of local weight row `r`, byte s = step s.
+// The first of a thread's two local weight rows (r and r + 8): warps of a warpgroup own 16 rows
+// each. `thread`: the caller's index among the consumer warpgroups.
+__device__ __forceinline__ int fragment_row(unsigned thread) {
+  return static_cast<int>((thread / 32) * 16 + thread % 32 / 4);
+}
+
+// Where a stage's scale slot keeps the block scales of a thread's two rows (byte offsets): fixed
+// for a tile, so found once a tile rather than once a stage (the SFB index is half a dozen
+// operations a row).
+struct ScaleRows {
+  int first, second;
+};
+template <class Config>
+__device__ __forceinline__ ScaleRows scale_rows(const GroupedParams& p, int n0, unsigned thread) {
+  const int r = fragment_row(thread);
+  if (p.scale_sfb)
+    return ScaleRows{static_cast<int>(format::sfb_row_in_tile(n0 % 128 + r)),
+                     static_cast<int>(format::sfb_row_in_tile(n0 % 128 + r + 8))};
+  return ScaleRows{r, r + 8};
+}
+
+// The four block scales (one per k16 step of the stage) of the row whose scales start at byte
+// `at` of the slot (scale_rows), byte s = step s.
 template <class Config>
 __device__ __forceinline__ uint32_t stage_scales(const GroupedParams& p, const std::uint8_t* scales,
-                                                 int n0, int r) {
-  if (p.scale_sfb) {
-    const int row = n0 % 128 + r;
-    return *reinterpret_cast<const uint32_t*>(scales + format::sfb_row_in_tile(row));
-  }
-  return scales[r] | (scales[Config::weight_rows + r] << 8) |
-         (scales[2 * Config::weight_rows + r] << 16) | (scales[3 * Config::weight_rows + r] << 24);
+                                                 int at) {
+  if (p.scale_sfb) return *reinterpret_cast<const uint32_t*>(scales + at);
+  return scales[at] | (scales[Config::weight_rows + at] << 8) |
+         (scales[2 * Config::weight_rows + at] << 16) | (scales[3 * Config::weight_rows + at] << 24);
 }
 
 // The fp32 factor of the epilogue: scale_2, x 2^7 where the decode leaves the weights 2^-7 small.
@@ -249,11 +268,10 @@ __device__ __forceinline__ float weight_scale_2(const ExpertEntry& entry) {
 // kPrepacked: the weights in format/prepack.hpp's layout (decode_prepacked_stage).
 template <class Config, bool kPrepacked>
 __device__ __forceinline__ void decode_stage(const GroupedParams& p, const std::uint8_t* stage_ptr,
-                                             int n0, uint32_t (&frag)[4][4],
+                                             const ScaleRows& scale_at, uint32_t (&frag)[4][4],
                                              unsigned thread = threadIdx.x) {
   using Shape = KernelShape<Config, true>;
-  const int lane = thread % 32, g = lane / 4, t = lane % 4;
-  const int r0 = (thread / 32) * 16 + g;  // warps of a warpgroup own 16 rows each
+  const int t = thread % 4, r0 = fragment_row(thread);
   const std::uint8_t* weights = stage_ptr + Shape::kActBytes;
   uint32_t words0[8], words1[8];
   *reinterpret_cast<uint4*>(&words0[0]) = *reinterpret_cast<const uint4*>(weights + r0 * 32);
@@ -262,8 +280,8 @@ __device__ __forceinline__ void decode_stage(const GroupedParams& p, const std::
   *reinterpret_cast<uint4*>(&words1[4]) =
       *reinterpret_cast<const uint4*>(weights + (r0 + 8) * 32 + 16);
   const std::uint8_t* scales = weights + Shape::kWeightBytes;
-  const uint32_t scales0 = stage_scales<Config>(p, scales, n0, r0);
-  const uint32_t scales1 = stage_scales<Config>(p, scales, n0, r0 + 8);
+  const uint32_t scales0 = stage_scales<Config>(p, scales, scale_at.first);
+  const uint32_t scales1 = stage_scales<Config>(p, scales, scale_at.second);
   if constexpr (kPrepacked) {
     decode_prepacked_stage(words0, words1, scales0, scales1, t, frag);
     return;
@@ -412,7 +430,8 @@ __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
   // cp.async wrote through the generic proxy; wgmma reads through the async proxy.
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
   __syncthreads();
-  if constexpr (kNvfp4) decode_stage<Config, kPrepacked>(p, base_ptr, n0, frag[0]);
+  const ScaleRows scale_at = scale_rows<Config>(p, n0, threadIdx.x);
+  if constexpr (kNvfp4) decode_stage<Config, kPrepacked>(p, base_ptr, scale_at, frag[0]);
   const int chunks = row_chunks(row_end - row_begin, Config::chunk);
   auto step = [&](int kt, uint32_t(&current)[4][4], uint32_t(&other)[4][4]) {
     issue_stage<Config, kNvfp4>(base + kt % Config::stages * Shape::kStageBytes, current, acc,
@@ -435,7 +454,7 @@ __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
     if constexpr (kNvfp4)
       if (kt + 1 < k_tiles)
         decode_stage<Config, kPrepacked>(
-            p, base_ptr + (kt + 1) % Config::stages * Shape::kStageBytes, n0, other);
+            p, base_ptr + (kt + 1) % Config::stages * Shape::kStageBytes, scale_at, other);
   };
   run_stages(k_tiles, frag, acc, step);
 

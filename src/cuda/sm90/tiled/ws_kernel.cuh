@@ -187,6 +187,7 @@ __device__ __forceinline__ void consume(const GroupedParams& p, WsShared<Config>
     }
     uint32_t frag[2][4][4];
     const int chunks = row_chunks(tile.row_end - tile.row_begin, Config::chunk);
+    const ScaleRows scale_at = scale_rows<Config>(p, tile.n0, thread);
     // Stage kt's full barrier, then its fragments (the stage's weights, this warpgroup's rows).
     auto receive = [&](int kt, uint32_t(&into)[4][4]) {
       const uint32_t slot = (first + kt) % kStages;
@@ -195,7 +196,7 @@ __device__ __forceinline__ void consume(const GroupedParams& p, WsShared<Config>
       // The copies wrote through the generic proxy; wgmma reads the stage through the async one.
       ::cuda::ptx::fence_proxy_async(::cuda::ptx::space_shared);
       if constexpr (kNvfp4)
-        decode_stage<Config, kPrepacked>(p, base_ptr + slot * Shape::kStageBytes, tile.n0, into,
+        decode_stage<Config, kPrepacked>(p, base_ptr + slot * Shape::kStageBytes, scale_at, into,
                                          thread);
     };
     auto release = [&](int kt) {
