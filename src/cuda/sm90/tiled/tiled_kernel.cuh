@@ -103,7 +103,9 @@ struct StageLoader {
   const std::uint8_t* act_src[kActArrays];
   uint32_t act_dst[kActArrays];
   int act_col[kActArrays];  // first K index of the chunk
-  int row[kLeanRows ? kActPerThread : 1];  // lean: this thread's gathered rows (-1: none)
+  // Lean: this thread's gathered rows (0 where there is none) and which of them exist (bit i).
+  uint32_t row[kLeanRows ? kActPerThread : 1];
+  uint32_t rows_present = 0;
   const std::uint8_t* weight_src[kWeightPerThread];
   uint32_t weight_dst[kWeightPerThread];
   int weight_col[kWeightPerThread];  // first byte of the chunk within a weight row
@@ -121,7 +123,11 @@ struct StageLoader {
     const int tid = threadIdx.x;
     if constexpr (kLeanRows) {
 #pragma unroll
-      for (int i = 0; i < kActPerThread; ++i) row[i] = src_rows[tid / 8 + i * kRowStep];
+      for (int i = 0; i < kActPerThread; ++i) {
+        const int id = src_rows[tid / 8 + i * kRowStep];
+        row[i] = max(id, 0);
+        rows_present |= static_cast<uint32_t>(id >= 0) << i;
+      }
       act_dst[0] = swizzled_offset(tid / 8, tid % 8);
       act_col[0] = tid % 8 * 8;
     }
@@ -177,12 +183,14 @@ struct StageLoader {
   __device__ __forceinline__ void load(const GroupedParams& p, int kt, uint32_t stage,
                                        std::uint8_t* stage_ptr) const {
     if constexpr (kLeanRows) {
-      const bool in_k = act_col[0] + kt * kBlockK < p.k;
+      // A piece's address is one 32 x 32 -> 64-bit multiply-add on the stage's column (IMAD.WIDE).
+      const uint32_t present = act_col[0] + kt * kBlockK < p.k ? rows_present : 0u;
+      const auto* column = reinterpret_cast<const std::uint8_t*>(p.a + kt * kBlockK + act_col[0]);
+      const uint32_t row_bytes = static_cast<uint32_t>(p.k) * 2;
 #pragma unroll
       for (int i = 0; i < kActPerThread; ++i)
-        cp_async_16(stage + act_dst[0] + i * kRowStep * kSwizzleRowBytes,
-                    p.a + static_cast<size_t>(max(row[i], 0)) * p.k + kt * kBlockK + act_col[0],
-                    in_k && row[i] >= 0);
+        cp_async_16_if(stage + act_dst[0] + i * kRowStep * kSwizzleRowBytes,
+                       column + static_cast<uint64_t>(row[i]) * row_bytes, present & (1u << i));
     } else {
 #pragma unroll
       for (int i = 0; i < kActPerThread; ++i)
