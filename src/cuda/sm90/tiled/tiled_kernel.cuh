@@ -78,12 +78,13 @@ struct KernelShape {
 // past K are zero-filled, so a partial last k-tile runs all four k16 steps on zeros (SFB scale
 // padding is zero by the layout's contract; [K/16, N] scales past K are zero-filled too).
 // Threads 0 .. kThreads - 1 share the copies (the whole CTA, or a warp-specialised kernel's
-// producer warpgroup). kLeanRows: each activation piece keeps its 32-bit row id instead of a
-// 64-bit source pointer (a producer warpgroup holds 16 of them at 256 tokens). Measured: reading
-// the ids from shared memory at each stage instead made the producer, not the tensor core, the
-// limit (each load waited behind the previous copy: the copies are "memory"-ordered asm). A
-// persistent kernel reuses its stages from tile to tile, so lean rows with no source are copied
-// as zeros (cp.async's zero fill) rather than skipped.
+// producer warpgroup). kLeanRows: the pieces of a thread share one shared-memory offset and
+// column (each is row tid/8 + i x kRowStep), and each keeps only its source pointer, advanced
+// by every load, and a presence bit (a producer warpgroup holds 16 of them at 256 tokens).
+// Measured: reading the rows from shared memory at each stage instead made the producer, not
+// the tensor core, the limit (each load waited behind the previous copy: the copies are
+// "memory"-ordered asm). A persistent kernel reuses its stages from tile to tile, so lean pieces
+// with no source are copied as zeros (cp.async's ignore-src) rather than skipped.
 template <class Config, bool kNvfp4, int kThreads = KernelShape<Config, kNvfp4>::kThreads,
           bool kLeanRows = false>
 struct StageLoader {
@@ -103,9 +104,10 @@ struct StageLoader {
   const std::uint8_t* act_src[kActArrays];
   uint32_t act_dst[kActArrays];
   int act_col[kActArrays];  // first K index of the chunk
-  // Lean: this thread's gathered rows (0 where there is none) and which of them exist (bit i).
-  uint32_t row[kLeanRows ? kActPerThread : 1];
-  uint32_t rows_present = 0;
+  // Lean: where this thread's pieces of the next k-tile come from (absent rows point at row 0),
+  // and which of them exist (bit i).
+  const std::uint8_t* piece[kLeanRows ? kActPerThread : 1];
+  uint32_t pieces_present = 0;
   const std::uint8_t* weight_src[kWeightPerThread];
   uint32_t weight_dst[kWeightPerThread];
   int weight_col[kWeightPerThread];  // first byte of the chunk within a weight row
@@ -125,8 +127,9 @@ struct StageLoader {
 #pragma unroll
       for (int i = 0; i < kActPerThread; ++i) {
         const int id = src_rows[tid / 8 + i * kRowStep];
-        row[i] = max(id, 0);
-        rows_present |= static_cast<uint32_t>(id >= 0) << i;
+        piece[i] = reinterpret_cast<const std::uint8_t*>(p.a + static_cast<size_t>(max(id, 0)) * p.k +
+                                                         tid % 8 * 8);
+        pieces_present |= static_cast<uint32_t>(id >= 0) << i;
       }
       act_dst[0] = swizzled_offset(tid / 8, tid % 8);
       act_col[0] = tid % 8 * 8;
@@ -180,17 +183,19 @@ struct StageLoader {
     }
   }
 
+  // Lean loaders load a tile's k-tiles in order from 0: each copy advances its piece's source in
+  // place, so no copy waits for an earlier one to free the register that held its address (the
+  // copies read their operands late: measured, a shared address register stalled each copy).
   __device__ __forceinline__ void load(const GroupedParams& p, int kt, uint32_t stage,
-                                       std::uint8_t* stage_ptr) const {
+                                       std::uint8_t* stage_ptr) {
     if constexpr (kLeanRows) {
-      // A piece's address is one 32 x 32 -> 64-bit multiply-add on the stage's column (IMAD.WIDE).
-      const uint32_t present = act_col[0] + kt * kBlockK < p.k ? rows_present : 0u;
-      const auto* column = reinterpret_cast<const std::uint8_t*>(p.a + kt * kBlockK + act_col[0]);
-      const uint32_t row_bytes = static_cast<uint32_t>(p.k) * 2;
+      const uint32_t present = act_col[0] + kt * kBlockK < p.k ? pieces_present : 0u;
 #pragma unroll
-      for (int i = 0; i < kActPerThread; ++i)
-        cp_async_16_if(stage + act_dst[0] + i * kRowStep * kSwizzleRowBytes,
-                       column + static_cast<uint64_t>(row[i]) * row_bytes, present & (1u << i));
+      for (int i = 0; i < kActPerThread; ++i) {
+        cp_async_16_if(stage + act_dst[0] + i * kRowStep * kSwizzleRowBytes, piece[i],
+                       present & (1u << i));
+        piece[i] += kBlockK * 2;
+      }
     } else {
 #pragma unroll
       for (int i = 0; i < kActPerThread; ++i)
@@ -413,7 +418,7 @@ __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
   const uint32_t base = (smem_address(smem_raw) + kSwizzleAtomBytes - 1) & ~(kSwizzleAtomBytes - 1);
   std::uint8_t* base_ptr = smem_raw + (base - smem_address(smem_raw));
   zero_stages<Shape::kThreads>(base_ptr, Config::stages * Shape::kStageBytes);
-  const StageLoader<Config, kNvfp4> loader(p, entry, src_rows, n0);
+  StageLoader<Config, kNvfp4> loader(p, entry, src_rows, n0);
   __syncthreads();
   const int all_k_tiles = (p.k + kBlockK - 1) / kBlockK;
   const int kt_first = split * all_k_tiles / p.splits;  // this CTA's K range, in k-tiles

@@ -140,7 +140,7 @@ __device__ __forceinline__ void produce(const GroupedParams& p, WsShared<Config>
     if (!live) break;
     gather_rows<Config::tokens, kThreads>(p, row_begin, row_end, sh.src_rows);
     ScanSync<kThreads, false>::sync();
-    const StageLoader<Config, kNvfp4, kThreads, true> loader(p, entry, sh.src_rows, n0);
+    StageLoader<Config, kNvfp4, kThreads, true> loader(p, entry, sh.src_rows, n0);
     for (int kt = 0; kt < k_tiles; ++kt, ++stage) {
       const uint32_t slot = stage % kStages, round = stage / kStages;
       if (round > 0)
