@@ -74,8 +74,8 @@ __device__ __forceinline__ void e2m1_pairs_prepacked(uint32_t codes, uint32_t (&
 // and codes 0 and 1 multiply by 1. So a thread that needs one of the two (the tiled family's
 // quads) computes its two pairs in seven operations, not all four and a select.
 struct CodePairPicks {
-  uint32_t mask_a, copies_a;               // code 0 or 2
-  uint32_t rotate_b, mask_b, copies_b;     // code 1 or 3
+  uint32_t mask_a, copies_a;            // code 0 or 2
+  uint32_t rotate_b, mask_b, copies_b;  // code 1 or 3
 };
 __device__ __forceinline__ CodePairPicks code_pair_picks(bool odd) {
   return odd ? CodePairPicks{kCode2Bits, kCode2Copies, 29, kCode3Bits, kCode3Copies}

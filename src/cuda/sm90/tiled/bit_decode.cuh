@@ -27,10 +27,10 @@ __device__ __forceinline__ void decode_prepacked_stage(const uint32_t (&words0)[
 #pragma unroll
   for (int s = 0; s < 4; ++s) {
     uint32_t even0, odd0, even1, odd1;
-    decode::e2m1_picked_pairs(__byte_perm(words0[2 * s], words0[2 * s + 1], half_pick), pick,
-                              even0, odd0);
-    decode::e2m1_picked_pairs(__byte_perm(words1[2 * s], words1[2 * s + 1], half_pick), pick,
-                              even1, odd1);
+    decode::e2m1_picked_pairs(__byte_perm(words0[2 * s], words0[2 * s + 1], half_pick), pick, even0,
+                              odd0);
+    decode::e2m1_picked_pairs(__byte_perm(words1[2 * s], words1[2 * s + 1], half_pick), pick, even1,
+                              odd1);
     const uint32_t pair =
         decode::e4m3x2_to_scaled_bf16x2(__byte_perm(scales0, scales1, s | ((s + 4) << 4)));
     const uint32_t scale_r0 = decode::broadcast_low(pair), scale_r1 = decode::broadcast_high(pair);

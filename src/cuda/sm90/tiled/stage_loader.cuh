@@ -82,8 +82,8 @@ struct StageLoader {
   int weight_row_bytes;
   const std::uint8_t* scale_src = nullptr;  // this thread's scale chunk at k-tile 0
   uint32_t scale_dst = 0;
-  size_t scale_stride = 0;  // bytes per k-tile
-  int scale_block = 0;      // first K/16 block of the chunk ([K/16, N] layout)
+  size_t scale_stride = 0;                      // bytes per k-tile
+  int scale_block = 0;                          // first K/16 block of the chunk ([K/16, N] layout)
   const std::uint8_t* expert_scales = nullptr;  // the expert's scales, for the bytewise path
   int n0 = 0;                                   // first output channel of the CTA
 
@@ -95,8 +95,8 @@ struct StageLoader {
 #pragma unroll
       for (int i = 0; i < kActPerThread; ++i) {
         const int id = src_rows[tid / 8 + i * kRowStep];
-        piece[i] = reinterpret_cast<const std::uint8_t*>(p.a + static_cast<size_t>(max(id, 0)) * p.k +
-                                                         tid % 8 * 8);
+        piece[i] = reinterpret_cast<const std::uint8_t*>(
+            p.a + static_cast<size_t>(max(id, 0)) * p.k + tid % 8 * 8);
         pieces_present |= static_cast<uint32_t>(id >= 0) << i;
       }
       act_dst[0] = swizzled_offset(tid / 8, tid % 8);
@@ -106,8 +106,10 @@ struct StageLoader {
     for (int i = 0; i < (kLeanRows ? 0 : kActPerThread); ++i) {
       const int idx = tid + i * kThreads, r = idx / 8, c = idx % 8;
       const int row = idx < kActChunks ? src_rows[r] : -1;
-      act_src[i] = row >= 0 ? reinterpret_cast<const std::uint8_t*>(p.a + static_cast<size_t>(row) * p.k) + c * 16
-                            : nullptr;
+      act_src[i] =
+          row >= 0
+              ? reinterpret_cast<const std::uint8_t*>(p.a + static_cast<size_t>(row) * p.k) + c * 16
+              : nullptr;
       act_dst[i] = swizzled_offset(r, c);
       act_col[i] = c * 8;
     }
@@ -118,8 +120,10 @@ struct StageLoader {
       const int idx = tid + i * kThreads;
       const int w = idx / kWeightChunksPerRow, c = idx % kWeightChunksPerRow;
       const bool has = idx < kWeightChunks && n0 + w < p.n;
-      weight_src[i] = has ? weight + static_cast<size_t>(n0 + w) * weight_row_bytes + c * 16 : nullptr;
-      weight_dst[i] = Shape::kActBytes + (kNvfp4 ? w * (kBlockK / 2) + c * 16 : swizzled_offset(w, c));
+      weight_src[i] =
+          has ? weight + static_cast<size_t>(n0 + w) * weight_row_bytes + c * 16 : nullptr;
+      weight_dst[i] =
+          Shape::kActBytes + (kNvfp4 ? w * (kBlockK / 2) + c * 16 : swizzled_offset(w, c));
       weight_col[i] = c * 16;
     }
     if constexpr (kNvfp4) init_scales(p, expert_scales);
@@ -186,7 +190,8 @@ struct StageLoader {
         }
       } else if (p.scale_vec16) {
         if (scale_src)
-          cp_async_16(stage + scale_dst, scale_src + kt * scale_stride, kt * 4 + scale_block < p.k / 16);
+          cp_async_16(stage + scale_dst, scale_src + kt * scale_stride,
+                      kt * 4 + scale_block < p.k / 16);
       } else {
         load_scales_bytewise(p, kt, stage_ptr + Shape::kActBytes + Shape::kWeightBytes);
       }

@@ -76,7 +76,8 @@ __device__ __forceinline__ uint32_t stage_scales(const GroupedParams& p, const s
                                                  int at) {
   if (p.scale_sfb) return *reinterpret_cast<const uint32_t*>(scales + at);
   return scales[at] | (scales[Config::weight_rows + at] << 8) |
-         (scales[2 * Config::weight_rows + at] << 16) | (scales[3 * Config::weight_rows + at] << 24);
+         (scales[2 * Config::weight_rows + at] << 16) |
+         (scales[3 * Config::weight_rows + at] << 24);
 }
 
 // The fp32 factor of the epilogue: scale_2, x 2^7 where the decode leaves the weights 2^-7 small.
