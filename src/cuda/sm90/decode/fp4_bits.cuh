@@ -52,15 +52,17 @@ __device__ __forceinline__ void e2m1_pairs(uint32_t codes, uint32_t (&pairs)[4])
   pairs[3] = e2m1_nibble_pair<1>(upper);
 }
 
+// The prepacked pairs' masks and multipliers (below): all of a pair's bits; code 2's bits and
+// its two copies (sign x 2, e1 e0 m x 64); code 3's bits after a shift right by 3 (sign at bit
+// 10, e1 e0 m in place) and its two copies (sign x 32).
+inline constexpr uint32_t kPairBits = kSignBits | kMagnitudeBits;
+inline constexpr uint32_t kCode2Bits = 0x40074007u, kCode2Copies = 0x42u;
+inline constexpr uint32_t kCode3Bits = 0x05C005C0u, kCode3Copies = 0x21u;
+
 // The same four pairs from a prepacked word (format/prepack.hpp), whose halves keep code j's
 // sign, e1, e0 and m at bits (15, 8, 7, 6), (12, 5, 4, 3), (14, 2, 1, 0) and (13, 11, 10, 9):
 // code 0 is in place, code 1 one shift away, codes 2 and 3 one multiply (two copies in disjoint
 // bits, as above). Ten operations a word where e2m1_pairs takes thirteen.
-inline constexpr uint32_t kPairBits = kSignBits | kMagnitudeBits;
-inline constexpr uint32_t kCode2Bits = 0x40074007u, kCode2Copies = 0x42u;  // sign x 2, e1 e0 m x 64
-// Code 3 after a shift right by 3: sign at bit 10, e1 e0 m in place.
-inline constexpr uint32_t kCode3Bits = 0x05C005C0u, kCode3Copies = 0x21u;  // sign x 32
-
 __device__ __forceinline__ void e2m1_pairs_prepacked(uint32_t codes, uint32_t (&pairs)[4]) {
   pairs[0] = codes & kPairBits;
   pairs[1] = (codes << 3) & kPairBits;

@@ -157,7 +157,8 @@ struct StageLoader {
 
   // Lean loaders load a tile's k-tiles in order from 0: each copy advances its piece's source in
   // place, so no copy waits for an earlier one to free the register that held its address (the
-  // copies read their operands late: measured, a shared address register stalled each copy).
+  // copies read their operands late: a shared address register stalled each copy, docs/perf.md,
+  // "fifteenth session", item 5).
   __device__ __forceinline__ void load(const GroupedParams& p, int kt, uint32_t stage,
                                        std::uint8_t* stage_ptr) {
     if constexpr (kLeanRows) {

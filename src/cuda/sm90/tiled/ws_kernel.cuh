@@ -5,9 +5,9 @@
 // copies, waits for the CTA at a barrier, then decodes, so the two warps a scheduler holds stall
 // together. Here:
 //   - a producer warpgroup copies the stages (cp.async) into a ring; each stage's full barrier
-//     completes when its copies have landed (cp.async.mbarrier.arrive.noinc); it keeps its
-//     gathered rows as 32-bit ids (StageLoader's lean rows) and, for the 256-token tile, hands
-//     the registers it does not need to the consumers (setmaxnreg);
+//     completes when its copies have landed (cp.async.mbarrier.arrive.noinc); it keeps one
+//     source pointer per gathered piece (StageLoader's lean pieces) and, for the 256-token tile,
+//     hands the registers it does not need to the consumers (setmaxnreg);
 //   - each consumer warpgroup (64 weight rows) waits for a stage's full barrier, decodes its
 //     fragments, issues its wgmmas and, once the previous stage's wgmmas are done, releases that
 //     stage on its empty barrier; no CTA-wide barrier inside the main loop.
@@ -51,8 +51,7 @@ struct WsShape {
   // accumulators). The 256-token NVFP4 tile's consumers hold 128 accumulators and two fragment
   // buffers, so the producer warpgroup gives them part of its share (setmaxnreg; ptxas allocates
   // each role to its count, and the counts must add up to the 168 x 384 the kernel launches
-  // with). The producer keeps 120: its 16 row ids and the copies' addresses, hoisted ahead of
-  // the copies, spill below about 100.
+  // with). The producer keeps 120, without spills: its 16 piece pointers take 32 of them.
   static constexpr bool kRegisterSplit = kNvfp4 && Config::tokens > 128;
   static constexpr int kProducerRegisters = 120;
   static constexpr int kConsumerRegisters = 192;
