@@ -70,15 +70,6 @@ METRALE_HD inline std::uint16_t unprepack_half(std::uint16_t half) {
   return static_cast<std::uint16_t>(out);
 }
 
-// Both halves of a 32-bit word (eight codes) at once, with shifts and masks; equal to
-// unprepack_half on each half (the GPU's conversion, src/cuda/pack/prepack.cu, runs it).
-METRALE_HD inline std::uint32_t unprepack_word(std::uint32_t w) {
-  return ((w >> 12) & 0x00080008u) | ((w >> 6) & 0x00070007u)    // code 0: sign, e1 e0 m
-         | ((w >> 5) & 0x00800080u) | ((w << 1) & 0x00700070u)   // code 1
-         | ((w >> 3) & 0x08000800u) | ((w << 8) & 0x07000700u)   // code 2
-         | ((w << 2) & 0x80008000u) | ((w << 3) & 0x70007000u);  // code 3
-}
-
 // dst's first `halves` halves = convert (prepack_half or unprepack_half) of src's, a byte at a time
 // (a half is little-endian, its low byte first), so any alignment works; each half is read
 // before it is written, so src == dst converts in place.
@@ -93,9 +84,16 @@ METRALE_HD inline void convert_halves(const std::uint8_t* src, std::uint8_t* dst
   }
 }
 
+// Both halves of a 32-bit word (eight codes), each as prepack_half / unprepack_half converts
+// it (the GPU's conversion, src/cuda/pack/prepack.cu, runs these; the bit positions are
+// constants, so each folds to shifts and masks).
 METRALE_HD inline std::uint32_t prepack_word(std::uint32_t w) {
   return static_cast<std::uint32_t>(prepack_half(static_cast<std::uint16_t>(w))) |
          (static_cast<std::uint32_t>(prepack_half(static_cast<std::uint16_t>(w >> 16))) << 16);
+}
+METRALE_HD inline std::uint32_t unprepack_word(std::uint32_t w) {
+  return static_cast<std::uint32_t>(unprepack_half(static_cast<std::uint16_t>(w))) |
+         (static_cast<std::uint32_t>(unprepack_half(static_cast<std::uint16_t>(w >> 16))) << 16);
 }
 
 }  // namespace metrale::format

@@ -59,7 +59,7 @@ struct StageLoader {
   using Shape = KernelShape<Config, kNvfp4>;
   static constexpr int kActChunks = Config::tokens * 8;
   static constexpr int kActPerThread = (kActChunks + kThreads - 1) / kThreads;
-  static constexpr int kActArrays = kLeanRows ? 1 : kActPerThread;  // register copies kept
+  static constexpr int kActArrays = kLeanRows ? 1 : kActPerThread;  // offsets and columns kept
   // Lean: piece i of a thread is row tid/8 + i x kRowStep, the same 16-byte column and swizzle.
   static constexpr int kRowStep = kThreads / 8;
   static_assert(!kLeanRows || (kRowStep % 8 == 0 && kActChunks % kThreads == 0),
@@ -69,12 +69,11 @@ struct StageLoader {
   static constexpr int kWeightPerThread = (kWeightChunks + kThreads - 1) / kThreads;
   static constexpr int kWeightStride = kNvfp4 ? kBlockK / 2 : kBlockK * 2;  // bytes per k-tile
 
-  const std::uint8_t* act_src[kActArrays];
+  // Each piece's source at k-tile 0 (null: nothing to copy); lean: at the next k-tile to load,
+  // absent rows pointing at row 0, their presence in pieces_present (bit i).
+  const std::uint8_t* act_src[kActPerThread];
   uint32_t act_dst[kActArrays];
   int act_col[kActArrays];  // first K index of the chunk
-  // Lean: where this thread's pieces of the next k-tile come from (absent rows point at row 0),
-  // and which of them exist (bit i).
-  const std::uint8_t* piece[kLeanRows ? kActPerThread : 1];
   uint32_t pieces_present = 0;
   const std::uint8_t* weight_src[kWeightPerThread];
   uint32_t weight_dst[kWeightPerThread];
@@ -95,7 +94,7 @@ struct StageLoader {
 #pragma unroll
       for (int i = 0; i < kActPerThread; ++i) {
         const int id = src_rows[tid / 8 + i * kRowStep];
-        piece[i] = reinterpret_cast<const std::uint8_t*>(
+        act_src[i] = reinterpret_cast<const std::uint8_t*>(
             p.a + static_cast<size_t>(max(id, 0)) * p.k + tid % 8 * 8);
         pieces_present |= static_cast<uint32_t>(id >= 0) << i;
       }
@@ -165,9 +164,9 @@ struct StageLoader {
       const uint32_t present = act_col[0] + kt * kBlockK < p.k ? pieces_present : 0u;
 #pragma unroll
       for (int i = 0; i < kActPerThread; ++i) {
-        cp_async_16_if(stage + act_dst[0] + i * kRowStep * kSwizzleRowBytes, piece[i],
+        cp_async_16_if(stage + act_dst[0] + i * kRowStep * kSwizzleRowBytes, act_src[i],
                        present & (1u << i));
-        piece[i] += kBlockK * 2;
+        act_src[i] += kBlockK * 2;
       }
     } else {
 #pragma unroll
