@@ -140,18 +140,21 @@ __device__ __forceinline__ void issue_chunks(uint32_t act, const uint32_t (&frag
                                              float (&acc)[Config::tokens / 2], unsigned thread) {
   using Shape = KernelShape<Config, kNvfp4>;
   constexpr int kChunk = Config::chunk;
+  // One descriptor a stage; each wgmma's is a 32-bit add to it (descriptor_plus), where one built
+  // from its address took four operations (mask, shift, or, add).
+  const uint64_t stage = sw128_descriptor(act);
   wgmma_fence();
 #pragma unroll
   for (int c = 0; c < kChunks; ++c) {
     float(&part)[kChunk / 2] = *reinterpret_cast<float(*)[kChunk / 2]>(&acc[c * kChunk / 2]);
 #pragma unroll
     for (int s = 0; s < 4; ++s) {
-      const uint64_t b = sw128_descriptor(act + c * kChunk * kSwizzleRowBytes + s * 32);
+      const uint64_t b = descriptor_plus(stage, c * kChunk * kSwizzleRowBytes + s * 32);
       if constexpr (kNvfp4) {
         Wgmma<kChunk>::rs(part, frag[s], b, 1);
       } else {
-        const uint32_t weights = act + Shape::kActBytes + (thread / 128) * 64 * kSwizzleRowBytes;
-        Wgmma<kChunk>::ss(part, sw128_descriptor(weights + s * 32), b, 1);
+        const uint32_t weights = Shape::kActBytes + (thread / 128) * 64 * kSwizzleRowBytes;
+        Wgmma<kChunk>::ss(part, descriptor_plus(stage, weights + s * 32), b, 1);
       }
     }
   }
