@@ -15,7 +15,8 @@
 #   e.g. scripts/gpu_variants.sh run "$OUT" --model all --tokens 1,8,64 --ops gate_up,down
 # BENCH_ARGS must not name --json or --commit (each run gets its own). ROUNDS=N (default 2);
 # REUSE=1 keeps the variants' binaries from an earlier run on the same machine.
-# OUTDIR/table.txt, build.log, and per variant (up to six) a JSON of its rows at their best round.
+# OUTDIR/table.txt (with the base's spread over its rounds: the noise a ratio must beat), build.log,
+# and per variant (up to six) a JSON of its rows at their best round.
 # Into bench/results go the table and the JSONs of main's code only: check_targets.py reads every
 # JSON there and the newest file wins a row, so a variant that was not merged must not leave one.
 set -uo pipefail
@@ -94,18 +95,29 @@ out, work, names = sys.argv[1], sys.argv[2], sys.argv[3:]
 def measured(r):  # a row of ours that ran
     return r.get("status") == "ok" and r["impl"] in ("metrale", "metrale-cpu")
 best = {}  # name -> (model, op, T) -> the row of the round with the best median
+medians = {}  # name -> (model, op, T) -> every round's median
 for name in names:
     for path in sorted(glob.glob(os.path.join(work, f"{name}.*.json"))):
         for r in json.load(open(path))["rows"]:
             if measured(r):
                 key = (r["model"], r["op"], r["tokens"])
+                medians.setdefault(name, {}).setdefault(key, []).append(r["median_us"])
                 old = best.setdefault(name, {}).get(key)
                 if old is None or r["median_us"] < old["median_us"]:
                     best[name][key] = r
 base = best.get(names[0], {})
-print(f"best median us of each row over the rounds; the variants as a ratio to {names[0]}")
-print(f"{'model':20s} {'op':8s} {'T':>6s} {names[0]:>10s} " + " ".join(f"{n:>9s}" for n in names[1:]))
+# The base's spread: its slowest round over its best, per row. A variant's ratio inside it is
+# not told apart from the rounds' own noise (a row's rounds differed by up to 5 % in one call:
+# docs/perf.md, 2026-12-04, sixteenth session).
+def spread(key):
+    m = medians.get(names[0], {}).get(key, [])
+    return max(m) / min(m) - 1 if len(m) > 1 else None
+print(f"best median us of each row over the rounds; the variants as a ratio to {names[0]}; "
+      f"spread: {names[0]}'s slowest round over its best")
+print(f"{'model':20s} {'op':8s} {'T':>6s} {names[0]:>10s} " + " ".join(f"{n:>9s}" for n in names[1:])
+      + f" {'spread':>7s}")
 logs = {n: [] for n in names[1:]}
+spreads = []
 for key in sorted(base):
     cells = []
     for n in names[1:]:
@@ -114,9 +126,14 @@ for key in sorted(base):
         cells.append(f"{ratio:9.3f}" if ratio else f"{'-':>9s}")
         if ratio:
             logs[n].append(math.log(ratio))
-    print(f"{key[0]:20s} {key[1]:8s} {key[2]:6d} {base[key]['median_us']:10.2f} " + " ".join(cells))
+    s = spread(key)
+    if s is not None:
+        spreads.append(s)
+    print(f"{key[0]:20s} {key[1]:8s} {key[2]:6d} {base[key]['median_us']:10.2f} " + " ".join(cells)
+          + (f" {100 * s:6.1f}%" if s is not None else f" {'-':>7s}"))
 print(f"{'geomean':37s}" + " ".join(
-    f"{math.exp(sum(l) / len(l)):9.3f}" if l else f"{'-':>9s}" for l in logs.values()))
+    f"{math.exp(sum(l) / len(l)):9.3f}" if l else f"{'-':>9s}" for l in logs.values())
+      + (f" {100 * sum(spreads) / len(spreads):6.1f}% (mean)" if spreads else ""))
 # Each variant's JSON (up to six): the first round's, every measured row replaced by the row of
 # its best round, so that a recorded JSON says what the table says (a single round's medians
 # moved check_targets' comparisons across their lines: docs/perf.md, 2026-12-03, ninth session).
