@@ -153,8 +153,9 @@ __device__ __forceinline__ void issue_chunks(uint32_t act, const uint32_t (&frag
       if constexpr (kNvfp4) {
         Wgmma<kChunk>::rs(part, frag[s], b, 1);
       } else {
-        const uint32_t weights = Shape::kActBytes + (thread / 128) * 64 * kSwizzleRowBytes;
-        Wgmma<kChunk>::ss(part, descriptor_plus(stage, weights + s * 32), b, 1);
+        // This warpgroup's 64 weight rows, as bytes from the stage's start.
+        const uint32_t weights_at = Shape::kActBytes + (thread / 128) * 64 * kSwizzleRowBytes;
+        Wgmma<kChunk>::ss(part, descriptor_plus(stage, weights_at + s * 32), b, 1);
       }
     }
   }
