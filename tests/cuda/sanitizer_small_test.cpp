@@ -1,9 +1,15 @@
 // The small-shape subset that scripts/gpu_run.sh runs under compute-sanitizer (memcheck,
 // racecheck, synccheck; gtest filter *Small*): each operation on a few shapes that cross a tile
 // edge and an alignment, exact mode, so that a sanitizer finding is reproducible and quick.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "cuda_test_support.hpp"
+
+#ifdef METRALE_HAS_CUDA
+#include "cuda/family.hpp"
+#include "cuda/sm90/tiled/tiled_params.hpp"
+#endif
 
 namespace metrale::cuda_test {
 namespace {
@@ -52,6 +58,25 @@ TEST(SanitizerSmall, GroupedPrepacked) {
       expect_pass(c);
     }
 }
+
+#ifdef METRALE_HAS_CUDA
+// The warp-specialised tiles, forced, several tiles a CTA back to back (16 to 24 row tiles x 16
+// channel tiles x 2 projections on at most 132 CTAs) on one k-tile (K = 64): the consumer
+// warpgroups share one staging tile, and with K inside the stage ring nothing but their barrier
+// keeps one from staging the next tile while the other still copies the last one out (racecheck's
+// case).
+TEST(SanitizerSmall, WarpSpecialisedTilesBackToBack) {
+  METRALE_SKIP_WITHOUT_GPU();
+  const int configs = cuda::find_family("sm90-tiled")->config_count();
+  for (int config = 0; config < configs; ++config) {
+    if (!cuda::sm90::kTiles[config].specialized) continue;
+    check::Case c = grouped_case(Op::grouped_gate_up_fused, Mode::exact, 2048, 64,
+                                 {1100, 8, 2, RoutingKind::uniform}, 9700 + config);
+    c.cuda_kernel = fmt::format("sm90-tiled:{}", config);
+    expect_pass(c);
+  }
+}
+#endif
 
 }  // namespace
 }  // namespace metrale::cuda_test
