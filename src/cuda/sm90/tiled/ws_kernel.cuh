@@ -220,9 +220,10 @@ __device__ __forceinline__ void consume(const GroupedParams& p, WsShared<Config>
     release(k_tiles - 1);
     std::uint16_t* out = p.out[tile.projection];
     if (WsShape<Config, kNvfp4>::kStaged && rows_take_16_bytes(p, out)) {
-      // The staging tile is one for both warpgroups, and nothing else keeps one from staging a
-      // tile while the other still copies the previous one out when K fits the ring: the ring's
-      // next stages need both warpgroups' releases only past kStages k-tiles.
+      // Both warpgroups stage into one tile. Past kStages k-tiles, a warpgroup that finishes its
+      // copy-out first stalls in the next tile's main loop (the ring's slots need both
+      // warpgroups' releases) until the other has left the staging; with K inside the ring,
+      // nothing holds it back from staging the next tile over the one still being read.
       if (k_tiles <= kStages) named_barrier_sync<2, WsShape<Config, kNvfp4>::kConsumerThreads>();
       store_tile_staged<Config>(  // named barrier 2: the consumer warpgroups
           p, out, tile.scale_2, tile.n0, tile.row_begin, tile.row_end, acc,
