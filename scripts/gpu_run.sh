@@ -39,6 +39,7 @@ for f in .deps/*.deb; do
   [[ -e $f ]] || continue
   dpkg -x "$f" / || log "dpkg -x $f failed"
 done
+# .cutlass: scripts/fetch_cutlass.sh on the CPU machine (this one has no internet), carried.
 if [[ -d "$PWD/.cutlass/include" ]]; then
   export CUTLASS_HOME="$PWD/.cutlass"
   log "CUTLASS_HOME=$CUTLASS_HOME"
