@@ -7,7 +7,6 @@
 #include "cuda_test_support.hpp"
 
 #ifdef METRALE_HAS_CUDA
-#include "cuda/family.hpp"
 #include "cuda/sm90/tiled/tiled_params.hpp"
 #endif
 
@@ -62,13 +61,12 @@ TEST(SanitizerSmall, GroupedPrepacked) {
 #ifdef METRALE_HAS_CUDA
 // The warp-specialised tiles, forced, several tiles a CTA back to back (16 to 24 row tiles x 16
 // channel tiles x 2 projections on at most 132 CTAs) on one k-tile (K = 64): the consumer
-// warpgroups share one staging tile, and with K inside the stage ring nothing but their barrier
-// keeps one from staging the next tile while the other still copies the last one out (racecheck's
-// case).
+// warpgroups share one staging tile, and with K inside the stage ring only store_tile_staged's
+// first barrier keeps one from staging the next tile while the other still copies the last one
+// out (racecheck's case).
 TEST(SanitizerSmall, WarpSpecialisedTilesBackToBack) {
   METRALE_SKIP_WITHOUT_GPU();
-  const int configs = cuda::find_family("sm90-tiled")->config_count();
-  for (int config = 0; config < configs; ++config) {
+  for (int config = 0; config < cuda::sm90::kTileCount; ++config) {
     if (!cuda::sm90::kTiles[config].specialized) continue;
     check::Case c = grouped_case(Op::grouped_gate_up_fused, Mode::exact, 2048, 64,
                                  {1100, 8, 2, RoutingKind::uniform}, 9700 + config);

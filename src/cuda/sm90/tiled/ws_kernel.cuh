@@ -219,17 +219,12 @@ __device__ __forceinline__ void consume(const GroupedParams& p, WsShared<Config>
     run_stages(k_tiles, frag, acc, step);
     release(k_tiles - 1);
     std::uint16_t* out = p.out[tile.projection];
-    if (WsShape<Config, kNvfp4>::kStaged && rows_take_16_bytes(p, out)) {
-      // Both warpgroups stage into one tile. Past kStages k-tiles, a warpgroup that finishes its
-      // copy-out first stalls in the next tile's main loop (the ring's slots need both
-      // warpgroups' releases) until the other has left the staging; with K inside the ring,
-      // nothing holds it back from staging the next tile over the one still being read.
-      if (k_tiles <= kStages) named_barrier_sync<2, WsShape<Config, kNvfp4>::kConsumerThreads>();
+    if (WsShape<Config, kNvfp4>::kStaged && rows_take_16_bytes(p, out))
       store_tile_staged<Config>(  // named barrier 2: the consumer warpgroups
           p, out, tile.scale_2, tile.n0, tile.row_begin, tile.row_end, acc,
           base_ptr + kStages * Shape::kStageBytes, thread,
           named_barrier_sync<2, WsShape<Config, kNvfp4>::kConsumerThreads>);
-    } else
+    else
       store_tile<Config>(p, out, tile.scale_2, tile.n0, tile.row_begin, tile.row_end, acc,
                          thread);
     first += k_tiles;
