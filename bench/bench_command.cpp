@@ -176,8 +176,9 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--tokens,-t", opt->tokens, "token counts (default 1,8,64,512,4096,16384)")
       ->delimiter(',');
   cmd->add_option("--ops", opt->ops,
-                  "gate_up, down, dense, pack, moe (the whole MoE layer; default gate_up,down,moe "
-                  "on a GPU, gate_up,down on the CPU)")
+                  "gate_up, down, dense, pack (scale_2 computed), pack_unit (scale_2 = 1, the "
+                  "seeds' form), moe (the whole MoE layer; default gate_up,down,moe on a GPU, "
+                  "gate_up,down on the CPU)")
       ->delimiter(',');
   cmd->add_option("--impls", opt->impls,
                   "metrale, cublaslt, cublas-grouped, dequant-cublaslt, cutlass, bf16-grouped "

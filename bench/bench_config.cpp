@@ -78,6 +78,7 @@ const char* op_name(Op op) {
     case Op::down: return "down";
     case Op::dense: return "dense";
     case Op::pack: return "pack";
+    case Op::pack_unit: return "pack_unit";
     case Op::moe: return "moe";
   }
   return "?";
@@ -85,11 +86,11 @@ const char* op_name(Op op) {
 
 Op parse_op(const std::string& name) {
   const std::string key = lower(name);
-  for (Op op : {Op::gate_up, Op::down, Op::dense, Op::pack, Op::moe}) {
+  for (Op op : {Op::gate_up, Op::down, Op::dense, Op::pack, Op::pack_unit, Op::moe}) {
     if (key == op_name(op)) return op;
   }
-  fail(Status::invalid_argument, "bench: --ops {} is not one of gate_up, down, dense, pack, moe",
-       name);
+  fail(Status::invalid_argument,
+       "bench: --ops {} is not one of gate_up, down, dense, pack, pack_unit, moe", name);
 }
 
 std::vector<Op> default_ops() {

@@ -6,7 +6,10 @@
 //            each, rows gathered through the routing's token ids
 //   down     [rows, inter] × [E, hidden, inter]ᵀ — rows already in expert order
 //   dense    [T, hidden] × [2·inter, hidden]ᵀ in bf16 — one dense FFN-sized GEMM
-//   pack     pack_bf16_weight_to_nvfp4_t on stacked expert weights (≥ 256 MiB of bf16)
+//   pack     pack_bf16_weight_to_nvfp4_t on stacked expert weights (≥ 256 MiB of bf16), the
+//            recipe form (scale_2 computed: an amax scan, then the quantize pass)
+//   pack_unit the same call, weights and floor in the seeds' form (scale_2 = 1, scale_2_out
+//            null: the quantize pass alone)
 //   moe      the whole MoE layer (moe_forward: routing, gate/up, activation, down, combine) with
 //            the model's own routing and activation, and on the routing it chose our gate_up and
 //            down grouped calls alone: layer / (gate_up + down) is issue 9's target
@@ -34,7 +37,12 @@ struct ModelShape {
 // The model presets of PERF.md (and Qwen3-Next, 512 experts).
 const std::vector<ModelShape>& model_presets();
 
-enum class Op { gate_up, down, dense, pack, moe };
+// The values seed weights and activations (derive_seed): a new op goes at the end.
+enum class Op { gate_up, down, dense, pack, moe, pack_unit };
+// pack and pack_unit: one row per model, no token count.
+inline bool is_pack(Op op) {
+  return op == Op::pack || op == Op::pack_unit;
+}
 // Who produced a number. metrale_cpu is our CPU backend (machines without a GPU). bf16_grouped is
 // CUTLASS's sm90 grouped GEMM on bf16 weights (the kernel torch._grouped_mm runs): it exists only
 // in a CUTLASS build (kBf16GroupedBuilt); elsewhere --impls refuses its name, saying why.

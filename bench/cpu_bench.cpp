@@ -165,19 +165,22 @@ void run_dense(const ModelShape& m, int tokens, const BenchConfig& cfg, Row& row
   row.ok = true;
 }
 
-void run_pack(const ModelShape& m, const BenchConfig& cfg, Row& row) {
+// Op pack: the recipe form (scale_2 computed); op pack_unit: the seeds' form (scale_2 = 1).
+void run_pack(const ModelShape& m, Op op, const BenchConfig& cfg, Row& row) {
   // One expert's gate+up weight: the CPU is the oracle, not a throughput target.
   const int n = 2 * m.inter, k = m.hidden;
   row.n = n;
   row.k = k;
   row.rows = n;
-  row.note = "one expert's gate_up weight";
+  row.note = op == Op::pack ? "one expert's gate_up weight"
+                            : "one expert's gate_up weight, scale_2 = 1 (seeds' form)";
   const auto weight =
       normal_bf16(static_cast<std::size_t>(n) * k, derive_seed(cfg.seed, 3), kWeightStddev);
   std::vector<std::uint8_t> packed(static_cast<std::size_t>(n) * (k / 2)),
       scale(static_cast<std::size_t>(n) * (k / 16));
   float scale_2 = 0;
-  const PackNvfp4 args{weight.data(), packed.data(), scale.data(), &scale_2, n, k};
+  const PackNvfp4 args{
+      weight.data(), packed.data(), scale.data(), op == Op::pack ? &scale_2 : nullptr, n, k};
   row.stats = time_host([&] { check(pack_bf16_weight_to_nvfp4_t(args, kCpu)); }, cfg.budget_ms);
   row.work.bytes = static_cast<double>(n) * k * (2.0 + 0.5625);
   row.ok = true;
@@ -190,7 +193,7 @@ void run_cpu_bench(const BenchConfig& cfg, Report& report) {
   int total = 0;
   for (Op op : cfg.ops)
     total += static_cast<int>(cfg.models.size()) *
-             (op == Op::pack ? 1 : static_cast<int>(cfg.tokens.size()));
+             (is_pack(op) ? 1 : static_cast<int>(cfg.tokens.size()));
   Progress progress(total);
   report.print_table_header();
   for (const ModelShape& m : cfg.models) {
@@ -199,7 +202,7 @@ void run_cpu_bench(const BenchConfig& cfg, Report& report) {
     for (int tokens : cfg.tokens) {
       const Routing routing = route(tokens, m.experts, m.top_k, cfg.skew, cfg.seed);
       for (Op op : cfg.ops) {
-        if (op == Op::pack && tokens != cfg.tokens.front()) continue;
+        if (is_pack(op) && tokens != cfg.tokens.front()) continue;
         progress.step(fmt::format("{} {} T={} metrale-cpu", m.name, op_name(op), tokens));
         const std::size_t first = report.rows.size();
         if (op == Op::moe) {
@@ -215,7 +218,7 @@ void run_cpu_bench(const BenchConfig& cfg, Report& report) {
           } else if (op == Op::dense) {
             run_dense(m, tokens, cfg, row);
           } else {
-            run_pack(m, cfg, row);
+            run_pack(m, op, cfg, row);
           }
         } catch (const Error& e) {
           row.ok = false;

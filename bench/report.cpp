@@ -234,11 +234,11 @@ void Report::print_ceilings() const {
 
 void Report::print_table_header() const {
   fmt::print(
-      "{:<14} {:<7} {:>6} {:>7} {:>4}  {:<22} {:>9} {:>6} {:>8} {:>7} {:>9} {:>6} {:>8} {:>8}\n",
+      "{:<14} {:<9} {:>6} {:>7} {:>4}  {:<22} {:>9} {:>6} {:>8} {:>7} {:>9} {:>6} {:>8} {:>8}\n",
       "model", "op", "T", "rows", "act", "impl", "median us", "+-%", "TFLOP/s", "GB/s", "floor us",
       "%floor", "metrale", "check");
   fmt::print(
-      "{:<14} {:<7} {:>6} {:>7} {:>4}  {:<22} {:>9} {:>6} {:>8} {:>7} {:>9} {:>6} {:>8} {:>8}\n",
+      "{:<14} {:<9} {:>6} {:>7} {:>4}  {:<22} {:>9} {:>6} {:>8} {:>7} {:>9} {:>6} {:>8} {:>8}\n",
       "", "", "", "", "", "", "", "", "", "", "", "", "speedup", "rel diff");
 }
 
@@ -259,8 +259,8 @@ void Report::finish_group(std::size_t first) {
     const Row& r = rows[i];
     const bool grouped = r.op == Op::gate_up || r.op == Op::down || r.op == Op::moe;
     const std::string head =
-        fmt::format("{:<14} {:<7} {:>6} {:>7} {:>4}  {:<22}", r.model, op_name(r.op),
-                    r.op == Op::pack ? std::string("-") : std::to_string(r.tokens), r.rows,
+        fmt::format("{:<14} {:<9} {:>6} {:>7} {:>4}  {:<22}", r.model, op_name(r.op),
+                    is_pack(r.op) ? std::string("-") : std::to_string(r.tokens), r.rows,
                     grouped ? std::to_string(r.experts_active) : std::string("-"), r.impl);
     if (!r.ok) {
       fmt::print("{} not run: {}\n", head, r.error);

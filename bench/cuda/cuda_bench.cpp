@@ -90,7 +90,7 @@ void decide_cutlass(CudaContext& ctx, RunInfo& info) {
 
 int count_steps(const BenchConfig& cfg) {
   int steps = 0;
-  for (Op op : cfg.ops) steps += op == Op::pack ? 1 : static_cast<int>(cfg.tokens.size());
+  for (Op op : cfg.ops) steps += is_pack(op) ? 1 : static_cast<int>(cfg.tokens.size());
   return steps * static_cast<int>(cfg.models.size());
 }
 
@@ -101,10 +101,10 @@ void sweep(CudaContext& ctx, Report& report, Progress& progress) {
     validate_model(m);
     std::map<int, Routing> routings;
     for (Op op : cfg.ops) {
-      if (op == Op::pack) {
-        progress.step(fmt::format("{} pack", m.name));
+      if (is_pack(op)) {
+        progress.step(fmt::format("{} {}", m.name, op_name(op)));
         DeviceArena scratch;
-        bench_pack(ctx, m, scratch, report);
+        bench_pack(ctx, m, op, scratch, report);
         continue;
       }
       if (op == Op::moe) {

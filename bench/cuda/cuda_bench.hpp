@@ -57,7 +57,9 @@ void bench_grouped(CudaContext& ctx, const ModelShape& model, Op op, const Routi
                    ExpertPool& pool, DeviceArena& scratch, Report& report);
 void bench_dense(CudaContext& ctx, const ModelShape& model, int tokens, DeviceArena& scratch,
                  Report& report);
-void bench_pack(CudaContext& ctx, const ModelShape& model, DeviceArena& scratch, Report& report);
+// Op pack: the recipe form (scale_2 computed); op pack_unit: the seeds' form (scale_2_out null).
+void bench_pack(CudaContext& ctx, const ModelShape& model, Op op, DeviceArena& scratch,
+                Report& report);
 // Op moe for one model: every token count, the layer's weights made once (moe_bench.cpp).
 void bench_moe(CudaContext& ctx, const ModelShape& model, int model_index, Report& report,
                Progress& progress);

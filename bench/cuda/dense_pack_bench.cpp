@@ -4,6 +4,8 @@
 //          timed — and CUTLASS (Backend::cutlass, when enabled). PERF.md: ≥ 0.95× cuBLAS.
 //   pack   pack_bf16_weight_to_nvfp4_t (full ModelOpt recipe, scale_2 computed) over stacked
 //          expert weights of ≥ 256 MiB bf16; floor = bytes read + written over the copy ceiling.
+//          Op pack_unit: the same in the seeds' form (scale_2_out null, scale_2 = 1: no amax
+//          scan), the form of the C ABI's pack_bf16_weight_to_nvfp4_t; the same floor.
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -132,7 +134,8 @@ void bench_dense(CudaContext& ctx, const ModelShape& m, int tokens, DeviceArena&
   report.finish_group(first);
 }
 
-void bench_pack(CudaContext& ctx, const ModelShape& m, DeviceArena& scratch, Report& report) {
+void bench_pack(CudaContext& ctx, const ModelShape& m, Op op, DeviceArena& scratch,
+                Report& report) {
   const int k = m.hidden;
   const std::size_t wanted_rows =
       (kPackBytes / (2 * static_cast<std::size_t>(k)) + 127) / 128 * 128;
@@ -148,15 +151,18 @@ void bench_pack(CudaContext& ctx, const ModelShape& m, DeviceArena& scratch, Rep
   }
   auto* packed = scratch.allocate_n<std::uint8_t>(elems / 2);
   auto* scale = scratch.allocate_n<std::uint8_t>(elems / 16);
-  auto* scale_2 = scratch.allocate_n<float>(1);
+  float* scale_2 = op == Op::pack ? scratch.allocate_n<float>(1) : nullptr;
 
   const std::size_t first = report.rows.size();
-  Row row = base_row(m, Op::pack, 0, n, k, Impl::metrale);
+  Row row = base_row(m, op, 0, n, k, Impl::metrale);
   row.rows = n;
   row.work.bytes = static_cast<double>(elems) * (2.0 + 0.5 + 1.0 / 16);
   row.floor = floor_of(row.work, ctx.ceilings.copy_gbps, 0);
   row.weight_copies = kCopies;
-  row.note = fmt::format("[{} x {}] bf16, scale_2 computed", n, k);
+  row.note = fmt::format("[{} x {}] bf16, {}", n, k,
+                         op == Op::pack ? "scale_2 computed"
+                                        : "scale_2 = 1 (pack_bf16_weight_to_nvfp4_t's seeds' form, "
+                                          "one pass)");
   add_row(report, row, [&] {
     const Enqueue call = [&](int i) {
       check(

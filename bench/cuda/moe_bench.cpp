@@ -359,7 +359,7 @@ void bench_tokens(CudaContext& ctx, const ModelShape& m, MoeWeights& w, int toke
 void bench_moe(CudaContext& ctx, const ModelShape& m, int model_index, Report& report,
                Progress& progress) {
   if (!ctx.wants(Impl::metrale)) {  // the layer and its parts are ours alone
-    fmt::print("{:<14} {:<7} not run: op moe measures metrale, which --impls leaves out\n", m.name,
+    fmt::print("{:<14} {:<9} not run: op moe measures metrale, which --impls leaves out\n", m.name,
                op_name(Op::moe));
     return;
   }

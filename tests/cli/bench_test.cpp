@@ -176,12 +176,12 @@ TEST(BenchCpuRunner, RunsEveryOpAndWritesJson) {
   BenchConfig cfg;
   cfg.models = {ModelShape{"tiny", 64, 32, 6, 2, {}}};
   cfg.tokens = {1, 5};
-  cfg.ops = {Op::gate_up, Op::down, Op::dense, Op::pack};
+  cfg.ops = {Op::gate_up, Op::down, Op::dense, Op::pack, Op::pack_unit};
   cfg.impls = {Impl::metrale_cpu};
   cfg.budget_ms = 1;
   Report report;
   run_cpu_bench(cfg, report);
-  ASSERT_EQ(report.rows.size(), 7u);  // 2 T × (gate_up, down, dense) + one pack
+  ASSERT_EQ(report.rows.size(), 8u);  // 2 T × (gate_up, down, dense) + one pack + one pack_unit
   for (const Row& row : report.rows) {
     EXPECT_TRUE(row.ok) << op_name(row.op) << " T=" << row.tokens << ": " << row.error;
     EXPECT_EQ(row.impl, "metrale-cpu");
@@ -194,6 +194,16 @@ TEST(BenchCpuRunner, RunsEveryOpAndWritesJson) {
   EXPECT_EQ(gate_up.projections, 2);
   EXPECT_EQ(gate_up.n, 32);
   EXPECT_EQ(gate_up.k, 64);
+  // Both pack forms at the first token count, on the same shape and byte count; the notes differ.
+  const Row& pack = report.rows[3];
+  const Row& pack_unit = report.rows[4];
+  EXPECT_EQ(pack.op, Op::pack);
+  EXPECT_EQ(pack_unit.op, Op::pack_unit);
+  EXPECT_EQ(pack_unit.tokens, 1);
+  EXPECT_EQ(pack_unit.n, pack.n);
+  EXPECT_EQ(pack_unit.k, pack.k);
+  EXPECT_DOUBLE_EQ(pack_unit.work.bytes, pack.work.bytes);
+  EXPECT_NE(pack_unit.note, pack.note);
 
   const std::string path = ::testing::TempDir() + "bench.json";
   report.info.mode = "cpu";
@@ -201,7 +211,8 @@ TEST(BenchCpuRunner, RunsEveryOpAndWritesJson) {
   std::ifstream file(path);
   const nlohmann::json doc = nlohmann::json::parse(file);
   EXPECT_EQ(doc["metadata"]["mode"], "cpu");
-  ASSERT_EQ(doc["rows"].size(), 7u);
+  ASSERT_EQ(doc["rows"].size(), 8u);
+  EXPECT_EQ(doc["rows"][4]["op"], "pack_unit");
   const nlohmann::json& row = doc["rows"][0];
   for (const char* key :
        {"model", "op", "tokens", "rows", "impl", "status", "median_us", "p10_us", "p90_us",
@@ -353,11 +364,26 @@ TEST(BenchOps, MoeIsAnOpAndInTheDefaults) {
     FAIL() << "an unknown op was accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.status(), Status::invalid_argument);
-    EXPECT_NE(std::string(e.what()).find("gate_up, down, dense, pack, moe"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("gate_up, down, dense, pack, pack_unit, moe"),
+              std::string::npos)
         << e.what();
   }
   EXPECT_DOUBLE_EQ(moe_target(63), 1.15);
   EXPECT_DOUBLE_EQ(moe_target(64), 1.10);
+}
+
+// pack_unit, the seeds' form of pack: an op of its own, token-independent like pack, never a
+// default.
+TEST(BenchOps, PackUnitIsAnOpOutsideTheDefaults) {
+  EXPECT_EQ(parse_op("pack_unit"), Op::pack_unit);
+  EXPECT_EQ(parse_op("Pack_Unit"), Op::pack_unit);
+  EXPECT_STREQ(op_name(Op::pack_unit), "pack_unit");
+  EXPECT_EQ(parse_op("pack"), Op::pack);
+  EXPECT_TRUE(is_pack(Op::pack));
+  EXPECT_TRUE(is_pack(Op::pack_unit));
+  EXPECT_FALSE(is_pack(Op::dense));
+  const std::vector<Op> defaults = default_ops();
+  EXPECT_EQ(std::find(defaults.begin(), defaults.end(), Op::pack_unit), defaults.end());
 }
 
 TEST(BenchRouting, RowsPerExpertAreTheGroupSizes) {

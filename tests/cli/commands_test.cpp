@@ -96,11 +96,15 @@ TEST(BenchCli, Bf16GroupedNeedsCutlassAndAGpu) {
       << run.output;
 }
 
+// `metrale bench --cpu` on a tiny custom shape, 1 ms a measurement; `args` names ops and tokens.
+CliRun bench_tiny(const std::string& args) {
+  return run_cli("bench --cpu " + args +
+                 " --budget-ms 1 --name tiny --hidden 64 --inter 32 --experts 8 --top-k 2");
+}
+
 // Op moe on the CPU: the layer's row and, under it, the grouped calls and the ratio.
 TEST(BenchCli, MoeRowsShowTheRatioToTheGroupedCalls) {
-  const CliRun run = run_cli(
-      "bench --cpu --ops moe --tokens 2 --budget-ms 1 --name tiny --hidden 64 --inter 32 "
-      "--experts 8 --top-k 2");
+  const CliRun run = bench_tiny("--ops moe --tokens 2");
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_TRUE(contains(run.output, "tiny           moe")) << run.output;
   EXPECT_TRUE(contains(run.output, "on the layer's routing (topk_ids_out): gate_up metrale-cpu"))
@@ -108,8 +112,19 @@ TEST(BenchCli, MoeRowsShowTheRatioToTheGroupedCalls) {
   EXPECT_TRUE(contains(run.output, ">>> layer / (gate_up + down) = ")) << run.output;
   const CliRun bad = run_cli("bench --cpu --ops gate_up,moes");
   EXPECT_EQ(bad.exit_code, 1) << bad.output;
-  EXPECT_TRUE(contains(bad.output, "--ops moes is not one of gate_up, down, dense, pack, moe"))
+  EXPECT_TRUE(
+      contains(bad.output, "--ops moes is not one of gate_up, down, dense, pack, pack_unit, moe"))
       << bad.output;
+}
+
+// Both pack forms side by side on the CPU, each row saying which form it timed; no token count.
+TEST(BenchCli, PackAndPackUnitRowsNameTheirForm) {
+  const CliRun run = bench_tiny("--ops pack,pack_unit --tokens 1");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  for (const char* part : {"tiny           pack           -", "tiny           pack_unit      -",
+                           "scale_2 = 1 (seeds' form)"}) {
+    EXPECT_TRUE(contains(run.output, part)) << part << "\n" << run.output;
+  }
 }
 
 TEST(InfoCli, FlagsBadEnvironmentValues) {
