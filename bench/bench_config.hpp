@@ -43,6 +43,10 @@ enum class Op { gate_up, down, dense, pack, moe, pack_unit };
 inline bool is_pack(Op op) {
   return op == Op::pack || op == Op::pack_unit;
 }
+// Which form of pack_bf16_weight_to_nvfp4_t a pack row times, as its note says it.
+inline const char* pack_form(Op op) {
+  return op == Op::pack ? "scale_2 computed" : "scale_2 = 1 (seeds' form)";
+}
 // Who produced a number. metrale_cpu is our CPU backend (machines without a GPU). bf16_grouped is
 // CUTLASS's sm90 grouped GEMM on bf16 weights (the kernel torch._grouped_mm runs): it exists only
 // in a CUTLASS build (kBf16GroupedBuilt); elsewhere --impls refuses its name, saying why.

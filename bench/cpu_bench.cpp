@@ -172,8 +172,7 @@ void run_pack(const ModelShape& m, Op op, const BenchConfig& cfg, Row& row) {
   row.n = n;
   row.k = k;
   row.rows = n;
-  row.note = op == Op::pack ? "one expert's gate_up weight"
-                            : "one expert's gate_up weight, scale_2 = 1 (seeds' form)";
+  row.note = fmt::format("one expert's gate_up weight, {}", pack_form(op));
   const auto weight =
       normal_bf16(static_cast<std::size_t>(n) * k, derive_seed(cfg.seed, 3), kWeightStddev);
   std::vector<std::uint8_t> packed(static_cast<std::size_t>(n) * (k / 2)),

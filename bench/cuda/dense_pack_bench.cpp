@@ -159,10 +159,7 @@ void bench_pack(CudaContext& ctx, const ModelShape& m, Op op, DeviceArena& scrat
   row.work.bytes = static_cast<double>(elems) * (2.0 + 0.5 + 1.0 / 16);
   row.floor = floor_of(row.work, ctx.ceilings.copy_gbps, 0);
   row.weight_copies = kCopies;
-  row.note = fmt::format("[{} x {}] bf16, {}", n, k,
-                         op == Op::pack ? "scale_2 computed"
-                                        : "scale_2 = 1 (pack_bf16_weight_to_nvfp4_t's seeds' form, "
-                                          "one pass)");
+  row.note = fmt::format("[{} x {}] bf16, {}", n, k, pack_form(op));
   add_row(report, row, [&] {
     const Enqueue call = [&](int i) {
       check(
