@@ -449,7 +449,8 @@ METRALE_API metrale_status metrale_moe_forward(const metrale_moe_layer* layer,
                                                const metrale_moe_tokens* tokens,
                                                const metrale_exec* exec);
 /* Bytes of workspace metrale_moe_forward needs for num_tokens tokens (0 on the CPU backend;
- * on CUDA about num_tokens·top_k·(2·I + H)·2 plus the grouped GEMMs' own). */
+ * on CUDA about num_tokens·top_k·(2·I + H)·2 plus the grouped GEMMs' own). On CUDA a layer past
+ * the CUDA layer's limits (experts, H or I not multiples of 32) is refused as the call would. */
 METRALE_API metrale_status metrale_moe_workspace_size(metrale_backend backend,
                                                       const metrale_moe_layer* layer,
                                                       int32_t num_tokens, size_t* bytes);

@@ -103,6 +103,7 @@ void moe_workspace_size(std::string_view who, Backend backend, const MoeLayer& l
   }
   if (selected != Backend::cuda) refuse_reference_moe(who, selected);
 #ifdef METRALE_HAS_CUDA
+  cuda::refuse_moe_layer_beyond_limits(who, layer);  // the size of a layer the call would refuse
   *bytes = cuda::moe_workspace_size(layer, num_tokens);
 #else
   no_dispatch(who, selected);

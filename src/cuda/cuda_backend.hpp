@@ -61,10 +61,13 @@ bool nvfp4_grouped_on_glu(const GroupedNvfp4& args, const GluInput& glu, core::B
 // device sees, make that token's output row NaN (docs/api.md). `who` names the entry point.
 void moe_forward(std::string_view who, const MoeForward& args, core::Buffer ws, void* stream);
 // What the CUDA layer cannot run, refused before anything is enqueued (and before asking for a
-// device): E, L (with biases too) past the launch parameters' room, H or I not multiples of 32,
+// device): E, L (with biases too) past the launch parameters' room, H or I not multiples of 32
+// (refuse_moe_layer_beyond_limits: the layer alone, which the workspace query checks too), then
 // unaligned token buffers or expert weights. The API calls it, then (T > 0) require_device and
 // moe_forward, which does not check these again.
+void refuse_moe_layer_beyond_limits(std::string_view who, const MoeLayer& layer);
 void refuse_moe_beyond_limits(std::string_view who, const MoeForward& args);
+// The workspace of a layer that passed refuse_moe_layer_beyond_limits.
 std::size_t moe_workspace_size(const MoeLayer& layer, int num_tokens);
 
 // The kernel families and configurations nvfp4_grouped would launch for `args` (for the bench's

@@ -278,6 +278,36 @@ TEST_F(MoeValidate, CudaLimitsAreRefusedBeforeAnythingRuns) {
   EXPECT_EQ(out, f.poisoned_out());
 }
 
+// Every expert remote: the tables may be null, the SFB scale table alone too. The CUDA layer's
+// pointer checks, which run before any device is asked for, skip a null table (they once read
+// scale_ptrs[e] through null: SIGSEGV); then the call says there is no device. (With one, these
+// host buffers must not reach a kernel: tests/cuda runs remote experts on the device.)
+TEST_F(MoeValidate, CudaAllRemoteWithNullScaleTables) {
+  if (!backend_built(Backend::cuda)) GTEST_SKIP() << "no CUDA backend in this build";
+  if (core::cuda_device_present(nullptr))
+    GTEST_SKIP() << "a CUDA device is present: tests/cuda runs the layer there";
+  f.set_map(std::vector<std::int32_t>(8, -1));
+  f.set_layout(ScaleLayout::sfb);
+  for (ExpertWeights* w : {&f.layer.gate, &f.layer.up, &f.layer.down}) w->scale_ptrs = nullptr;
+  EXPECT_TRUE(fails_with(moe_forward(f.layer, tokens, Exec{Backend::cuda}), Status::unsupported,
+                         "moe_forward: the cuda backend cannot run here: no CUDA device"));
+  EXPECT_EQ(out, f.poisoned_out());
+}
+
+// The CUDA workspace query refuses what the CUDA layer refuses, instead of sizing it: 2^31 - 1
+// remote local experts once came back as 137 GB at T = 1.
+TEST_F(MoeValidate, CudaWorkspaceSizeRefusesTheLayersLimits) {
+  if (!backend_built(Backend::cuda)) GTEST_SKIP() << "no CUDA backend in this build";
+  f.set_map(std::vector<std::int32_t>(8, -1));
+  f.layer.num_local_experts = std::numeric_limits<std::int32_t>::max();
+  f.layer.gate = f.layer.up = f.layer.down = ExpertWeights{};
+  std::size_t bytes = 1;
+  EXPECT_TRUE(fails_with(moe_workspace_size(Backend::cuda, f.layer, 1, &bytes), Status::unsupported,
+                         "moe_workspace_size: layer.num_local_experts = 2147483647 exceeds the "
+                         "CUDA backend's limit of 2048"));
+  EXPECT_EQ(bytes, 1u);
+}
+
 // Without a device the CUDA backend says so (host buffers are never handed to a kernel); a
 // build without it says not built. With a device, tests/cuda/moe_layer_test.cpp runs the layer.
 TEST_F(MoeValidate, CudaWithoutDeviceRefuses) {

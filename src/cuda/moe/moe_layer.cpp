@@ -1,9 +1,10 @@
 // The MoE layer on the CUDA backend: the workspace it carves and its launches, all on the caller's
 // stream, none waiting for the host (so a graph captures it, and a replay routes the new logits):
 //   1. route + group and, past one routing block, a 4-byte memset before it (the blocks' ticket)
-//      and, past 2048 slots, the placing kernel after it (moe_route.cu): the expert offsets, each
-//      row's token and each slot's row; from 64 routing blocks on (silu), the silu table too
-//      (cuda/silu_table.cuh), which steps 3 and 4 read;
+//      and, past 512 slots (moe::kLastBlockPlaceSlots), the placing kernel after it
+//      (moe_route.cu): the expert offsets, each row's token and each slot's row; from 64
+//      routing blocks on (silu), the silu table too (cuda/silu_table.cuh), which steps 3 and 4
+//      read;
 //   2. gate/up: the grouped NVFP4 GEMM with device offsets and the rows gathered by token id;
 //   3. the activation over gate and up (moe_glue.cu);
 //   4. down: the grouped GEMM on the activation rows;
@@ -116,19 +117,19 @@ std::string field(std::string_view who, std::string_view prefix, std::string_vie
 }
 
 // Each local expert's packed weight (and SFB block scales) must be 16-byte aligned: the grouped
-// GEMMs read them 16 bytes at a time. Null entries (local experts the map never reaches) pass.
+// GEMMs read them 16 bytes at a time. Null entries (local experts the map never reaches) pass, and
+// so do null tables (no expert is reachable: validated), each table on its own.
 void require_aligned_experts(std::string_view who, const MoeLayer& layer) {
   const bool sfb = layer.scale_layout == ScaleLayout::sfb;
   for (auto [name, w] : {std::pair{"gate", &layer.gate}, std::pair{"up", &layer.up},
                          std::pair{"down", &layer.down}}) {
-    if (w->packed_ptrs == nullptr) continue;  // no expert is reachable (validated)
-    for (int e = 0; e < layer.num_local_experts; ++e) {
-      if (w->packed_ptrs[e] % kPointerAlignment != 0)
-        require_aligned_16(who, field(who, "layer", fmt::format("{}.packed_ptrs[{}]", name, e)),
-                           reinterpret_cast<const void*>(w->packed_ptrs[e]));
-      if (sfb && w->scale_ptrs[e] % kPointerAlignment != 0)
-        require_aligned_16(who, field(who, "layer", fmt::format("{}.scale_ptrs[{}]", name, e)),
-                           reinterpret_cast<const void*>(w->scale_ptrs[e]));
+    for (auto [table, field_name] : {std::pair{w->packed_ptrs, "packed_ptrs"},
+                                     std::pair{sfb ? w->scale_ptrs : nullptr, "scale_ptrs"}}) {
+      for (int e = 0; table != nullptr && e < layer.num_local_experts; ++e)
+        if (table[e] % kPointerAlignment != 0)
+          require_aligned_16(who,
+                             field(who, "layer", fmt::format("{}.{}[{}]", name, field_name, e)),
+                             reinterpret_cast<const void*>(table[e]));
     }
   }
 }
@@ -299,8 +300,7 @@ void run_combine(const MoeForward& args, const Scratch& s, cudaStream_t stream) 
 
 }  // namespace
 
-void refuse_moe_beyond_limits(std::string_view who, const MoeForward& args) {
-  const MoeLayer& layer = args.layer;
+void refuse_moe_layer_beyond_limits(std::string_view who, const MoeLayer& layer) {
   if (layer.num_experts > kMaxRoutedExperts)
     fail(Status::unsupported,
          "{}: {} = {} exceeds the CUDA MoE layer's limit of {} (its routing scratch and the "
@@ -322,12 +322,16 @@ void refuse_moe_beyond_limits(std::string_view who, const MoeForward& args) {
            "rows the CUDA kernels load 16 bytes at a time)",
            who, field(who, "layer", name), size, kNvfp4KMultiple);
   }
+}
+
+void refuse_moe_beyond_limits(std::string_view who, const MoeForward& args) {
+  refuse_moe_layer_beyond_limits(who, args.layer);
   if (args.tokens.num_tokens == 0) return;
   require_aligned_16(who, field(who, "tokens", "hidden"), args.tokens.hidden);
   require_aligned_16(who, field(who, "tokens", "out"), args.tokens.out);
   if (args.tokens.residual)
     require_aligned_16(who, field(who, "tokens", "residual"), args.tokens.residual);
-  require_aligned_experts(who, layer);
+  require_aligned_experts(who, args.layer);
 }
 
 std::size_t moe_workspace_size(const MoeLayer& layer, int num_tokens) {

@@ -227,7 +227,7 @@ __device__ const int* first_rows(const RouteArgs& a, int* shared) {
   int* counts = a.out.block_counts;
   // 1. Per expert, the rows of the blocks before each block, in place: the blocks split in
   //    chunks (threads / L of them, so every thread has work), a sum per chunk, then the prefix.
-  const int chunks = L >= threads ? 1 : min(blocks, threads / L);
+  const int chunks = L >= threads ? 1 : min(blocks, threads / max(L, 1));  // L = 0: no rows
   int* chunk_rows = shared;                // [chunks][L]
   int* offsets = chunk_rows + chunks * L;  // [L + 1]
   int* scan = offsets + L + 1;             // [33]

@@ -82,8 +82,9 @@ inline constexpr int kSiluTableFillThreads = 128;
 inline RouteShape route_shape(int tokens, int experts, int n_group, int top_k, int local_experts,
                               long long silu_elements = 0) {
   RouteShape r{};
-  const int per_warp = static_cast<int>(route_warp_bytes(experts, n_group, top_k));
-  const int fit = std::clamp(kMaxRouteShared / per_warp, 1, kRouteWarps);
+  const std::size_t per_warp = route_warp_bytes(experts, n_group, top_k);  // at least 16
+  const int fit = static_cast<int>(std::clamp<std::size_t>(
+      static_cast<std::size_t>(kMaxRouteShared) / per_warp, 1, kRouteWarps));
   const int T = std::max(tokens, 1);
   const bool single = T <= kSingleBlockTokens && T <= fit;
   const int spread = (T + kRouteBlockTokens - 1) / kRouteBlockTokens;
