@@ -416,6 +416,25 @@ TEST(TiledFamily, SingleGemmTilesByItsExactRows) {
     }
 }
 
+// A CTA-synchronised grid holds at most 65535 row tiles (grid.y): a dense bf16 GEMM past that
+// (more than 16.7 M rows on the 256-token tile) runs on the same tile's persistent twin instead
+// of being refused; one row tile fewer keeps the CTA-synchronised tile. Host logic.
+TEST(TiledFamily, Bf16RowsPastTheGridTakeThePersistentTwin) {
+  const cuda::Family* tiled = cuda::find_family("sm90-tiled");
+  ASSERT_NE(tiled, nullptr);
+  const cuda::sm90::TileConfig& wide = cuda::sm90::kTiles[cuda::sm90::kBf16WideTile];
+  for (const int rows : {65535 * wide.tokens, 65535 * wide.tokens + 1}) {
+    const std::int32_t offsets[2] = {0, rows};
+    cuda::Problem problem = dense_problem(check::model_presets().front(), offsets);
+    problem.nvfp4 = false;
+    const cuda::Plan plan = tiled->plan(problem, cuda::RowWindow{});
+    const cuda::sm90::TileConfig& tile = cuda::sm90::kTiles[plan.config];
+    EXPECT_EQ(tile.tokens, wide.tokens) << rows << " rows";
+    EXPECT_EQ(tile.weight_rows, wide.weight_rows) << rows << " rows";
+    EXPECT_EQ(tile.specialized, rows > 65535 * wide.tokens) << rows << " rows";
+  }
+}
+
 #endif  // METRALE_HAS_CUDA
 }  // namespace
 }  // namespace metrale::cuda_test

@@ -105,18 +105,32 @@ Layout carve(const Problem& problem, const Plan& plan, void* base) {
 // and "2026-12-03" (every tile).
 constexpr int kMinSplitKTiles = 8;
 constexpr int kMaxSplits = 8;
-// The CTA-synchronised configuration of the same tile (tokens, weight rows, chunk); itself when
-// there is none.
-constexpr int cta_synchronised_twin(int config) {
+// The configuration of the same tile (tokens, weight rows, chunk) with or without the
+// warp-specialised roles; itself when there is none.
+constexpr int twin_of(int config, bool specialized) {
   const TileConfig& t = kTiles[config];
-  for (int i = 0; t.specialized && i < kTileCount; ++i) {
+  for (int i = 0; t.specialized != specialized && i < kTileCount; ++i) {
     const TileConfig& c = kTiles[i];
-    if (!c.specialized && c.tokens == t.tokens && c.weight_rows == t.weight_rows &&
+    if (c.specialized == specialized && c.tokens == t.tokens && c.weight_rows == t.weight_rows &&
         c.chunk == t.chunk)
       return i;
   }
   return config;
 }
+constexpr int cta_synchronised_twin(int config) {
+  return twin_of(config, false);
+}
+
+// A CTA-synchronised grid puts its row tiles on grid.y, at most kMaxGridRows of them; past that
+// (a dense GEMM of more than 16.7 M rows on the 256-token tile) the same tile's persistent twin
+// walks them from a grid of one CTA a multiprocessor.
+constexpr long kMaxGridRows = 65535;
+Plan persistent_past_grid_rows(const Problem& problem, Plan plan) {
+  if (!kTiles[plan.config].specialized && row_tiles(problem.args, plan) > kMaxGridRows)
+    plan.config = twin_of(plan.config, true);
+  return plan;
+}
+
 Plan split_small_grid(const Problem& problem, Plan plan) {
   const GroupedNvfp4& a = problem.args;
   if (problem.nvfp4 || a.groups.offsets_on_device) return plan;
@@ -301,7 +315,7 @@ class TiledFamily final : public Family {
     else
       plan.config =
           choose_tile(problem, rows, w.experts ? static_cast<double>(w.rows) / w.experts : 1.0);
-    return split_small_grid(problem, plan);
+    return persistent_past_grid_rows(problem, split_small_grid(problem, plan));
   }
 
   std::size_t workspace_bytes(const Problem& problem, const Plan& plan) const override {
@@ -328,9 +342,9 @@ class TiledFamily final : public Family {
     if (kTiles[plan.config].specialized)  // persistent: at most one CTA per multiprocessor
       grid = dim3(static_cast<unsigned>(
           std::min<long>(static_cast<long>(grid.x) * grid.y * grid.z, device_sm_count())));
-    if (grid.y > 65535)
-      fail(Status::unsupported, "{}: {} row tiles exceed the grid limit of 65535", problem.op,
-           grid.y);
+    if (grid.y > kMaxGridRows)
+      fail(Status::unsupported, "{}: {} row tiles exceed the grid limit of {}", problem.op, grid.y,
+           kMaxGridRows);
     const Layout l = carve(problem, plan, ws.ptr);
     thread_local HostOffsets offsets;  // ~8 KB: per-thread scratch, not a heap block per call
     fill_host_offsets(problem, offsets);
