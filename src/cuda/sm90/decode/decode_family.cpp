@@ -104,6 +104,8 @@ class DecodeFamily final : public Family {
                        plan.splits > 0 ? fmt::format("{}", plan.splits) : std::string("auto"));
   }
 
+  static constexpr long long kMaxStagedPieces = 1LL << 30;  // int32 indices with room to step
+
   std::string why_not(const Problem& problem) const override {
     const GroupedNvfp4& a = problem.args;
     if (!problem.nvfp4) return "bf16 weights: the decode family streams NVFP4 weights only";
@@ -115,6 +117,14 @@ class DecodeFamily final : public Family {
       return fmt::format("num_experts = {} exceeds the decode family's limit of {} (its plan "
                          "kernel scans every expert in one CTA)",
                          a.groups.num_experts, kMaxExperts);
+    // The staging kernel indexes the activation copy's 16-byte pieces in int32 (the dispatcher's
+    // own budget keeps the copy to 256 MB; a forced launch does not ask it).
+    const long long pieces = static_cast<long long>(a.groups.m_total) * act_stride(a.k) / 8;
+    if (pieces > kMaxStagedPieces)
+      return fmt::format(
+          "the activation copy ({} rows of {} staged values) exceeds the staging "
+          "kernel's {} 16-byte pieces",
+          a.groups.m_total, act_stride(a.k), kMaxStagedPieces);
     return {};
   }
 

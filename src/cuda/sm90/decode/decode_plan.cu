@@ -75,15 +75,18 @@ struct Larger {
   __device__ int operator()(int a, int b) const { return a > b ? a : b; }
 };
 
+// The most chunks an expert of the launch's window takes (the host plan's rule: experts outside
+// the window are not this launch's, whatever their chunks).
 template <int kItems>
-__device__ __forceinline__ int max_chunks(const PlanShape& a, const int (&rows)[kItems]) {
+__device__ __forceinline__ int max_chunks(const PlanShape& a, const int (&rows)[kItems],
+                                          const int (&active)[kItems]) {
   using MaxReduce = cub::BlockReduce<int, kPlanThreads>;
   __shared__ typename MaxReduce::TempStorage storage;
   __shared__ int result;
   int mine = 1;
 #pragma unroll
   for (int j = 0; j < kItems; ++j)
-    if (rows[j] > 0) mine = max(mine, chunk_count(rows[j], a.k_tiles));
+    if (active[j]) mine = max(mine, chunk_count(rows[j], a.k_tiles));
   const int block_max = MaxReduce(storage).Reduce(mine, Larger{});
   if (threadIdx.x == 0) result = block_max;
   __syncthreads();
@@ -120,8 +123,8 @@ __device__ void plan_work(const PlanShape& a, int experts, const std::int32_t* f
   __syncthreads();
   IntScan(scan.ints).ExclusiveSum(active, segment_index, total_segments);
   __syncthreads();
-  const int splits =
-      choose_splits(total_tiles, max_chunks(a, rows), a.grid, a.split_capacity, a.forced_splits);
+  const int splits = choose_splits(total_tiles, max_chunks(a, rows, active), a.grid,
+                                   a.split_capacity, a.forced_splits);
   ExpertWork work[kItems];
   int units[kItems];
   long long partials[kItems];
