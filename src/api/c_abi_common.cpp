@@ -25,6 +25,16 @@ Exec make_exec(Backend backend, void* workspace, std::size_t workspace_size, voi
 
 Exec make_exec(std::string_view who, const metrale_exec* exec) {
   const metrale_exec defaults = METRALE_EXEC_INIT;
+  // Two layouts: ABI 1's ends before `device`, today's holds all of it; a size between them
+  // would read part of the caller's device index.
+  constexpr std::size_t kDeviceAt = offsetof(metrale_exec, device);
+  constexpr std::size_t kDeviceEnd = kDeviceAt + sizeof(defaults.device);
+  METRALE_REQUIRE(
+      exec == nullptr || exec->struct_size <= kDeviceAt || exec->struct_size >= kDeviceEnd,
+      "{}: exec->struct_size = {} ends inside exec->device (bytes {} to {}), expected "
+      "sizeof(metrale_exec) = {} (set it with METRALE_EXEC_INIT) or {} (ABI 1)",
+      who, exec == nullptr ? 0 : exec->struct_size, kDeviceAt, kDeviceEnd - 1, sizeof(metrale_exec),
+      kDeviceAt);
   // ABI 1 without `device` is the oldest layout a caller may still pass.
   const metrale_exec e =
       exec == nullptr ? defaults

@@ -99,10 +99,12 @@ void grouped_workspace_size(std::string_view who, Backend backend, const ExpertG
   core::require_not_null(who, "bytes", bytes);
   require_proj_count(who, proj_count);
   require_grouped_dims(who, groups, n, k);
-  core::require_non_negative(who, "max_rows_per_expert", groups.max_rows_per_expert);
-  // Size it exactly as run() will: from the host offsets' largest expert.
+  // Size it exactly as run() will: from the host offsets' largest expert, else from the bound.
   const bool host_offsets = !groups.offsets_on_device && groups.offsets != nullptr;
-  if (host_offsets) require_host_offsets(who, groups);
+  if (host_offsets)
+    require_host_offsets(who, groups);
+  else
+    require_row_bound(who, groups);
   *bytes = grouped_workspace_bytes(select_backend(who, backend),
                                    host_offsets ? with_max_rows(groups) : groups, n, k, proj_count);
 }

@@ -95,7 +95,7 @@ void moe_workspace_size(std::string_view who, Backend backend, const MoeLayer& l
                         int num_tokens, std::size_t* bytes) {
   core::require_not_null(who, "bytes", bytes);
   validate_moe_layer(who, layer);
-  core::require_non_negative(who, "num_tokens", num_tokens);
+  validate_moe_token_count(who, layer, num_tokens);
   const Backend selected = select_backend(who, backend);
   if (selected == Backend::cpu) {
     *bytes = 0;  // the CPU backend keeps its scratch in host vectors

@@ -30,8 +30,9 @@ Backend select_packing_backend(std::string_view who, Backend requested) {
 void run(std::string_view who, const PackNvfp4& args, const Exec& exec) {
   validate(who, args);
   const Backend backend = select_packing_backend(who, exec.backend);
+  if (backend == Backend::cpu) cpu::require_pack_memory(args);
+  require_disjoint_buffers(who, args);
   if (backend == Backend::cpu) {
-    cpu::require_pack_memory(args);
     require_finite_weights_on_host(who, args);
     return cpu::pack_nvfp4(args);
   }
@@ -54,6 +55,7 @@ void run(std::string_view who, const PackNvfp4& args, const Exec& exec) {
 void run(std::string_view who, const SwizzleScales& args, const Exec& exec) {
   validate(who, args);
   const Backend backend = select_packing_backend(who, exec.backend);
+  require_disjoint_buffers(who, args);
   switch (backend) {
     case Backend::cpu: return cpu::swizzle_scales(args);
 #ifdef METRALE_HAS_CUDA
@@ -69,6 +71,7 @@ void run(std::string_view who, const SwizzleScales& args, const Exec& exec) {
 void run(std::string_view who, const TransposePacked& args, const Exec& exec) {
   validate(who, args);
   const Backend backend = select_packing_backend(who, exec.backend);
+  require_disjoint_buffers(who, args);
   switch (backend) {
     case Backend::cpu: return cpu::transpose_packed(args);
 #ifdef METRALE_HAS_CUDA

@@ -18,9 +18,17 @@ void validate(std::string_view who, const PackNvfp4& args);
 void validate(std::string_view who, const SwizzleScales& args);
 void validate(std::string_view who, const TransposePacked& args);
 void validate(std::string_view who, const PrepackNvfp4& args);
+// The quantizer, the swizzle and the transposes read one buffer while writing another: buffers
+// that share a byte are refused (after the backend and, on the CPU, the footprint are checked, so
+// that a bad backend or an impossible size is what such a call hears first).
+void require_disjoint_buffers(std::string_view who, const PackNvfp4& args);
+void require_disjoint_buffers(std::string_view who, const SwizzleScales& args);
+void require_disjoint_buffers(std::string_view who, const TransposePacked& args);
 void validate(std::string_view who, const GroupedNvfp4& args);
 // The MoE layer: the layer alone (what the workspace query needs too), then the tokens' buffers.
 void validate_moe_layer(std::string_view who, const MoeLayer& layer);
+// The workspace query's token count: T >= 0 and T·top_k within int32, as the call checks it.
+void validate_moe_token_count(std::string_view who, const MoeLayer& layer, std::int32_t num_tokens);
 void validate(std::string_view who, const MoeForward& args);
 
 // The CPU backend reads everything on the host: it refuses device-side offsets (unsupported)
@@ -51,10 +59,13 @@ void require_weight_layout(std::string_view who, WeightLayout layout,
 //   require_nvfp4_shape   N > 0, K > 0, K a multiple of 16 (one e4m3 scale per 16 weights)
 //   require_grouped_dims  the NVFP4 shape, then num_experts >= 0 and M_total >= 0
 //   require_host_offsets  host offsets[0..E]: the seed's ensure_group_arrays, offsets[E] <= M_total
+//   require_row_bound     device offsets (or none, in a size query): max_rows_per_expert in
+//                         [0, M_total]
 void require_proj_count(std::string_view who, std::int32_t proj_count);
 void require_nvfp4_shape(std::string_view who, std::int32_t n, std::int32_t k);
 void require_grouped_dims(std::string_view who, const ExpertGroups& groups, std::int32_t n,
                           std::int32_t k);
 void require_host_offsets(std::string_view who, const ExpertGroups& groups);
+void require_row_bound(std::string_view who, const ExpertGroups& groups);
 
 }  // namespace metrale::api

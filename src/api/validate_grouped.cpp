@@ -104,13 +104,7 @@ void validate_offsets(std::string_view who, const GroupedNvfp4& args, const Grou
   const ExpertGroups& g = args.groups;
   require_not_null(who, names.offsets.offsets, g.offsets);
   require_aligned(who, names.offsets.offsets, g.offsets, alignof(std::int32_t), "int32 data");
-  if (g.offsets_on_device) {
-    METRALE_REQUIRE(g.max_rows_per_expert >= 0 && g.max_rows_per_expert <= g.m_total,
-                    "{}: {} = {} is outside [0, {} = {}], expected a bound on every expert's "
-                    "rows (the offsets are on the device)",
-                    who, names.max_rows, g.max_rows_per_expert, names.offsets.m_total, g.m_total);
-    return;
-  }
+  if (g.offsets_on_device) return require_row_bound(who, g);
   require_host_offsets(who, g);
 }
 
@@ -178,6 +172,14 @@ std::string_view grouped_op_name(const GroupedNvfp4& args) {
     return "nvfp4_grouped_gate_up_fused";
   if (args.proj_count == 2) return "nvfp4_grouped_gate_up";
   return "nvfp4_grouped";
+}
+
+void require_row_bound(std::string_view who, const ExpertGroups& g) {
+  const GroupedNames names = is_ex_caller(who) ? ex_names() : GroupedNames{};
+  METRALE_REQUIRE(g.max_rows_per_expert >= 0 && g.max_rows_per_expert <= g.m_total,
+                  "{}: {} = {} is outside [0, {} = {}], expected a bound on every expert's rows "
+                  "(no offsets are read on the host)",
+                  who, names.max_rows, g.max_rows_per_expert, names.offsets.m_total, g.m_total);
 }
 
 void validate(std::string_view who, const GroupedNvfp4& args) {

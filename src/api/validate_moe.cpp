@@ -224,13 +224,19 @@ void validate_routing_inputs(std::string_view who, const MoeForward& args, const
                   t.logits_dtype == DType::f32 ? "fp32 data" : "bf16 data");
 }
 
-void validate_tokens(std::string_view who, const MoeForward& args, const MoeNames& n) {
-  const MoeTokens& t = args.tokens;
-  core::require_non_negative(who, n.t("num_tokens"), t.num_tokens);
-  const std::int64_t rows = std::int64_t{t.num_tokens} * args.layer.top_k;
+// T and T·k: the slots are int32 offsets.
+void require_token_count(std::string_view who, const MoeLayer& layer, std::int32_t num_tokens,
+                         std::string_view name, const MoeNames& n) {
+  core::require_non_negative(who, name, num_tokens);
+  const std::int64_t rows = std::int64_t{num_tokens} * layer.top_k;
   METRALE_REQUIRE(rows <= INT32_MAX,
                   "{}: {} = {} times {} = {} is {} expert rows, more than {} (int32 offsets)", who,
-                  n.t("num_tokens"), t.num_tokens, n.l("top_k"), args.layer.top_k, rows, INT32_MAX);
+                  name, num_tokens, n.l("top_k"), layer.top_k, rows, INT32_MAX);
+}
+
+void validate_tokens(std::string_view who, const MoeForward& args, const MoeNames& n) {
+  const MoeTokens& t = args.tokens;
+  require_token_count(who, args.layer, t.num_tokens, n.t("num_tokens"), n);
   require_aligned(who, n.t("topk_ids_out"), t.topk_ids_out, alignof(std::int32_t), "int32 data");
   require_aligned(who, n.t("topk_weights_out"), t.topk_weights_out, alignof(float), "fp32 data");
   require_aligned(who, n.t("residual"), t.residual, alignof(bf16_bits), "bf16 data");
@@ -256,6 +262,11 @@ void validate_moe_layer(std::string_view who, const MoeLayer& layer) {
   validate_activation(who, layer, n);
   validate_routing(who, layer, n);
   validate_experts(who, layer, n);
+}
+
+void validate_moe_token_count(std::string_view who, const MoeLayer& layer,
+                              std::int32_t num_tokens) {
+  require_token_count(who, layer, num_tokens, "num_tokens", names_for(who));
 }
 
 void validate(std::string_view who, const MoeForward& args) {

@@ -137,7 +137,7 @@ bool both_windows_expected(const ExpertGroups& g) {
 // past it, the tiled family takes them all.
 std::vector<Launch> choose_for_device_offsets(const Problem& problem) {
   const ExpertGroups& g = problem.args.groups;
-  const int mean = (g.m_total + g.num_experts - 1) / g.num_experts;
+  const std::int64_t mean = (std::int64_t{g.m_total} + g.num_experts - 1) / g.num_experts;
   if (mean <= kDecodeMaxMeanRows && decode_takes(problem)) {
     if (both_windows_expected(g))
       return {decode_launch(problem, kNarrowRows), busier_launch(problem, true)};

@@ -62,6 +62,16 @@ TEST(AbiVersion, ExecStructSizeIsChecked) {
             std::string::npos)
       << last_error();
   EXPECT_NE(last_error().find("built against a newer metrale.h"), std::string::npos);
+  // Between the two layouts: the struct would end inside `device`, whose bytes past it are not
+  // the caller's (41 once read device 0 as -256).
+  exec.struct_size = offsetof(metrale_exec, device) + 1;
+  exec.device = 0;
+  EXPECT_EQ(pack(&exec), METRALE_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("exec->struct_size = " +
+                              std::to_string(offsetof(metrale_exec, device) + 1) +
+                              " ends inside exec->device"),
+            std::string::npos)
+      << last_error();
 }
 
 TEST(AbiVersion, DeviceIndexBelowMinusOneIsRefused) {

@@ -186,6 +186,15 @@ TEST(CAbiEx, GroupedExAndQueries) {
   EXPECT_EQ(metrale_nvfp4_grouped_workspace_size(METRALE_BACKEND_CPU, &groups, 8, 32, 1, &bytes),
             METRALE_STATUS_OK);
   EXPECT_EQ(bytes, 0u);
+  // Without host offsets the query sizes for the bound, which the call would refuse past M_total.
+  const metrale_groups unbounded{sizeof(metrale_groups), nullptr, 0, 2, 8, 50};
+  EXPECT_EQ(
+      metrale_nvfp4_grouped_workspace_size(METRALE_BACKEND_CPU, &unbounded, 8, 32, 1, &bytes),
+      METRALE_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(last_error(),
+            "metrale_nvfp4_grouped_workspace_size: groups->max_rows_per_expert = 50 is outside "
+            "[0, groups->m_total = 8], expected a bound on every expert's rows (no offsets are "
+            "read on the host)");
   bytes = 99;
   EXPECT_EQ(metrale_gemm_workspace_size(METRALE_BACKEND_CPU, 4, 8, 32, &bytes), METRALE_STATUS_OK);
   EXPECT_EQ(bytes, 0u);

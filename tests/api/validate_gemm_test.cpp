@@ -1,6 +1,7 @@
 // Validation of the single-matrix operations through the public C++ API (CPU backend): every
 // refusal names the function, the argument, the value and the expectation, and nothing is
 // touched (outputs keep their sentinel).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -184,6 +185,54 @@ TEST(ValidateTranspose, DirectionAndNames) {
   a.k = 8;
   EXPECT_TRUE(fails_with(transpose_nvfp4_packed(a, kCpu), Status::invalid_argument,
                          "K = 8 is not a multiple of 16"));
+}
+
+// The quantizer, the swizzle and the transposes read one buffer while they write another:
+// buffers that share a byte are refused, naming both, before anything is written (the swizzle
+// zeroes its output first, so in place it once returned zeros with status OK); neighbours that
+// only touch pass.
+TEST(ValidateOverlap, ReadAndWrittenBuffersMustBeDisjoint) {
+  std::vector<std::uint8_t> bytes(4096, 0x5A);
+  std::uint8_t* at = bytes.data();
+  // Swizzle [K/16 = 4, N = 8] (32 bytes in) into SFB (128 rows x 4: 512 bytes out).
+  SwizzleScales swizzle{at, at + 16, 8, 64, true};
+  EXPECT_TRUE(fails_with(pack_weight_sfb(swizzle, kCpu), Status::invalid_argument,
+                         "pack_weight_sfb: scale_in (32 bytes at "));
+  EXPECT_TRUE(fails_with(pack_weight_sfb(swizzle, kCpu), Status::invalid_argument,
+                         "overlap, expected disjoint buffers"));
+  EXPECT_EQ(bytes, std::vector<std::uint8_t>(4096, 0x5A));
+  swizzle.scale_out = at + 32;
+  EXPECT_TRUE(succeeds(pack_weight_sfb(swizzle, kCpu)));
+  // Transpose 8 x 64 codes (256 bytes each way), in place and a byte short of disjoint.
+  std::fill(bytes.begin(), bytes.end(), 0x5A);
+  TransposePacked transpose{at, at, 8, 64, TransposeDir::k_to_n};
+  EXPECT_TRUE(fails_with(transpose_nvfp4_packed(transpose, kCpu), Status::invalid_argument,
+                         "src_packed_t (256 bytes at "));
+  transpose.dst = at + 255;
+  EXPECT_TRUE(fails_with(transpose_nvfp4_packed(transpose, kCpu), Status::invalid_argument,
+                         "overlap, expected disjoint buffers"));
+  EXPECT_EQ(bytes, std::vector<std::uint8_t>(4096, 0x5A));
+  transpose.dst = at + 256;
+  EXPECT_TRUE(succeeds(transpose_nvfp4_packed(transpose, kCpu)));
+  // Quantize 8 x 64 weights (1024 bytes) into codes (256) and scales (32) that overlap it, or
+  // each other.
+  std::vector<bf16_bits> weight(8 * 64, 0x3F80);
+  std::vector<std::uint8_t> out(512, 0x5A);
+  PackNvfp4 pack{weight.data(),
+                 reinterpret_cast<std::uint8_t*>(weight.data()) + 1000,
+                 out.data(),
+                 nullptr,
+                 8,
+                 64};
+  EXPECT_TRUE(fails_with(pack_bf16_weight_to_nvfp4_t(pack, kCpu), Status::invalid_argument,
+                         "pack_bf16_weight_to_nvfp4_t: weight_bf16 (1024 bytes at "));
+  pack.packed = out.data() + 16;
+  EXPECT_TRUE(fails_with(pack_bf16_weight_to_nvfp4_t(pack, kCpu), Status::invalid_argument,
+                         "packed_t (256 bytes at "));
+  EXPECT_EQ(out, std::vector<std::uint8_t>(512, 0x5A));
+  EXPECT_EQ(weight, std::vector<bf16_bits>(8 * 64, 0x3F80));
+  pack.packed = out.data() + 32;
+  EXPECT_TRUE(succeeds(pack_bf16_weight_to_nvfp4_t(pack, kCpu)));
 }
 
 }  // namespace

@@ -333,6 +333,11 @@ TEST_F(MoeValidate, WorkspaceSize) {
   f.layer.top_k = 9;
   EXPECT_TRUE(fails_with(moe_workspace_size(Backend::cpu, f.layer, 1, &bytes),
                          Status::invalid_argument, "moe_workspace_size: layer.top_k = 9"));
+  f.layer.top_k = 2;  // T·k past int32, as the call refuses it
+  EXPECT_TRUE(fails_with(moe_workspace_size(Backend::cpu, f.layer, 1 << 30, &bytes),
+                         Status::invalid_argument,
+                         "moe_workspace_size: num_tokens = 1073741824 times layer.top_k = 2 is "
+                         "2147483648 expert rows, more than 2147483647 (int32 offsets)"));
 }
 
 }  // namespace

@@ -322,6 +322,14 @@ void check_finite(std::string_view who, const PackNvfp4& args, const PackScratch
   METRALE_CUDA_CHECK(cudaStreamSynchronize(stream));
   if (host.first_bad_complement == 0) return;
   const std::size_t index = ~host.first_bad_complement;
+  // The index is one the kernels found in [0, N·K); anything else means another call on another
+  // stream wrote the same scratch (docs/api.md: a workspace is one stream's at a time).
+  if (index >= static_cast<std::size_t>(args.n) * static_cast<std::size_t>(args.k))
+    fail_message(Status::internal,
+                 concat(who, ": the first non-finite index read back, ", index,
+                        ", is past the weight's ", args.n, " x ", args.k,
+                        " values: its scratch in the workspace was overwritten (was "
+                        "the workspace in use on another stream?)"));
   bf16_bits value = 0;
   METRALE_CUDA_CHECK(cudaMemcpy(&value, args.weight + index, sizeof value, cudaMemcpyDeviceToHost));
   core::fail_non_finite_weight(who, "weight_bf16", index, format::bf16_to_float(value), args.k);
