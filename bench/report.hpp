@@ -15,6 +15,9 @@
 namespace metrale::bench {
 
 // An implementation's output compared with the group's reference output (metrale's when it ran).
+// Check::against of the row whose output the others are compared with.
+inline constexpr const char* kCheckReference = "(reference)";
+
 struct Check {
   bool done = false;
   std::string against;

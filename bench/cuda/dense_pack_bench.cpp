@@ -121,7 +121,7 @@ void bench_dense(CudaContext& ctx, const ModelShape& m, int tokens, DeviceArena&
       }
       METRALE_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
       const Comparison c = compare_bf16(out, have_ref ? ref : out, out_elems, cmp, ctx.stream);
-      row.check = Check{true, have_ref ? ref_impl : "(reference)", c.max_abs_diff, c.max_abs_ref,
+      row.check = Check{true, have_ref ? ref_impl : kCheckReference, c.max_abs_diff, c.max_abs_ref,
                         c.nan_count};
       if (!have_ref) {
         METRALE_CUDA_CHECK(cudaMemcpyAsync(ref, out, out_elems * sizeof(bf16_bits),

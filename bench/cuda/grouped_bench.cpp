@@ -127,7 +127,7 @@ void verify(Setup& s, Row& row, cudaStream_t stream) {
   const bool first = s.ref_impl.empty();
   Check c;
   c.done = true;
-  c.against = first ? "(reference)" : s.ref_impl;
+  c.against = first ? kCheckReference : s.ref_impl;
   for (int p = 0; p < s.projections; ++p) {
     const Comparison cmp =
         compare_bf16(s.out[p], first ? s.out[p] : s.ref[p], s.out_elems, s.cmp, stream);

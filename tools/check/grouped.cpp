@@ -61,9 +61,10 @@ GroupedHost make_grouped_host(const Case& c) {
     const std::int32_t member = e % members;
     h.pool_of_expert.push_back(member);
     for (int p = 0; p < h.proj_count; ++p) {
-      const float s = c.mode == Mode::exact ? exact_scale_2(e)
-                                            : h.pool[p][member].scale_2 *
-                                                  (1.0f + static_cast<float>((37 * e) % 64) / 32);
+      const float s =
+          c.mode == Mode::exact
+              ? exact_scale_2(e)
+              : h.pool[p][member].scale_2 * (1.0f + static_cast<float>((37 * e) % 2048) / 1024);
       h.scale2[p].push_back(s);
     }
   }

@@ -5,8 +5,10 @@
 //   down     one projection, SFB scales, a = [M_total, K] in group order
 // Weights: a pool of P distinct packed tensors per projection (P = E unless E·N·K would exceed
 // kPoolElementBudget, then fewer, at least 1); expert e uses pool member e % P with its own
-// scale_2 (exact mode: 2^-(3 + e % 6); realistic: the packer's scale_2 × (1 + (37e % 64)/32)),
-// so experts that share weights still give different outputs and a mix-up shows.
+// scale_2 (exact mode: 2^-(3 + e % 6); realistic: the packer's scale_2 × (1 + (37e % 2048)/1024),
+// a different factor for each of up to 2048 experts), so experts that share weights still give
+// different outputs and, in realistic mode, a mix-up of any two experts shows (in exact mode,
+// experts e and e + 6 of one pool member share their scale_2: the grid allows few powers of two).
 #pragma once
 
 #include <array>

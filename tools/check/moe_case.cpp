@@ -55,7 +55,7 @@ void make_pool(const Case& c, MoeHost& h) {
       const float s = c.mode == Mode::exact
                           ? std::ldexp(exact_scale_2(e + 2 * p), -half_log2(k))
                           : h.pool[p][e % members].scale_2 *
-                                (1.0f + static_cast<float>((37 * e + 11 * p) % 64) / 32) /
+                                (1.0f + static_cast<float>((37 * e + 11 * p) % 2048) / 1024) /
                                 std::sqrt(static_cast<float>(k));
       h.scale2[p].push_back(s);
     }

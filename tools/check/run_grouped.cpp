@@ -1,6 +1,8 @@
 // Check cases of the grouped operations (grouped_gate_up, grouped_gate_up_fused, grouped_down):
 // a seeded top-k routing, the weight pool of grouped.hpp, host or device offsets; the backend computes every
 // group row, the oracle the sampled ones (all of them unless that would take too long).
+#include <span>
+
 #include <fmt/format.h>
 
 #include "check/grouped.hpp"
@@ -45,9 +47,13 @@ void run_on_device(const Case& c, const GroupedHost& h, const std::vector<std::i
   Comparison cmp;
   std::int64_t poisoned = 0;
   const Tolerance tol{h.k, c.backend != Backend::cuda};
+  // The poison over every row an expert owns (rows past offsets[E] are no expert's: never
+  // written), not the sampled rows only: an expert left unwritten anywhere fails.
+  const std::size_t first = static_cast<std::size_t>(h.routing.offsets.front()) * h.n;
+  const std::size_t owned = static_cast<std::size_t>(h.routing.offsets.back()) * h.n - first;
   for (int p = 0; p < h.proj_count; ++p) {
     const std::vector<bf16_bits> sampled = gather_rows(got[p], h.n, rows);
-    poisoned += count_poison(sampled);
+    poisoned += count_poison(std::span<const bf16_bits>(got[p]).subspan(first, owned));
     cmp.merge(c.mode == Mode::exact ? compare_bf16_bits(sampled, ref[p], h.n, rows, d.out[p].name())
                                     : compare_bf16_tolerance(sampled, ref[p], bound[p], h.n, rows,
                                                              tol, d.out[p].name()));
