@@ -3,7 +3,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <fstream>
+#include <limits>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -143,6 +146,22 @@ void validate_model(const ModelShape& m) {
                   m.experts);
 }
 
+namespace {
+
+// A whole number that fits an int (not 1.9, not "8", not 2^32 + 16, which would wrap to 16).
+int json_int(const nlohmann::json& value, const std::string& path, const std::string& what) {
+  METRALE_REQUIRE(value.is_number_integer() &&
+                      value.get<std::int64_t>() >= std::numeric_limits<int>::min() &&
+                      value.get<std::int64_t>() <= std::numeric_limits<int>::max() &&
+                      !(value.is_number_unsigned() &&
+                        value.get<std::uint64_t>() > std::numeric_limits<int>::max()),
+                  "bench: --shapes {}: {} = {}, expected a whole number that fits an int", path,
+                  what, value.dump());
+  return static_cast<int>(value.get<std::int64_t>());
+}
+
+}  // namespace
+
 std::vector<ModelShape> load_shape_file(const std::string& path, std::vector<int>* tokens) {
   std::ifstream file(path);
   if (!file) fail(Status::invalid_argument, "bench: cannot open --shapes {}", path);
@@ -155,7 +174,12 @@ std::vector<ModelShape> load_shape_file(const std::string& path, std::vector<int
   const nlohmann::json& list = doc.is_object() && doc.contains("models") ? doc["models"] : doc;
   METRALE_REQUIRE(list.is_array(), "bench: --shapes {}: expected an array of models", path);
   if (doc.is_object() && doc.contains("tokens") && tokens) {
-    for (const auto& t : doc["tokens"]) tokens->push_back(t.get<int>());
+    const nlohmann::json& list_of_tokens = doc["tokens"];
+    METRALE_REQUIRE(list_of_tokens.is_array(),
+                    "bench: --shapes {}: tokens = {}, expected an array of token counts", path,
+                    list_of_tokens.dump());
+    for (std::size_t i = 0; i < list_of_tokens.size(); ++i)
+      tokens->push_back(json_int(list_of_tokens[i], path, fmt::format("tokens[{}]", i)));
   }
   std::vector<ModelShape> models;
   for (std::size_t i = 0; i < list.size(); ++i) {
@@ -166,10 +190,13 @@ std::vector<ModelShape> load_shape_file(const std::string& path, std::vector<int
         m = find_preset(item.get<std::string>());
       } else {
         m.name = item.value("name", "custom-" + std::to_string(i));
-        m.hidden = item.at("hidden").get<int>();
-        m.inter = item.at("inter").get<int>();
-        m.experts = item.at("experts").get<int>();
-        m.top_k = item.at("top_k").get<int>();
+        const auto field = [&](const char* key) {
+          return json_int(item.at(key), path, fmt::format("model {}: {}", i, key));
+        };
+        m.hidden = field("hidden");
+        m.inter = field("inter");
+        m.experts = field("experts");
+        m.top_k = field("top_k");
       }
     } catch (const nlohmann::json::exception& e) {
       fail(Status::invalid_argument,

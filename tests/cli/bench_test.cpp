@@ -168,6 +168,28 @@ TEST(BenchShapes, RejectsWhatCannotRun) {
       write_temp("top_k.json", R"([{"hidden": 64, "inter": 32, "experts": 4, "top_k": 5}])");
   EXPECT_THROW(load_shape_file(too_many, nullptr), Error);
   EXPECT_THROW(find_preset("llama"), Error);
+  // Whole numbers that fit an int: 2^32 + 16 once ran as hidden 16, tokens 1.9 as T = 1, and
+  // ["8"] printed only the JSON library's message.
+  const struct {
+    const char* json;
+    const char* says;
+  } wrong[] = {
+      {R"([{"hidden": 4294967312, "inter": 32, "experts": 4, "top_k": 2}])",
+       "model 0: hidden = 4294967312, expected a whole number that fits an int"},
+      {R"([{"hidden": 64.5, "inter": 32, "experts": 4, "top_k": 2}])", "hidden = 64.5"},
+      {R"({"models": ["qwen3-30b-a3b"], "tokens": 1.9})",
+       "tokens = 1.9, expected an array of token counts"},
+      {R"({"models": ["qwen3-30b-a3b"], "tokens": ["8"]})", "tokens[0] = \"8\", expected"},
+  };
+  for (const auto& w : wrong) {
+    std::vector<int> tokens;
+    try {
+      load_shape_file(write_temp("wrong.json", w.json), &tokens);
+      ADD_FAILURE() << w.json << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(w.says), std::string::npos) << e.what();
+    }
+  }
 }
 
 // The CPU runner end to end on a tiny shape: every row runs, the JSON holds what docs/perf.md

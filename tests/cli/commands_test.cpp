@@ -59,6 +59,11 @@ TEST(CheckCli, MisuseIsAUsageError) {
       {"--op moe --model deepseek-v3 --device-offsets", "not moe"},
       {"--op nvfp4_gemm --shape 4x8x32 --router softmax_topk", "apply to --op moe"},
       {"--op moes --model deepseek-v3", "grouped_down moe"},
+      // int32 counts: 2^32 + 1 tokens once ran as 1, 5e9 experts as 705032704
+      {"--op grouped_down --shape 8x32 --experts 4 --topk 2 --tokens 4294967297",
+       "--tokens: Value 4294967297 not in range 0 to 2147483647"},
+      {"--op grouped_down --shape 8x32 --experts 5000000000 --topk 2",
+       "--experts: Value 5000000000 not in range"},
   };
   for (const auto& c : cases) {
     const CliRun run = run_cli(std::string("check ") + c.args);

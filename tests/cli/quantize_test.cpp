@@ -63,6 +63,18 @@ TEST(QuantizeCli, InputErrorsCarryTheOsReason) {
   EXPECT_FALSE(contains(directory.output, "9223372036854775807")) << directory.output;
 }
 
+// The input's size is checked before it is read: a 200 GB sparse file once ended in bad_alloc.
+TEST(QuantizeCli, AWrongSizedInputIsRefusedBeforeItIsRead) {
+  ScratchDir dir("size");
+  const std::string big = dir / "big.bf16";
+  { std::ofstream(big, std::ios::binary); }
+  std::filesystem::resize_file(big, std::uintmax_t{200} << 30);  // sparse: no disk is used
+  const CliRun run = run_cli("quantize -i " + big + " -n 4 -k 32 -o " + dir / "w");
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_TRUE(contains(run.output, "holds 214748364800 bytes, but N = 4 x K = 32 bf16 needs 256"))
+      << run.output;
+}
+
 TEST(QuantizeCli, NanWeightsAreRefusedAndNothingIsWritten) {
   ScratchDir dir("nan");
   write_weight(dir / "w.bf16", 4, 32, 0x40C0, 70);

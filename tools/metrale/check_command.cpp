@@ -5,6 +5,7 @@
 // fails or nothing was compared (unless --allow-skip), 2 for bad options. Without a usable device
 // it says why, still times the CPU oracle, and says that nothing was compared.
 #include <charconv>
+#include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -282,10 +283,15 @@ void add_check_command(CLI::App& app, int& exit_code) {
                   "grouped, moe: a model preset (qwen3-30b-a3b, deepseek-v3, gpt-oss-120b, "
                   "mixtral-8x7b, qwen3-next-80b-a3b; docs/perf.md lists their shapes; moe also "
                   "takes the model's routing and activation)");
+  // Counts the harness keeps in int32: past it a value would wrap (2^32 + 1 tokens ran as 1).
+  const CLI::Range int32_count(std::int64_t{0}, std::int64_t{INT32_MAX});
   cmd->add_option("--tokens", options->tokens, "grouped, moe: tokens T (rows = T x top-k)")
-      ->capture_default_str();
-  cmd->add_option("--experts", options->experts, "grouped, moe: experts E (without --model)");
-  cmd->add_option("--topk", options->topk, "grouped, moe: experts per token (without --model)");
+      ->capture_default_str()
+      ->check(int32_count);
+  cmd->add_option("--experts", options->experts, "grouped, moe: experts E (without --model)")
+      ->check(int32_count);
+  cmd->add_option("--topk", options->topk, "grouped, moe: experts per token (without --model)")
+      ->check(int32_count);
   cmd->add_option("--routing", options->routing,
                   "grouped, moe: uniform (the default), skew, one_expert (moe: with --router "
                   "precomputed), empty_expert");

@@ -55,6 +55,14 @@ PendingFile write_temp(const std::string& path, const void* data, std::size_t by
   return {path, temp};
 }
 
+// The input's size against N x K bf16, before anything is read or allocated.
+void require_weight_bytes(std::size_t bytes, const QuantizeOptions& opt) {
+  const std::size_t count = static_cast<std::size_t>(opt.n) * static_cast<std::size_t>(opt.k);
+  METRALE_REQUIRE(bytes == count * sizeof(bf16_bits),
+                  "quantize: --input {} holds {} bytes, but N = {} x K = {} bf16 needs {}",
+                  opt.input, bytes, opt.n, opt.k, count * sizeof(bf16_bits));
+}
+
 }  // namespace
 
 void check_quantize_options(const QuantizeOptions& opt) {
@@ -77,6 +85,7 @@ std::vector<bf16_bits> read_weight_file(const QuantizeOptions& opt) {
     throw IoError(fmt::format("quantize: --input {} is not a regular file (a directory or a "
                               "device), expected a raw bf16 [N, K] file",
                               opt.input));
+  require_weight_bytes(static_cast<std::size_t>(info.st_size), opt);
   FILE* file = std::fopen(opt.input.c_str(), "rb");
   if (file == nullptr) io_fail(fmt::format("cannot open --input {}", opt.input), errno);
   std::vector<std::byte> bytes(static_cast<std::size_t>(info.st_size));
@@ -91,10 +100,8 @@ std::vector<bf16_bits> read_weight_file(const QuantizeOptions& opt) {
 }
 
 std::vector<bf16_bits> parse_weight(std::span<const std::byte> bytes, const QuantizeOptions& opt) {
+  require_weight_bytes(bytes.size(), opt);
   const std::size_t count = static_cast<std::size_t>(opt.n) * static_cast<std::size_t>(opt.k);
-  METRALE_REQUIRE(bytes.size() == count * sizeof(bf16_bits),
-                  "quantize: --input {} holds {} bytes, but N = {} x K = {} bf16 needs {}",
-                  opt.input, bytes.size(), opt.n, opt.k, count * sizeof(bf16_bits));
   std::vector<bf16_bits> weight(count);
   // Little-endian on disk, whatever the host: assemble each value from its two bytes.
   for (std::size_t i = 0; i < count; ++i) {
