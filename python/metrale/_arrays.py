@@ -8,9 +8,12 @@ ml_dtypes' bfloat16 and float8_e4m3fn, torch its own dtypes, CuPy (which has nei
 
 import contextlib
 import importlib
+import operator
 
 import ml_dtypes
 import numpy as np
+
+from ._errors import InvalidArgumentError
 
 BF16 = "bf16"
 E4M3 = "e4m3"
@@ -60,6 +63,93 @@ def raw(x):
     return x
 
 
+def raw_out(x):
+    """raw(x) for an output: an object that is not an array is passed as it is, for the extension
+    to refuse by name (np.asarray would make a temporary copy, written and then thrown away)."""
+    if framework(x) == "numpy" and not isinstance(x, np.ndarray):
+        return x
+    return raw(x)
+
+
+# The dtype names (torch's without "torch.") each kind may arrive as: its own, or its bits.
+DTYPE_NAMES = {
+    BF16: ("bfloat16", "uint16", "int16"),
+    E4M3: ("float8_e4m3fn", "uint8", "int8"),
+    U8: ("uint8",),
+    F32: ("float32",),
+    I32: ("int32",),
+}
+
+
+def dtype_name(x):
+    """The name of `x`'s dtype in any framework: 'bfloat16', 'uint8', ... ('' for no dtype)."""
+    return str(getattr(x, "dtype", "")).replace("torch.", "")
+
+
+def is_c_contiguous(x):
+    if framework(x) == "torch":
+        return x.is_contiguous()
+    return bool(x.flags.c_contiguous)
+
+
+def check(who, name, x, kind, shape, *, contiguous=True, writable=False):
+    """Checks the array `x` (argument `name` of `who`) before any work: `kind` (a key of
+    DTYPE_NAMES), `shape` (None entries match anything), C-contiguity, and for an output that it
+    can be written. Raises InvalidArgumentError naming the argument and the value."""
+    if not hasattr(x, "shape") or not hasattr(x, "dtype"):
+        raise InvalidArgumentError(f"{who}: {name} is a {type(x).__name__}, not an array")
+    if dtype_name(x) not in DTYPE_NAMES[kind]:
+        raise InvalidArgumentError(
+            f"{who}: {name} has dtype {dtype_name(x)}, expected one of {list(DTYPE_NAMES[kind])}"
+        )
+    got = tuple(int(d) for d in x.shape)
+    if len(got) != len(shape) or any(w is not None and g != w for g, w in zip(got, shape)):
+        want = ["*" if w is None else w for w in shape]
+        raise InvalidArgumentError(f"{who}: {name} has shape {list(got)}, expected {want}")
+    if contiguous and not is_c_contiguous(x):
+        raise InvalidArgumentError(f"{who}: {name} of shape {list(got)} is not C-contiguous")
+    if writable and framework(x) == "numpy" and not x.flags.writeable:
+        raise InvalidArgumentError(
+            f"{who}: {name} is read-only (a checkpoint's memory map, or writeable=False); "
+            "pass a writable array"
+        )
+    return x
+
+
+_INT32 = (-(2**31), 2**31 - 1)
+
+
+def int32(who, name, value):
+    """`value` as an int, refused (naming `name`) unless it is an integer that fits int32: the
+    extension would wrap a larger one, or refuse it with no name."""
+    try:
+        number = operator.index(value)
+    except TypeError:
+        raise InvalidArgumentError(f"{who}: {name} = {value!r} is not an integer") from None
+    if not _INT32[0] <= number <= _INT32[1]:
+        raise InvalidArgumentError(f"{who}: {name} = {number} is outside int32")
+    return number
+
+
+def host_int32(who, name, x):
+    """A C-contiguous host int32 copy of the integer array or list `x`, every value checked to fit
+    int32 (astype would wrap 2^32 + 6 to 6): the first one that does not is named by index."""
+    host = to_numpy(x)
+    if host.dtype.kind not in "iu":
+        raise InvalidArgumentError(f"{who}: {name} has dtype {host.dtype}, expected int32")
+    if host.dtype.itemsize >= 4 and host.dtype != np.int32:
+        outside = host > _INT32[1]
+        if host.dtype.kind == "i":
+            outside |= host < _INT32[0]
+        if outside.any():
+            index = [int(i) for i in np.unravel_index(np.flatnonzero(outside)[0], host.shape)]
+            where = index[0] if len(index) == 1 else index
+            raise InvalidArgumentError(
+                f"{who}: {name}[{where}] = {host[tuple(index)]} is outside int32"
+            )
+    return np.ascontiguousarray(host, dtype=np.int32)
+
+
 # The dtype of each kind in torch and in CuPy (which has no bf16 or e4m3: their bits instead).
 _FRAMEWORK_DTYPES = {
     "torch": {BF16: "bfloat16", E4M3: "float8_e4m3fn", U8: "uint8", F32: "float32", I32: "int32"},
@@ -86,8 +176,18 @@ def stream_of(like, stream):
     if stream is not None:
         for attribute in ("cuda_stream", "ptr"):
             if hasattr(stream, attribute):
-                return int(getattr(stream, attribute))
-        return int(stream)
+                stream = getattr(stream, attribute)
+                break
+        try:
+            handle = operator.index(stream)
+        except TypeError:
+            handle = -1
+        if not 0 <= handle < 2**64:
+            raise InvalidArgumentError(
+                f"stream = {stream!r} is not a cudaStream_t: expected an integer handle, or an "
+                "object with .cuda_stream or .ptr"
+            )
+        return handle
     if not is_device(like):
         return 0
     if framework(like) == "torch":

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import _arrays, _metrale
-from ._arrays import BF16
+from ._arrays import BF16, E4M3, U8
 from ._errors import InvalidArgumentError
 from .ops import SCALE_LAYOUTS, _invoke, prepack, swizzle_sfb
 
@@ -56,14 +56,18 @@ def expert_table(weights, *, layout="sfb", device=None, prepacked=False):
     packed_list, scale_list, scale_2 = [], [], []
     n = k = None
     for e, (packed, scale, s2) in enumerate(tuple(w) for w in weights):
-        packed = _arrays.to_device(packed, device)
-        scale = _arrays.to_device(scale, device)
+        packed, scale = _checked_expert(e, packed, scale, device)
         shape = (packed.shape[0], packed.shape[1] * 2)
         if n is None:
-            n, k = shape
+            n, k, where = *shape, _arrays.device_name(packed)
         elif shape != (n, k):
             raise InvalidArgumentError(
                 f"metrale.expert_table: expert {e} is [N, K] = {list(shape)}, expert 0 is {[n, k]}"
+            )
+        elif _arrays.device_name(packed) != where:
+            raise InvalidArgumentError(
+                f"metrale.expert_table: expert {e} is on {_arrays.device_name(packed)}, "
+                f"expert 0 on {where}"
             )
         packed_list.append(prepack(packed) if prepacked else packed)
         scale_list.append(
@@ -84,6 +88,25 @@ def expert_table(weights, *, layout="sfb", device=None, prepacked=False):
     )
 
 
+def _checked_expert(e, packed, scale, device):
+    """Expert `e`'s (packed, scale) on `device`, checked: the table keeps the packed arrays'
+    addresses, so a strided view (packed[:, :K/2] of a wider array) or another dtype would be
+    read as wrong bytes by every later call."""
+    who = "metrale.expert_table"
+    packed = _arrays.to_device(packed, device)
+    scale = _arrays.to_device(scale, device)
+    n = packed.shape[0] if len(getattr(packed, "shape", ())) == 2 else None
+    _arrays.check(who, f"expert {e}'s packed", packed, U8, (None, None))
+    half_k = int(packed.shape[1])
+    _arrays.check(who, f"expert {e}'s scale", scale, E4M3, (n, half_k // 8), contiguous=False)
+    if _arrays.device_name(scale) != _arrays.device_name(packed):
+        raise InvalidArgumentError(
+            f"{who}: expert {e}'s scale is on {_arrays.device_name(scale)}, its packed on "
+            f"{_arrays.device_name(packed)}"
+        )
+    return packed, scale
+
+
 def _offsets(who, expert_offsets, m_total, max_rows_per_expert):
     """(offsets array, on_device, m_total, max_rows_per_expert) for the extension."""
     if _arrays.is_device(expert_offsets):
@@ -92,14 +115,14 @@ def _offsets(who, expert_offsets, m_total, max_rows_per_expert):
                 f"{who}: expert_offsets on the device need m_total= and max_rows_per_expert= "
                 "(nothing reads device offsets on the host)"
             )
-        return _arrays.raw(expert_offsets), True, int(m_total), int(max_rows_per_expert)
-    host = _arrays.to_numpy(expert_offsets)
-    if host.dtype.kind not in "iu":
-        raise InvalidArgumentError(f"{who}: expert_offsets has dtype {host.dtype}, expected int32")
-    host = np.ascontiguousarray(host, dtype=np.int32)
+        m_total = _arrays.int32(who, "m_total", m_total)
+        max_rows = _arrays.int32(who, "max_rows_per_expert", max_rows_per_expert)
+        return _arrays.raw(expert_offsets), True, m_total, max_rows
+    host = _arrays.host_int32(who, "expert_offsets", expert_offsets)
     if m_total is None:
         m_total = int(host[-1]) if host.ndim == 1 and host.size else 0
-    return host, False, int(m_total), int(max_rows_per_expert or 0)
+    m_total = _arrays.int32(who, "m_total", m_total)
+    return host, False, m_total, _arrays.int32(who, "max_rows_per_expert", max_rows_per_expert or 0)
 
 
 def check_table(who, name, t, like, like_name):
@@ -152,7 +175,8 @@ def _run(who, a, token_ids, tables, expert_offsets, options):
     out = options.get("out")
     outs = list(out) if out is not None else [_arrays.empty(a, (m_total, n), BF16) for _ in tables]
     ids = None if token_ids is None else _arrays.raw(token_ids)
-    args = [who, _arrays.raw(a), ids, [t.tables() for t in tables], [_arrays.raw(o) for o in outs]]
+    outs_raw = [_arrays.raw_out(o) for o in outs]
+    args = [who, _arrays.raw(a), ids, [t.tables() for t in tables], outs_raw]
     args += [SCALE_LAYOUTS[tables[0].layout], _weight_layout(tables[0])]
     args += [offsets, on_device, m_total, max_rows, n]
     _invoke(_metrale.grouped, a, args, options.get("backend"), options.get("stream"))

@@ -44,21 +44,25 @@ def _check_experts(hidden, gate, up, down):
         )
 
 
-def _bias_table(name, biases, experts):
-    """None, or (uint64 [L] host table of the per-expert bias arrays' addresses, the arrays)."""
+def _bias_table(name, biases, experts, length, hidden):
+    """None, or (uint64 [L] host table of the per-expert bias arrays' addresses, the arrays). Only
+    the addresses reach the library, so each array is checked here: bf16 [length] (a float32 one
+    would be read as bf16 pairs, a shorter one past its end), C-contiguous, on hidden's device,
+    and an array already (the address of a list's temporary copy would be freed at once). The
+    arrays are returned for the caller to keep alive until the call returns."""
     if biases is None:
         return None, []
-    biases = list(biases)
+    biases = list(biases)  # a list of L arrays, or one [L, length] array (its rows)
     if len(biases) != experts:
         raise InvalidArgumentError(f"{_WHO}: {name} has {len(biases)} entries, expected {experts}")
+    device = _arrays.device_name(hidden)
+    for e, b in enumerate(biases):
+        _arrays.check(_WHO, f"{name}[{e}]", b, BF16, (length,))
+        if _arrays.device_name(b) != device:
+            raise InvalidArgumentError(
+                f"{_WHO}: {name}[{e}] is on {_arrays.device_name(b)} but hidden is on {device}"
+            )
     return np.array([_arrays.data_ptr(b) for b in biases], dtype=np.uint64), biases
-
-
-def _host_int32(name, x):
-    host = np.ascontiguousarray(_arrays.to_numpy(x))
-    if host.dtype.kind not in "iu":
-        raise InvalidArgumentError(f"{_WHO}: {name} has dtype {host.dtype}, expected int32")
-    return host.astype(np.int32)
 
 
 def moe_forward(
@@ -109,8 +113,10 @@ def moe_forward(
     call.weight_layout = _weight_layout(gate)
     if num_experts is None:
         num_experts = router_logits.shape[-1] if router_logits is not None else gate.num_experts
-    call.num_experts, call.top_k = int(num_experts), int(top_k)
-    call.n_group, call.topk_group = int(n_group), int(topk_group)
+    call.num_experts = _arrays.int32(_WHO, "num_experts", num_experts)
+    call.top_k = _arrays.int32(_WHO, "top_k", top_k)
+    call.n_group = _arrays.int32(_WHO, "n_group", n_group)
+    call.topk_group = _arrays.int32(_WHO, "topk_group", topk_group)
     call.renormalize = bool(renormalize)
     call.routed_scaling_factor = float(routed_scaling_factor)
     call.swiglu_alpha, call.swiglu_limit = float(swiglu_alpha), float(swiglu_limit)
@@ -118,11 +124,15 @@ def moe_forward(
     unknown = sorted(set(biases or {}) - {"gate", "up", "down"})
     if unknown:
         raise InvalidArgumentError(f"{_WHO}: biases has keys {unknown}, expected gate, up, down")
-    tables = [_bias_table(f"biases[{p!r}]", (biases or {}).get(p), gate.num_experts)
-              for p in ("gate", "up", "down")]
+    lengths = {"gate": gate.n, "up": gate.n, "down": gate.k}  # [I], [I], [H]
+    # (table, arrays) per projection: the bias arrays stay referenced here until the call returns.
+    tables = [
+        _bias_table(f"biases[{p!r}]", (biases or {}).get(p), gate.num_experts, lengths[p], hidden)
+        for p in ("gate", "up", "down")
+    ]
     call.biases = [table for table, _ in tables]
     if expert_map is not None:
-        call.expert_map = _host_int32("expert_map", expert_map)
+        call.expert_map = _arrays.host_int32(_WHO, "expert_map", expert_map)
     raw = _arrays.raw
     if router_logits is not None:
         call.router_logits = raw(router_logits)
@@ -133,11 +143,12 @@ def moe_forward(
     call.topk_weights = None if topk_weights is None else raw(topk_weights)
     call.correction_bias = None if correction_bias is None else raw(correction_bias)
     call.residual = None if residual is None else raw(residual)
-    t, k = hidden.shape[0], int(top_k)
+    t, k = hidden.shape[0], call.top_k
     out = _arrays.empty(hidden, (t, gate.k), BF16) if out is None else out
     routes = None
     if return_routing:
         routes = (_arrays.empty(hidden, (t, k), I32), _arrays.empty(hidden, (t, k), F32))
         call.topk_ids_out, call.topk_weights_out = raw(routes[0]), raw(routes[1])
-    _invoke(_metrale.moe, hidden, [call, raw(hidden), raw(out), gate.n], backend, stream)
+    args = [call, raw(hidden), _arrays.raw_out(out), gate.n]
+    _invoke(_metrale.moe, hidden, args, backend, stream)
     return (out, *routes) if return_routing else out

@@ -40,31 +40,61 @@ def _shape2(who, name, x):
     return shape
 
 
+def _quantize_out(n, k, out):
+    """The caller's (packed, scale) buffers, both checked before either is written. A uint8 scale
+    takes the e4m3 bytes, as every function here takes e4m3 as its bytes."""
+    who = "metrale.quantize"
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        raise InvalidArgumentError(f"{who}: out is a {type(out).__name__}, expected (packed, scale)")
+    packed, scale = out
+    _arrays.check(who, "out[0]", packed, U8, (n, k // 2), writable=True)
+    # out[1] is assigned into, not handed to the library: any strides do.
+    _arrays.check(who, "out[1]", scale, E4M3, (n, k // 16), contiguous=False, writable=True)
+    return packed, scale
+
+
 def quantize(w, *, out=None, stream=None, backend=None):
     """w [N, K] bf16 -> (packed [N, K/2] uint8, scale [N, K/16] e4m3, scale_2 float), byte for
     byte ModelOpt's NVFP4QTensor.quantize(w, 16) (including its +0 code for a -0.0 quotient).
-    `out=(packed, scale)` writes into the caller's buffers."""
+    `out=(packed, scale)` writes into the caller's buffers (scale e4m3, or uint8: its bytes)."""
     n, k = _shape2("metrale.quantize", "w", w)
-    packed = out[0] if out is not None else _arrays.empty(w, (n, k // 2), U8)
+    if out is not None:
+        packed, scale_out = _quantize_out(n, k, out)
+    else:
+        packed, scale_out = _arrays.empty(w, (n, k // 2), U8), None
     scale_kn = _arrays.empty(w, (k // 16, n), E4M3)
     scale_2 = _arrays.empty(w, (1,), F32)
     raw = _arrays.raw
-    _invoke(
-        _metrale.quantize, w, [raw(w), raw(packed), raw(scale_kn), raw(scale_2)], backend, stream
-    )
+    args = [raw(w), _arrays.raw_out(packed), raw(scale_kn), raw(scale_2)]
+    _invoke(_metrale.quantize, w, args, backend, stream)
     with _arrays.on_device_of(w):
         scale = _arrays.transposed(scale_kn)
         value = float(_arrays.to_numpy(scale_2)[0])
         _recipe.apply_modelopt_zero_sign(w, packed, scale, value)
-    if out is not None:
-        out[1][...] = scale
-        scale = out[1]
+        if scale_out is not None:
+            raw(scale_out)[...] = raw(scale)  # bytes to bytes: no value conversion
+            scale = scale_out
     return packed, scale, value
 
 
 def dequantize(packed, scale, scale_2):
     """(packed [N, K/2], scale [N, K/16], scale_2) -> w [N, K] bf16, in packed's framework."""
-    return _recipe.dequantize(packed, scale, float(scale_2))
+    who = "metrale.dequantize"
+    n, half_k = _shape2(who, "packed", packed)
+    if half_k % 8:
+        raise InvalidArgumentError(f"{who}: packed has K/2 = {half_k}: K is not a multiple of 16")
+    _arrays.check(who, "packed", packed, U8, (n, half_k), contiguous=False)
+    _arrays.check(who, "scale", scale, E4M3, (n, half_k // 8), contiguous=False)
+    if _arrays.device_name(scale) != _arrays.device_name(packed):
+        raise InvalidArgumentError(
+            f"{who}: scale is on {_arrays.device_name(scale)} but packed is on "
+            f"{_arrays.device_name(packed)}"
+        )
+    try:
+        scale_2 = float(scale_2)
+    except (TypeError, ValueError):
+        raise InvalidArgumentError(f"{who}: scale_2 = {scale_2!r} is not a number") from None
+    return _recipe.dequantize(packed, scale, scale_2)
 
 
 def swizzle_sfb(
@@ -78,12 +108,13 @@ def swizzle_sfb(
             f"metrale.swizzle_sfb: src_layout = {src_layout!r}, expected 'n_by_k16' or 'k16_by_n'"
         )
     n_major = src_layout == "k16_by_n"
-    n = n if n is not None else (cols if n_major else rows)
-    k = k if k is not None else 16 * (rows if n_major else cols)
+    who = "metrale.swizzle_sfb"
+    n = _arrays.int32(who, "n", n if n is not None else (cols if n_major else rows))
+    k = _arrays.int32(who, "k", k if k is not None else 16 * (rows if n_major else cols))
     if out is None:
         out = _arrays.empty(scale, (_metrale.sfb_bytes(n, k),), E4M3)
-    raw = _arrays.raw
-    _invoke(_metrale.swizzle_sfb, scale, [raw(scale), raw(out), n, k, n_major], backend, stream)
+    args = [_arrays.raw(scale), _arrays.raw_out(out), n, k, n_major]
+    _invoke(_metrale.swizzle_sfb, scale, args, backend, stream)
     return out
 
 
@@ -104,7 +135,7 @@ def _prepack(who, src, to_prepacked, out, stream, backend):
     _shape2(who, "packed", src)
     out = out if out is not None else _arrays.empty(src, tuple(src.shape), U8)
     raw = _arrays.raw
-    _invoke(_metrale.prepack, src, [raw(src), raw(out), to_prepacked], backend, stream)
+    _invoke(_metrale.prepack, src, [raw(src), _arrays.raw_out(out), to_prepacked], backend, stream)
     return out
 
 
@@ -114,7 +145,7 @@ def gemm(act, weight, *, out=None, stream=None, backend=None):
     n, _ = _shape2("metrale.gemm", "weight", weight)
     out = out if out is not None else _arrays.empty(act, (m, n), BF16)
     raw = _arrays.raw
-    _invoke(_metrale.gemm, act, [raw(act), raw(weight), raw(out)], backend, stream)
+    _invoke(_metrale.gemm, act, [raw(act), raw(weight), _arrays.raw_out(out)], backend, stream)
     return out
 
 
@@ -142,7 +173,7 @@ def nvfp4_gemm(
         raw(scale),
         float(scale_2),
         SCALE_LAYOUTS[scale_layout],
-        raw(out),
+        _arrays.raw_out(out),
     ]
     _invoke(_metrale.nvfp4_gemm, act, args, backend, stream)
     return out

@@ -97,6 +97,22 @@ void set_error_types(nb::object error, nb::object invalid_argument) {
   invalid_argument_type() = std::move(invalid_argument);
 }
 
+Array writable(std::string_view who, std::string_view name, nb::handle object) {
+  // A writable ndarray's import refuses an export flagged read-only; the read-only import then
+  // tells a read-only array from something that is not an array at all.
+  nb::ndarray<> out;
+  if (nb::try_cast(object, out, /*convert=*/false)) return Array(out);
+  Array read_only;
+  if (nb::try_cast(object, read_only, /*convert=*/false))
+    raise(Status::invalid_argument,
+          fmt::format("{}: {} is read-only (a checkpoint's memory map, or writeable=False); "
+                      "pass a writable array",
+                      who, name));
+  raise(Status::invalid_argument,
+        fmt::format("{}: {} is a {}, not an array", who, name,
+                    nb::inst_name(object).c_str()));
+}
+
 const void* check_array(std::string_view who, std::string_view name, const Array& a, Kind kind,
                         std::initializer_list<std::int64_t> shape, Place& place) {
   const auto invalid = [&](const std::string& what) {

@@ -17,7 +17,8 @@ namespace metrale::python {
 
 namespace nb = nanobind;
 
-// Read-only arrays are accepted everywhere: checkpoints are memory-mapped read-only.
+// Inputs accept read-only arrays (checkpoints are memory-mapped read-only); outputs arrive as
+// Python objects and go through writable(), which refuses a read-only array by name.
 using Array = nb::ndarray<nb::ro>;
 
 // The element kinds the library takes; raw integer views of the same width are accepted too
@@ -39,6 +40,12 @@ void raise_if_failed(const Result& result);
 
 // The Python classes raise() uses: metrale.Error and metrale.InvalidArgumentError.
 void set_error_types(nb::object error, nb::object invalid_argument);
+
+// The output array `object` (argument `name` of `who`) as an Array, refused when it is read-only:
+// writing into a read-only memory map faults, and a NumPy array with writeable=False is a promise
+// not to change it. Only a DLPack export that flags it (versioned DLPack, the buffer protocol)
+// tells; NumPy's does.
+Array writable(std::string_view who, std::string_view name, nb::handle object);
 
 // Checks `a` is `kind`, C-contiguous, of `shape` (a -1 entry matches anything), and on the same
 // device as every array checked before with this `place`. Returns the data pointer.

@@ -4,6 +4,7 @@
 // released. The backend follows the arrays' device unless `backend` (a metrale::Backend value,
 // -1 for "from the device") says otherwise; `stream` is a cudaStream_t as an integer.
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -30,16 +31,18 @@ constexpr std::int64_t kAny = -1;
 struct Call {
   std::string_view who;
   Place place{};
+  std::deque<Array> outputs{};  // the imported outputs, alive until the call returns
 
   template <class T>
   const T* in(std::string_view name, const Array& a, Kind kind,
               std::initializer_list<std::int64_t> shape) {
     return static_cast<const T*>(check_array(who, name, a, kind, shape, place));
   }
-  // Outputs arrive as read-only views too (Array accepts both); the caller made them writable.
+  // Outputs arrive as Python objects: writable() refuses a read-only one before any check.
   template <class T>
-  T* out(std::string_view name, const Array& a, Kind kind,
+  T* out(std::string_view name, nb::handle object, Kind kind,
          std::initializer_list<std::int64_t> shape) {
+    const Array& a = outputs.emplace_back(writable(who, name, object));
     return const_cast<T*>(in<T>(name, a, kind, shape));
   }
   // Runs `call` without the GIL (the library never touches Python objects), raises on failure.
@@ -66,7 +69,7 @@ std::int64_t sfb_length(std::int32_t n, std::int32_t k) {
   return n > 0 && k > 0 ? static_cast<std::int64_t>(format::sfb_bytes(n, k)) : 0;
 }
 
-void quantize(const Array& w, const Array& packed, const Array& scale_kn, const Array& scale_2,
+void quantize(const Array& w, nb::handle packed, nb::handle scale_kn, nb::handle scale_2,
               int backend, std::uintptr_t stream) {
   Call c{"metrale.quantize"};
   PackNvfp4 args{};
@@ -79,7 +82,7 @@ void quantize(const Array& w, const Array& packed, const Array& scale_kn, const 
   c.run(backend, stream, [&](const Exec& exec) { return pack_bf16_weight_to_nvfp4_t(args, exec); });
 }
 
-void swizzle_sfb(const Array& scale_in, const Array& scale_out, std::int32_t n, std::int32_t k,
+void swizzle_sfb(const Array& scale_in, nb::handle scale_out, std::int32_t n, std::int32_t k,
                  bool src_n_major, int backend, std::uintptr_t stream) {
   Call c{"metrale.swizzle_sfb"};
   SwizzleScales args{};
@@ -92,7 +95,7 @@ void swizzle_sfb(const Array& scale_in, const Array& scale_out, std::int32_t n, 
   c.run(backend, stream, [&](const Exec& exec) { return pack_weight_sfb(args, exec); });
 }
 
-void gemm(const Array& act, const Array& weight, const Array& out, int backend,
+void gemm(const Array& act, const Array& weight, nb::handle out, int backend,
           std::uintptr_t stream) {
   Call c{"metrale.gemm"};
   DenseGemm args{};
@@ -106,7 +109,7 @@ void gemm(const Array& act, const Array& weight, const Array& out, int backend,
 }
 
 void nvfp4_gemm(const Array& act, const Array& packed, const Array& scale, float scale_2,
-                int scale_layout, const Array& out, int backend, std::uintptr_t stream) {
+                int scale_layout, nb::handle out, int backend, std::uintptr_t stream) {
   Call c{"metrale.nvfp4_gemm"};
   Nvfp4Gemm args{};
   args.act = c.in<bf16_bits>("act", act, Kind::bf16, {kAny, kAny});
@@ -125,7 +128,7 @@ void nvfp4_gemm(const Array& act, const Array& packed, const Array& scale, float
 }
 
 // packed [N, K/2] bytes into (to_prepacked) or out of the prepacked layout; dst may be src.
-void prepack(const Array& src, const Array& dst, bool to_prepacked, int backend,
+void prepack(const Array& src, nb::handle dst, bool to_prepacked, int backend,
              std::uintptr_t stream) {
   Call c{to_prepacked ? "metrale.prepack" : "metrale.unprepack"};
   PrepackNvfp4 args{};
@@ -159,7 +162,7 @@ struct GroupedCall {
   std::string who;
   std::optional<Array> token_ids;
   std::vector<Tables> proj;
-  std::vector<Array> out;
+  std::vector<nb::object> out;
   int scale_layout, weight_layout;
   bool offsets_on_device;
   std::int32_t m_total, max_rows_per_expert, n;
@@ -204,8 +207,9 @@ void grouped(const GroupedCall& g, const Array& a, const Array& offsets, int bac
 struct MoeCall {
   std::vector<Tables> proj;                 // gate, up, down
   std::vector<std::optional<Array>> biases;  // gate, up, down: host uint64 [L] pointer tables
-  std::optional<Array> router_logits, topk_ids, topk_weights, residual, topk_ids_out,
-      topk_weights_out, correction_bias, expert_map;
+  std::optional<Array> router_logits, topk_ids, topk_weights, residual, correction_bias,
+      expert_map;
+  std::optional<nb::object> topk_ids_out, topk_weights_out;  // outputs: writable() checks them
   std::int32_t num_experts = 0, top_k = 0, n_group = 1, topk_group = 1;
   std::int32_t scale_layout = 1, weight_layout = 0, activation = 0, routing = 0, logits_dtype = 0;
   bool renormalize = false;
@@ -234,7 +238,7 @@ void moe_tables(std::string_view who, const MoeCall& g, MoeLayer& layer) {
     layer.expert_map = host.in<std::int32_t>("expert_map", *g.expert_map, Kind::i32, {g.num_experts});
 }
 
-void moe(const MoeCall& g, const Array& hidden, const Array& out, std::int32_t intermediate,
+void moe(const MoeCall& g, const Array& hidden, nb::handle out, std::int32_t intermediate,
          int backend, std::uintptr_t stream) {
   Call c{"metrale.moe_forward"};
   MoeLayer layer;
@@ -296,7 +300,7 @@ NB_MODULE(_metrale, m) {
       .def_rw("scale2_vals", &Tables::scale2_vals);
   m.def("grouped",
         [](std::string who, const Array& a, std::optional<Array> token_ids,
-           std::vector<Tables> proj, std::vector<Array> out, int scale_layout, int weight_layout,
+           std::vector<Tables> proj, std::vector<nb::object> out, int scale_layout, int weight_layout,
            const Array& offsets, bool offsets_on_device, std::int32_t m_total,
            std::int32_t max_rows_per_expert, std::int32_t n, int backend, std::uintptr_t stream) {
           grouped({std::move(who), std::move(token_ids), std::move(proj), std::move(out),

@@ -142,3 +142,50 @@ def test_refusals_carry_the_library_message(rng):
         metrale.moe_forward(hidden, *tables, top_k=2, router_logits=logits, routing="topk")
     with pytest.raises(metrale.InvalidArgumentError, match="down lives on|gate, up, down are"):
         metrale.moe_forward(hidden, tables[0], tables[1], tables[0], top_k=2, router_logits=logits)
+
+
+def test_biases_are_checked_before_their_addresses_are_taken(rng):
+    _, tables = make_layer(rng, 2, "sfb")
+    hidden = small_ints(rng, 3, H)
+    ids, weights = np.array([[1], [0], [1]], np.int32), np.ones((3, 1), np.float32)
+
+    def run(biases):
+        return metrale.moe_forward(
+            hidden, *tables, top_k=1, topk_ids=ids, topk_weights=weights, biases=biases
+        )
+
+    down = small_ints(rng, 2, H)  # one [L, H] array: its rows are the experts' biases
+    with_bias = run({"down": down})
+    assert_bits_equal(run({"down": [down[0], down[1]]}), with_bias)
+    plain = run(None)
+    assert not np.array_equal(with_bias.view(np.uint16), plain.view(np.uint16))
+    refused = metrale.InvalidArgumentError
+    with pytest.raises(refused, match=r"biases\['down'\]\[0\] has shape \[1\], expected \[64\]"):
+        run({"down": [np.zeros(1, BF16), np.zeros(H, BF16)]})
+    with pytest.raises(refused, match=r"biases\['gate'\]\[1\] has dtype float32"):
+        run({"gate": [np.zeros(I, BF16), np.zeros(I, np.float32)]})
+    with pytest.raises(refused, match=r"biases\['up'\]\[0\] is a list, not an array"):
+        run({"up": [[0.0] * I, [0.0] * I]})
+    with pytest.raises(refused, match=r"biases\['up'\]\[0\] of shape \[32\] is not C-contig"):
+        run({"up": [np.zeros(2 * I, BF16)[::2]] * 2})
+    with pytest.raises(refused, match=r"biases\['up'\] has 1 entries, expected 2"):
+        run({"up": [np.zeros(I, BF16)]})
+
+
+def test_int32_arguments_are_range_checked_not_wrapped(rng):
+    _, tables = make_layer(rng, 4, "sfb")
+    hidden = small_ints(rng, 2, H)
+    logits = np.zeros((2, 4), np.float32)
+    refused = metrale.InvalidArgumentError
+    with pytest.raises(refused, match=r"expert_map\[3\] = 4294967299 is outside int32"):
+        metrale.moe_forward(
+            hidden, *tables, top_k=2, router_logits=logits, expert_map=[0, 1, 2, 2**32 + 3]
+        )
+    with pytest.raises(refused, match=r"^metrale\.moe_forward: top_k = 1099511627776 is outside"):
+        metrale.moe_forward(hidden, *tables, top_k=2**40, router_logits=logits)
+    with pytest.raises(refused, match=r"^metrale\.moe_forward: top_k = 2\.0 is not an integer"):
+        metrale.moe_forward(hidden, *tables, top_k=2.0, router_logits=logits)
+    out = np.zeros((2, H), BF16)
+    out.flags.writeable = False
+    with pytest.raises(refused, match=r"^metrale\.moe_forward: out is read-only"):
+        metrale.moe_forward(hidden, *tables, top_k=2, router_logits=logits, out=out)

@@ -181,3 +181,120 @@ def test_the_gil_is_released_during_a_call(rng):
     assert end - begin > 3 * margin, f"the call took {end - begin:.3f} s: too short to tell"
     # Holding the GIL for the whole call would leave this thread no step inside the window.
     assert inside > 100, f"{inside} steps of this thread during a {end - begin:.3f} s call"
+
+
+def read_only(array):
+    array = array.copy()
+    array.flags.writeable = False
+    return array
+
+
+def test_read_only_outputs_are_refused_and_left_unchanged(rng, tmp_path):
+    from conftest import write_safetensors
+
+    packed, scale, _ = nvfp4_weight(rng, 16, 64)
+    act = small_ints(rng, 3, 64)
+    refused = metrale.InvalidArgumentError
+    out = read_only(np.zeros((16, 32), np.uint8))
+    with pytest.raises(refused, match=r"^metrale\.prepack: out is read-only"):
+        metrale.prepack(packed, out=out)
+    assert not out.any()
+    gemm_out = read_only(np.zeros((3, 16), BF16))
+    with pytest.raises(refused, match=r"^metrale\.gemm: out is read-only"):
+        metrale.gemm(act, small_ints(rng, 16, 64), out=gemm_out)
+    with pytest.raises(refused, match=r"^metrale\.nvfp4_gemm: out is read-only"):
+        metrale.nvfp4_gemm(act, packed, scale, 0.5, out=gemm_out)
+    with pytest.raises(refused, match=r"^metrale\.swizzle_sfb: out is read-only"):
+        metrale.swizzle_sfb(scale, out=read_only(np.zeros(metrale.swizzle_sfb(scale).shape, E4M3)))
+    w = small_ints(rng, 16, 64)
+    with pytest.raises(refused, match=r"^metrale\.quantize: out\[0\] is read-only"):
+        metrale.quantize(w, out=(read_only(np.zeros((16, 32), np.uint8)), scale.copy()))
+    with pytest.raises(refused, match=r"^metrale\.quantize: out\[1\] is read-only"):
+        metrale.quantize(w, out=(np.zeros((16, 32), np.uint8), read_only(scale)))
+    _, down = make_experts(rng, 2, 16, 64, "sfb")
+    grouped_out = read_only(np.zeros((3, 16), BF16))
+    with pytest.raises(refused, match=r"^metrale\.grouped_down: out\[0\] is read-only"):
+        metrale.grouped_down(act, down, [0, 1, 3], out=grouped_out)
+    assert not grouped_out.astype(np.float32).any()
+    with pytest.raises(refused, match=r"^metrale\.prepack: out is a list, not an array"):
+        metrale.prepack(packed, out=[0] * 32)
+    # A checkpoint's tensors are read-only memory maps: prepacking one in place used to segfault.
+    write_safetensors(
+        tmp_path / "model.safetensors",
+        {"x.weight": packed, "x.weight_scale": scale, "x.weight_scale_2": np.float32(0.5)},
+    )
+    mapped = metrale.checkpoint.open(tmp_path / "model.safetensors").nvfp4("x")
+    with pytest.raises(refused, match=r"^metrale\.prepack: out is read-only"):
+        metrale.prepack(mapped.packed, out=mapped.packed)
+    np.testing.assert_array_equal(mapped.packed, packed)
+    assert metrale.prepack(mapped.packed).flags.writeable  # a read-only input is fine
+
+
+def test_quantize_checks_both_outputs_before_writing_either(rng):
+    w = small_ints(rng, 16, 64)
+    want_packed, want_scale, _ = metrale.quantize(w)
+    packed = np.zeros((16, 32), np.uint8)
+    with pytest.raises(metrale.InvalidArgumentError, match=r"out\[1\] has shape \[4, 16\]"):
+        metrale.quantize(w, out=(packed, np.zeros((4, 16), E4M3)))
+    assert not packed.any()
+    with pytest.raises(metrale.InvalidArgumentError, match=r"out\[1\] has dtype float32"):
+        metrale.quantize(w, out=(packed, np.zeros((16, 4), np.float32)))
+    with pytest.raises(metrale.InvalidArgumentError, match=r"out is a ndarray, expected"):
+        metrale.quantize(w, out=packed)
+    assert not packed.any()
+    # A uint8 scale buffer takes the e4m3 bytes (not the values converted to integers).
+    scale_bytes = np.zeros((16, 4), np.uint8)
+    got = metrale.quantize(w, out=(packed, scale_bytes))
+    assert got[1] is scale_bytes
+    np.testing.assert_array_equal(scale_bytes, want_scale.view(np.uint8))
+    np.testing.assert_array_equal(packed, want_packed)
+
+
+def test_expert_table_checks_the_packed_and_scale_arrays(rng):
+    packed, scale, s2 = nvfp4_weight(rng, 16, 64)
+    wide = np.zeros((16, 64), np.uint8)
+    wide[:, :32] = packed
+    with pytest.raises(metrale.InvalidArgumentError, match=r"expert 1's packed .* not C-contig"):
+        metrale.expert_table([(packed, scale, s2), (wide[:, :32], scale, s2)])
+    with pytest.raises(metrale.InvalidArgumentError, match=r"expert 0's packed has dtype int16"):
+        metrale.expert_table([(packed.astype(np.int16), scale, s2)])
+    with pytest.raises(metrale.InvalidArgumentError, match=r"expert 0's scale has dtype float32"):
+        metrale.expert_table([(packed, scale.astype(np.float32), s2)], layout="k16_by_n")
+    with pytest.raises(metrale.InvalidArgumentError, match=r"expert 0's scale has shape \[16, 2\]"):
+        metrale.expert_table([(packed, scale[:, :2], s2)], layout="k16_by_n")
+    with pytest.raises(metrale.InvalidArgumentError, match=r"expert 0's packed is a list"):
+        metrale.expert_table([(packed.tolist(), scale, s2)])
+
+
+def test_int32_arguments_are_range_checked_not_wrapped(rng):
+    _, down = make_experts(rng, 2, 16, 64, "sfb")
+    a = small_ints(rng, 6, 64)
+    with pytest.raises(
+        metrale.InvalidArgumentError, match=r"expert_offsets\[2\] = 4294967302 is outside int32"
+    ):
+        metrale.grouped_down(a, down, np.array([0, 3, 2**32 + 6]))
+    with pytest.raises(metrale.InvalidArgumentError, match=r"expert_offsets\[1\] = -4294967293"):
+        metrale.grouped_down(a, down, [0, -(2**32) + 3, 6])
+    with pytest.raises(metrale.InvalidArgumentError, match=r"m_total = 4294967302 is outside"):
+        metrale.grouped_down(a, down, [0, 3, 6], m_total=2**32 + 6)
+    with pytest.raises(metrale.InvalidArgumentError, match=r"expert_offsets has dtype float64"):
+        metrale.grouped_down(a, down, [0, 3.0, 6])
+    with pytest.raises(metrale.InvalidArgumentError, match=r"swizzle_sfb: n = 4294967312"):
+        metrale.swizzle_sfb(np.zeros((16, 4), E4M3), n=2**32 + 16)
+
+
+def test_dequantize_and_stream_arguments_are_checked(rng):
+    packed, scale, _ = nvfp4_weight(rng, 16, 64)
+    refused = metrale.InvalidArgumentError
+    with pytest.raises(refused, match=r"^metrale\.dequantize: scale has shape \[16, 2\]"):
+        metrale.dequantize(packed, scale[:, :2], 0.5)
+    with pytest.raises(refused, match=r"^metrale\.dequantize: packed has dtype float32"):
+        metrale.dequantize(packed.astype(np.float32), scale, 0.5)
+    with pytest.raises(refused, match=r"^metrale\.dequantize: packed has K/2 = 12"):
+        metrale.dequantize(packed[:, :12], scale, 0.5)
+    with pytest.raises(refused, match=r"^metrale\.dequantize: scale_2 = 'x' is not a number"):
+        metrale.dequantize(packed, scale, "x")
+    with pytest.raises(refused, match=r"stream = 'abc' is not a cudaStream_t"):
+        metrale.prepack(packed, stream="abc")
+    with pytest.raises(refused, match=r"stream = -1 is not a cudaStream_t"):
+        metrale.prepack(packed, stream=-1)
