@@ -13,18 +13,25 @@ listed in exclude_modules. Fused 3-D expert tensors ([E, K, N] `experts.gate_up_
 stored transposed as [E, K/2, N] bytes and [E, K/16, N] scales, names suffixed `_weight_scale`,
 `_weight_scale_2`, `_input_scale`. Shards map one to one; the other files of IN (config.json,
 tokenizer) are copied.
+
+OUT is written all or nothing: the files go into a temporary directory inside OUT and are moved into
+place only when every tensor has converted, so a failure leaves OUT as it was (and removes an OUT
+this run created). Before anything is written, an output that is one of the input files (IN inside
+OUT, a hard link) is refused, as are checkpoint files already in OUT that this conversion would
+not replace: with --force they would be read together with the new ones as one checkpoint.
 """
 
 import json
 import os
 import shutil
 import sys
+import tempfile
 
 import numpy as np
 
 from . import _metrale, _safetensors, checkpoint
 from ._arrays import to_device, to_numpy
-from ._errors import CheckpointError
+from ._errors import CheckpointError, InvalidArgumentError
 from .ops import quantize
 
 # Substrings of a module name that mark weights kept in bf16 (ModelOpt leaves these too).
@@ -121,40 +128,155 @@ def _quantized_fused(name, w, device):
     }
 
 
+def _check_device(device):
+    """Refuses a `device` the conversion cannot run on, before OUT is created."""
+    if device in (None, "cpu"):
+        return
+    if not isinstance(device, str) or not (
+        device == "cuda" or (device.startswith("cuda:") and device[5:].isdigit())
+    ):
+        raise InvalidArgumentError(f"device = {device!r}, expected 'cpu', 'cuda' or 'cuda:N'")
+    try:
+        import torch
+    except ImportError:
+        raise InvalidArgumentError(
+            f"device = {device!r} quantizes with torch, which is not installed"
+        ) from None
+    index = int(device[5:]) if ":" in device else 0
+    if not torch.cuda.is_available() or index >= torch.cuda.device_count():
+        raise InvalidArgumentError(
+            f"device = {device!r}: torch sees {torch.cuda.device_count()} CUDA devices"
+        )
+
+
+# The files that make a checkpoint: any of them left in OUT would be read with the new ones.
+def _is_checkpoint_file(entry):
+    return entry.endswith((".safetensors", ".safetensors.index.json")) or (
+        entry == "hf_quant_config.json"
+    )
+
+
+def _output_names(src, files):
+    """The names of the files this conversion writes into OUT: the shards, hf_quant_config.json,
+    the index of a sharded model, and IN's other files (copied)."""
+    names = {os.path.basename(path) for path in files} | {"hf_quant_config.json"}
+    if len(files) > 1:
+        names.add("model.safetensors.index.json")
+    return names | set(_copied_files(src))
+
+
+def _copied_files(src):
+    """IN's files other than the checkpoint's own, copied to OUT as they are."""
+    if not os.path.isdir(src):
+        return []
+    return [
+        entry
+        for entry in sorted(os.listdir(src))
+        if os.path.isfile(os.path.join(src, entry))
+        and not entry.endswith(".safetensors")
+        and entry not in ("model.safetensors.index.json", "hf_quant_config.json")
+    ]
+
+
+def _check_output(src, dst, files, force):
+    """Refuses, before anything is written: an OUT that is not a directory, a non-empty OUT without
+    --force, an output that is one of the input files, and checkpoint files in OUT this
+    conversion would not replace."""
+    if os.path.exists(dst) and not os.path.isdir(dst):
+        raise CheckpointError(f"{dst} exists and is not a directory: OUT must be a directory")
+    if not os.path.isdir(dst):
+        return
+    present = sorted(os.listdir(dst))
+    if present and not force:
+        raise CheckpointError(f"{dst} exists and is not empty: pass --force to overwrite it")
+    names = _output_names(src, files)
+    inputs = list(files) + [os.path.join(src, e) for e in _copied_files(src)]
+    for name in sorted(names):
+        target = os.path.join(dst, name)
+        for source in inputs:
+            if os.path.exists(target) and os.path.samefile(target, source):
+                raise CheckpointError(
+                    f"{target} would be written but it is the input file {source}: "
+                    "choose an OUT that does not hold the input"
+                )
+    stale = [e for e in present if _is_checkpoint_file(e) and e not in names]
+    if stale:
+        raise CheckpointError(
+            f"{dst} holds checkpoint files this conversion would not replace: {stale}; "
+            "they would be read with the new ones as one checkpoint: remove them first"
+        )
+
+
 def convert(src, dst, *, force=False, device=None, progress=True):
     """Quantizes the model at `src` into the directory `dst`; returns {"quantized": [...],
-    "kept": [...]} module/tensor names."""
-    if os.path.exists(dst) and (not os.path.isdir(dst) or os.listdir(dst)) and not force:
-        raise CheckpointError(f"{dst} exists and is not empty: pass --force to overwrite it")
+    "kept": [...]} module/tensor names. All or nothing (the module docstring)."""
+    src, dst = os.fspath(src), os.fspath(dst)
+    _check_device(device)
     files = _input_files(src)
+    _check_output(src, dst, files, force)
+    created = not os.path.exists(dst)
     os.makedirs(dst, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=".metrale-quantize-", dir=dst)
+    try:
+        result = _convert_into(src, staging, files, device, progress)
+        for entry in sorted(os.listdir(staging)):
+            os.replace(os.path.join(staging, entry), os.path.join(dst, entry))
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        if created and not os.listdir(dst):
+            os.rmdir(dst)
+    return result
+
+
+def _convert_into(src, dst, files, device, progress):
+    """The conversion proper, into the (empty, temporary) directory `dst`."""
     total = sum(len(f.entries) for f in files.values())
     bar = _Progress(total) if progress else None
+    try:
+        weight_map, excluded, result = _convert_files(dst, files, device, bar)
+    finally:
+        if bar:
+            bar.close()  # the error message, if any, starts on a line of its own
+    _write_metadata(src, dst, files, weight_map, excluded)
+    return result
+
+
+def _convert_files(dst, files, device, bar):
+    """Each input file into its shard in `dst`; returns (weight_map, excluded modules, result)."""
     weight_map, quantized, excluded, kept = {}, [], [], []
     for path, file in files.items():
         out = {}
         for name, (dtype, shape, _, _) in sorted(file.entries.items()):
-            decision = plan(name, dtype, shape)
-            if decision == "quantize":
-                out.update(_quantized(name, file.tensor(name), device))
-                quantized.append(name[: -len(".weight")])
-            elif decision == "quantize fused":
-                out.update(_quantized_fused(name, file.tensor(name), device))
-                quantized.append(name)
+            try:
+                decision = _convert_tensor(file, name, plan(name, dtype, shape), device, out)
+            except Exception as e:
+                raise CheckpointError(f"converting {name} of {path}: {e}") from e
+            if decision in ("quantize", "quantize fused"):
+                quantized.append(name.removesuffix(".weight") if decision == "quantize" else name)
             else:
-                out[name] = file.tensor(name)
                 kept.append(name)
                 if decision != "not a Linear weight":
                     excluded.append(name.removesuffix(".weight"))
             if bar:
                 bar.step(name)
         out_name = os.path.basename(path)
-        _safetensors.save_file(out, os.path.join(dst, out_name), {"format": "pt"})
+        try:
+            _safetensors.save_file(out, os.path.join(dst, out_name), {"format": "pt"})
+        except OSError as e:
+            raise CheckpointError(f"writing {out_name} (from {path}): {e}") from e
         weight_map.update({name: out_name for name in out})
-    if bar:
-        bar.close()
-    _write_metadata(src, dst, files, weight_map, excluded)
-    return {"quantized": quantized, "kept": kept}
+    return weight_map, excluded, {"quantized": quantized, "kept": kept}
+
+
+def _convert_tensor(file, name, decision, device, out):
+    """Adds tensor `name` of `file`, converted as `decision` says, to `out`; returns decision."""
+    if decision == "quantize":
+        out.update(_quantized(name, file.tensor(name), device))
+    elif decision == "quantize fused":
+        out.update(_quantized_fused(name, file.tensor(name), device))
+    else:
+        out[name] = file.tensor(name)
+    return decision
 
 
 def _write_metadata(src, dst, files, weight_map, excluded):
@@ -175,12 +297,5 @@ def _write_metadata(src, dst, files, weight_map, excluded):
             json.dump(
                 {"metadata": {"total_size": total_size}, "weight_map": weight_map}, f, indent=2
             )
-    if os.path.isdir(src):
-        for entry in sorted(os.listdir(src)):
-            path = os.path.join(src, entry)
-            skip = entry.endswith(".safetensors") or entry in (
-                "model.safetensors.index.json",
-                "hf_quant_config.json",
-            )
-            if os.path.isfile(path) and not skip:
-                shutil.copyfile(path, os.path.join(dst, entry))
+    for entry in _copied_files(src):
+        shutil.copyfile(os.path.join(src, entry), os.path.join(dst, entry))

@@ -171,3 +171,87 @@ def test_quantize_load_gemm_round_trip_on_the_cpu(tmp_path, model_dir, rng):
     # The gate rows of expert 1, dequantized, are close to the bf16 ones they came from.
     gate = metrale.dequantize(*fused["gate"][1]).astype(np.float32)
     assert np.abs(gate - gate_up[0::2].astype(np.float32)).max() < 0.3 * np.abs(gate_up).max()
+
+
+def one_file_model(tmp_path, rng):
+    one = tmp_path / "one"
+    one.mkdir()
+    write_safetensors(one / "model.safetensors", tiny_model(rng))
+    return one
+
+
+def test_converting_in_place_is_refused_before_anything_is_written(tmp_path, rng):
+    one = one_file_model(tmp_path, rng)
+    before = (one / "model.safetensors").read_bytes()
+    done = run_cli("quantize", one / "model.safetensors", one, "--force", "--quiet")
+    assert done.returncode == 1, done.stderr
+    assert "is the input file" in done.stderr and "model.safetensors" in done.stderr
+    assert (one / "model.safetensors").read_bytes() == before
+    assert sorted(os.listdir(one)) == ["model.safetensors"]
+    # A hard link to the input in OUT is the same file too.
+    out = tmp_path / "out"
+    out.mkdir()
+    os.link(one / "model.safetensors", out / "model.safetensors")
+    with pytest.raises(metrale.checkpoint.CheckpointError, match="is the input file"):
+        metrale.convert.convert(one / "model.safetensors", out, force=True, progress=False)
+    assert (one / "model.safetensors").read_bytes() == before
+
+
+def test_force_refuses_checkpoint_files_it_would_not_replace(tmp_path, model_dir, rng):
+    src, _ = model_dir
+    out = tmp_path / "nvfp4"
+    metrale.convert.convert(src, out, progress=False)  # sharded: an index and two shards
+    one = one_file_model(tmp_path, rng)
+    with pytest.raises(
+        metrale.checkpoint.CheckpointError,
+        match=r"would not replace: \['model-00001-of-00002.safetensors', "
+        r"'model-00002-of-00002.safetensors', 'model.safetensors.index.json'\]",
+    ):
+        metrale.convert.convert(one, out, force=True, progress=False)
+    assert "model.safetensors" not in os.listdir(out)
+    # The same conversion again replaces every file it wrote.
+    metrale.convert.convert(src, out, force=True, progress=False)
+    assert not [e for e in os.listdir(out) if e.startswith(".metrale")]
+
+
+def test_a_failed_conversion_names_the_tensor_and_leaves_out_as_it_was(tmp_path, model_dir):
+    src, _ = model_dir
+    out = tmp_path / "nvfp4"
+    # A Linear weight with an inf: the library refuses it (scale_2 would not be finite).
+    bad = src / "model-00002-of-00002.safetensors"
+    shard = metrale._safetensors.SafetensorsFile(bad)
+    tensors = {name: np.array(shard.tensor(name)) for name in shard.entries}
+    plan = metrale.convert.plan
+    name = next(n for n in sorted(tensors) if plan(n, "BF16", tensors[n].shape) == "quantize")
+    tensors[name][0, 0] = np.inf
+    write_safetensors(bad, tensors)
+    with pytest.raises(metrale.Error, match=rf"^converting {name} of .*00002-of-00002") as info:
+        metrale.convert.convert(src, out, progress=False)
+    assert isinstance(info.value.__cause__, metrale.InvalidArgumentError)  # the library's
+    assert not out.exists()  # created by this run: removed
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    done = run_cli("quantize", src, out, "--force")
+    assert done.returncode == 1 and f"converting {name}" in done.stderr
+    assert os.listdir(out) == ["keep.txt"]
+
+
+def test_bad_devices_and_an_out_file_are_clear_errors(tmp_path, model_dir):
+    src, _ = model_dir
+    out = tmp_path / "nvfp4"
+    done = run_cli("quantize", src, out, "--device", "bogus")
+    assert done.returncode == 1 and "device = 'bogus', expected" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr and not out.exists()
+    try:
+        import torch  # noqa: F401
+
+        has_torch = True
+    except ImportError:
+        has_torch = False
+    if not has_torch:
+        done = run_cli("quantize", src, out, "--device", "cuda")
+        assert done.returncode == 1 and "torch, which is not installed" in done.stderr
+        assert not out.exists()
+    out.write_text("a file")
+    done = run_cli("quantize", src, out)
+    assert done.returncode == 1 and "is not a directory" in done.stderr, done.stderr
