@@ -14,11 +14,33 @@ GROUP_SIZE = 16
 
 
 def _read_json(path):
+    """The JSON object in `path`: anything else (a list, not UTF-8, nested too deep) is refused."""
     try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, json.JSONDecodeError) as e:
-        raise CheckpointError(f"{path}: cannot be read as JSON ({e})") from None
+        with open(path, encoding="utf-8") as f:
+            value = json.load(f)
+    except (OSError, ValueError, RecursionError) as e:
+        raise CheckpointError(
+            f"{path}: cannot be read as JSON ({type(e).__name__}: {e})"
+        ) from None
+    return _object(path, "the file", value)
+
+
+_JSON_TYPES = {list: "array", str: "string", int: "number", float: "number", bool: "boolean"}
+
+
+def json_type(value):
+    """The JSON name of a parsed value's type, for messages."""
+    return "null" if value is None else _JSON_TYPES.get(type(value), type(value).__name__)
+
+
+def _object(path, what, value):
+    """`value` if it is a JSON object (a dict; null or absent: {}), else CheckpointError naming
+    `what` in `path` (`or {}` would let an empty list through)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise CheckpointError(f"{path}: {what} is a JSON {json_type(value)}, expected an object")
+    return value
 
 
 def _check_modelopt(path, quant):
@@ -31,8 +53,10 @@ def _check_modelopt(path, quant):
 
 
 def _check_compressed_tensors(path, quant):
-    for name, group in (quant.get("config_groups") or {}).items():
-        weights = (group or {}).get("weights") or {}
+    groups = _object(path, "quantization_config.config_groups", quant.get("config_groups"))
+    for name, group in groups.items():
+        group = _object(path, f"config_groups.{name}", group)
+        weights = _object(path, f"config_groups.{name}.weights", group.get("weights"))
         if weights.get("num_bits") == 4 and weights.get("group_size", GROUP_SIZE) != GROUP_SIZE:
             raise CheckpointError(
                 f"{path}: config_groups.{name}.weights.group_size = "
@@ -44,13 +68,14 @@ def detect(directory, names):
     """(format, quantization config dict) for the checkpoint in `directory` with tensor `names`."""
     hf_quant = os.path.join(directory, "hf_quant_config.json")
     if os.path.exists(hf_quant):
-        quant = _read_json(hf_quant).get("quantization") or {}
+        quant = _object(hf_quant, "quantization", _read_json(hf_quant).get("quantization"))
         _check_modelopt(hf_quant, quant)
         return MODELOPT, quant
     config_path = os.path.join(directory, "config.json")
     if os.path.exists(config_path):
         quant = _read_json(config_path).get("quantization_config")
         if quant is not None:
+            quant = _object(config_path, "quantization_config", quant)
             method = quant.get("quant_method")
             if method == MODELOPT:
                 _check_modelopt(config_path, quant)

@@ -42,6 +42,22 @@ class SafetensorsFile:
 
     def __init__(self, path):
         self.path = os.fspath(path)
+        if os.path.isdir(self.path):
+            self._fail("is a directory, not a safetensors file")
+        try:
+            header_len, header, size = self._read_header()
+        except OSError as e:
+            self._fail(f"cannot be read ({e})")
+        if not isinstance(header, dict):
+            self._fail("header is not a JSON object")
+        self.metadata = header.pop("__metadata__", None) or {}
+        self._data_start = 8 + header_len
+        self._data_len = size - self._data_start
+        self.entries = {name: self._entry(name, info) for name, info in header.items()}
+        self._map = None
+
+    def _read_header(self):
+        """(header length, the header's JSON, file size)."""
         size = os.path.getsize(self.path)
         with open(self.path, "rb") as f:
             prefix = f.read(8)
@@ -55,27 +71,29 @@ class SafetensorsFile:
                 )
             try:
                 header = json.loads(f.read(header_len))
-            except (UnicodeDecodeError, json.JSONDecodeError) as e:
-                self._fail(f"header is not valid JSON ({e})")
-        if not isinstance(header, dict):
-            self._fail("header is not a JSON object")
-        self.metadata = header.pop("__metadata__", None) or {}
-        self._data_start = 8 + header_len
-        self._data_len = size - self._data_start
-        self.entries = {name: self._entry(name, info) for name, info in header.items()}
-        self._map = None
+            except (ValueError, RecursionError) as e:  # not UTF-8, not JSON, nested too deep
+                self._fail(f"header is not valid JSON ({type(e).__name__}: {e})")
+        return header_len, header, size
 
     def _fail(self, what, tensor=None):
         where = f"{self.path}: tensor {tensor!r}" if tensor is not None else self.path
         raise CheckpointError(f"{where}: {what}")
 
     def _entry(self, name, info):
-        if not isinstance(info, dict) or info.get("dtype") not in DTYPES:
-            dtype = info.get("dtype") if isinstance(info, dict) else info
+        if not isinstance(info, dict):
+            self._fail(f"entry {info!r} is not an object with dtype, shape, data_offsets", name)
+        dtype = info.get("dtype")
+        if not isinstance(dtype, str) or dtype not in DTYPES:  # a list would be unhashable
             self._fail(f"dtype {dtype!r} is not one of {sorted(DTYPES)}", name)
         shape = info.get("shape")
-        if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
+        if not isinstance(shape, list) or not all(
+            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape
+        ):
             self._fail(f"shape {shape!r} is not a list of non-negative integers", name)
+        # NumPy refuses a shape whose non-zero dimensions multiply past its index range, even
+        # when another dimension is 0 ([10^20, 0] holds no bytes).
+        if math.prod(d for d in shape if d) * DTYPES[dtype].itemsize >= 2**63:
+            self._fail(f"shape {shape} is too large for an array", name)
         offsets = info.get("data_offsets")
         if (
             not isinstance(offsets, list)

@@ -250,9 +250,10 @@ class Checkpoint:
                     f"{self.path}: no tensor {n!r} (fused experts {name!r} need {', '.join(names)})"
                 )
         stored = self.tensor(names[0])
-        if stored.dtype != np.uint8 or stored.ndim != 3:
+        if stored.dtype != np.uint8 or stored.ndim != 3 or stored.shape[0] == 0:
             self._fail(
-                names[0], f"is {stored.dtype} {list(stored.shape)}, expected uint8 [E, K/2, N]"
+                names[0],
+                f"is {stored.dtype} {list(stored.shape)}, expected uint8 [E, K/2, N] with E >= 1",
             )
         packed = np.ascontiguousarray(stored.transpose(0, 2, 1))
         self._packed(names[0], packed, ndim=3)
@@ -287,18 +288,46 @@ def _check_expert_shapes(path, prefix, experts):
         )
 
 
+def _weight_map(index_path):
+    """The index's weight_map, {tensor name: file name}, each file a relative path inside the
+    model directory: '../x' or '/x' would read a file the model does not hold."""
+    try:
+        with builtins.open(index_path, encoding="utf-8") as f:
+            index = json.load(f)
+    except (OSError, ValueError, RecursionError) as e:  # unreadable, not UTF-8 or JSON, too deep
+        raise CheckpointError(f"{index_path}: cannot be read ({type(e).__name__}: {e})") from None
+    if not isinstance(index, dict):
+        raise CheckpointError(
+            f"{index_path}: the file is a JSON {_quant_config.json_type(index)}, expected an "
+            "object with weight_map"
+        )
+    weight_map = index.get("weight_map")
+    weight_map = {} if weight_map is None else weight_map  # `or {}` would let [] through
+    if not isinstance(weight_map, dict):
+        raise CheckpointError(
+            f"{index_path}: weight_map is a JSON {_quant_config.json_type(weight_map)}, "
+            "expected an object"
+        )
+    for name, file_name in weight_map.items():
+        if not isinstance(file_name, str) or not file_name:
+            raise CheckpointError(
+                f"{index_path}: tensor {name!r} is in {file_name!r}, expected a file name"
+            )
+        parts = os.path.normpath(file_name).split(os.sep)
+        if os.path.isabs(file_name) or os.pardir in parts:
+            raise CheckpointError(
+                f"{index_path}: tensor {name!r} is in {file_name!r}, outside the model directory"
+            )
+    return weight_map
+
+
 def _directory_files(directory):
     """{path: SafetensorsFile} of a model directory: the files its index names, or every
     .safetensors file in it."""
     index_path = os.path.join(directory, "model.safetensors.index.json")
     if os.path.exists(index_path):
-        try:
-            with builtins.open(index_path) as f:
-                weight_map = json.load(f).get("weight_map") or {}
-        except (OSError, json.JSONDecodeError) as e:
-            raise CheckpointError(f"{index_path}: cannot be read ({e})") from None
         files = {}
-        for name, file_name in sorted(weight_map.items()):
+        for name, file_name in sorted(_weight_map(index_path).items()):
             path = os.path.join(directory, file_name)
             if path not in files:
                 if not os.path.isfile(path):

@@ -243,3 +243,96 @@ def test_wrong_group_size_in_config(tmp_path, rng):
         json.dump({"quantization": {"quant_algo": "NVFP4", "group_size": 32}}, f)
     with pytest.raises(metrale.Error, match="group_size = 32"):
         metrale.checkpoint.open(tmp_path)
+
+
+def write_raw(path, header, data=b""):
+    """A safetensors file with `header` (an object to encode, or the bytes themselves)."""
+    encoded = header if isinstance(header, bytes) else json.dumps(header).encode()
+    path.write_bytes(len(encoded).to_bytes(8, "little") + encoded + data)
+    return path
+
+
+@pytest.mark.parametrize(
+    "header, message",
+    [
+        ({"t": {"dtype": ["F32"], "shape": [1], "data_offsets": [0, 4]}}, r"dtype \['F32'\]"),
+        ({"t": {"dtype": "F32", "shape": [10**20, 0], "data_offsets": [0, 0]}}, "too large"),
+        ({"t": {"dtype": "F32", "shape": [True], "data_offsets": [0, 4]}}, "non-negative int"),
+        ({"t": ["F32"]}, "is not an object with dtype"),
+        (b"[" * 100000 + b"]" * 100000, "RecursionError"),
+        (b'{"t": "\xff"}', "not valid JSON"),
+    ],
+)
+def test_malformed_headers_are_refused(tmp_path, header, message):
+    path = write_raw(tmp_path / "m.safetensors", header, b"\0" * 4)
+    with pytest.raises(metrale.checkpoint.CheckpointError, match=message) as info:
+        metrale.checkpoint.open(path)
+    assert str(path) in str(info.value)
+
+
+def test_a_directory_named_like_a_shard_is_refused(tmp_path, rng):
+    _write_one(tmp_path, rng)
+    (tmp_path / "dir.safetensors").mkdir()
+    with pytest.raises(metrale.checkpoint.CheckpointError, match="dir.safetensors: is a direct"):
+        metrale.checkpoint.open(tmp_path)
+    with pytest.raises(metrale.checkpoint.CheckpointError, match="is a directory"):
+        metrale._safetensors.SafetensorsFile(tmp_path / "dir.safetensors")
+
+
+@pytest.mark.parametrize(
+    "file_name, content, message",
+    [
+        ("hf_quant_config.json", [1], r"hf_quant_config.json: the file is a JSON array"),
+        ("hf_quant_config.json", {"quantization": []}, r"quantization is a JSON array"),
+        ("config.json", {"quantization_config": "nvfp4"}, r"quantization_config is a JSON str"),
+        (
+            "config.json",
+            {"quantization_config": {"quant_method": "compressed-tensors", "config_groups": []}},
+            r"config_groups is a JSON array",
+        ),
+        (
+            "config.json",
+            {
+                "quantization_config": {
+                    "quant_method": "compressed-tensors",
+                    "config_groups": {"g": {"weights": 4}},
+                }
+            },
+            r"config_groups.g.weights is a JSON number",
+        ),
+        ("model.safetensors.index.json", [], r"the file is a JSON array"),
+        ("model.safetensors.index.json", {"weight_map": []}, r"weight_map is a JSON array"),
+        ("model.safetensors.index.json", {"weight_map": {"p.weight": 3}}, r"is in 3, expected"),
+        (
+            "model.safetensors.index.json",
+            {"weight_map": {"p.weight": "../m.safetensors"}},
+            r"'\.\./m\.safetensors', outside the model directory",
+        ),
+        (
+            "model.safetensors.index.json",
+            {"weight_map": {"p.weight": "/etc/m.safetensors"}},
+            r"outside the model directory",
+        ),
+        ("model.safetensors.index.json", b"\xff\xfe{}", r"cannot be read \(UnicodeDecodeError"),
+        ("hf_quant_config.json", b"\xff\xfe{}", r"cannot be read as JSON \(UnicodeDecodeError"),
+    ],
+)
+def test_malformed_json_files_are_refused(tmp_path, rng, file_name, content, message):
+    _write_one(tmp_path, rng)
+    data = content if isinstance(content, bytes) else json.dumps(content).encode()
+    (tmp_path / file_name).write_bytes(data)
+    with pytest.raises(metrale.checkpoint.CheckpointError, match=message) as info:
+        metrale.checkpoint.open(tmp_path)
+    assert file_name in str(info.value)
+
+
+def test_fused_experts_with_no_experts_are_refused(tmp_path):
+    name = "x.experts.gate_up_proj"
+    tensors = {
+        name: np.zeros((0, 16, 64), np.uint8),
+        f"{name}_weight_scale": np.zeros((0, 2, 64), E4M3),
+        f"{name}_weight_scale_2": np.array(0.5, np.float32),
+    }
+    write_safetensors(tmp_path / "m.safetensors", tensors)
+    with pytest.raises(metrale.checkpoint.CheckpointError, match=r"\[0, 16, 64\].*with E >= 1"):
+        metrale.checkpoint.open(tmp_path).moe_experts("x.experts")
