@@ -45,7 +45,9 @@ def _quantize_out(n, k, out):
     takes the e4m3 bytes, as every function here takes e4m3 as its bytes."""
     who = "metrale.quantize"
     if not isinstance(out, (tuple, list)) or len(out) != 2:
-        raise InvalidArgumentError(f"{who}: out is a {type(out).__name__}, expected (packed, scale)")
+        raise InvalidArgumentError(
+            f"{who}: out is a {type(out).__name__}, expected (packed, scale)"
+        )
     packed, scale = out
     _arrays.check(who, "out[0]", packed, U8, (n, k // 2), writable=True)
     # out[1] is assigned into, not handed to the library: any strides do.

@@ -109,8 +109,7 @@ Array writable(std::string_view who, std::string_view name, nb::handle object) {
                       "pass a writable array",
                       who, name));
   raise(Status::invalid_argument,
-        fmt::format("{}: {} is a {}, not an array", who, name,
-                    nb::inst_name(object).c_str()));
+        fmt::format("{}: {} is a {}, not an array", who, name, nb::inst_name(object).c_str()));
 }
 
 const void* check_array(std::string_view who, std::string_view name, const Array& a, Kind kind,

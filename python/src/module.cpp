@@ -205,10 +205,9 @@ void grouped(const GroupedCall& g, const Array& a, const Array& offsets, int bac
 // scalars, and the optional arrays (None when absent). The hidden states and out come as
 // arguments; their device selects the backend.
 struct MoeCall {
-  std::vector<Tables> proj;                 // gate, up, down
+  std::vector<Tables> proj;                  // gate, up, down
   std::vector<std::optional<Array>> biases;  // gate, up, down: host uint64 [L] pointer tables
-  std::optional<Array> router_logits, topk_ids, topk_weights, residual, correction_bias,
-      expert_map;
+  std::optional<Array> router_logits, topk_ids, topk_weights, residual, correction_bias, expert_map;
   std::optional<nb::object> topk_ids_out, topk_weights_out;  // outputs: writable() checks them
   std::int32_t num_experts = 0, top_k = 0, n_group = 1, topk_group = 1;
   std::int32_t scale_layout = 1, weight_layout = 0, activation = 0, routing = 0, logits_dtype = 0;
@@ -232,10 +231,12 @@ void moe_tables(std::string_view who, const MoeCall& g, MoeLayer& layer) {
                                    &layer.down_bias_ptrs};
   const char* bias_names[3] = {"gate_bias", "up_bias", "down_bias"};
   for (int p = 0; p < 3; ++p) {
-    if (g.biases[p]) *bias[p] = host.in<std::uint64_t>(bias_names[p], *g.biases[p], Kind::u64, {local});
+    if (g.biases[p])
+      *bias[p] = host.in<std::uint64_t>(bias_names[p], *g.biases[p], Kind::u64, {local});
   }
   if (g.expert_map)
-    layer.expert_map = host.in<std::int32_t>("expert_map", *g.expert_map, Kind::i32, {g.num_experts});
+    layer.expert_map =
+        host.in<std::int32_t>("expert_map", *g.expert_map, Kind::i32, {g.num_experts});
 }
 
 void moe(const MoeCall& g, const Array& hidden, nb::handle out, std::int32_t intermediate,
@@ -300,8 +301,8 @@ NB_MODULE(_metrale, m) {
       .def_rw("scale2_vals", &Tables::scale2_vals);
   m.def("grouped",
         [](std::string who, const Array& a, std::optional<Array> token_ids,
-           std::vector<Tables> proj, std::vector<nb::object> out, int scale_layout, int weight_layout,
-           const Array& offsets, bool offsets_on_device, std::int32_t m_total,
+           std::vector<Tables> proj, std::vector<nb::object> out, int scale_layout,
+           int weight_layout, const Array& offsets, bool offsets_on_device, std::int32_t m_total,
            std::int32_t max_rows_per_expert, std::int32_t n, int backend, std::uintptr_t stream) {
           grouped({std::move(who), std::move(token_ids), std::move(proj), std::move(out),
                    scale_layout, weight_layout, offsets_on_device, m_total, max_rows_per_expert, n},
