@@ -29,7 +29,9 @@ METRALE_HD inline float amax_update(float running, float x) {
 // Per-tensor decode scale. Defined for every input so that it is always finite and > 0:
 // amax = 0 (an all-zero tensor) gives 1 — every block then takes sf = 1 and every code is 0, so
 // the value is arbitrary but must be a valid scale_2. Likewise 1 for a non-finite amax (a weight
-// holding ±Inf) and for the unreachable case of a quotient that underflows to 0.
+// holding ±Inf) and for a quotient that underflows to 0: an amax below about 2^-137 (bf16
+// subnormal weights; every code then rounds to ±0, as it would at any valid scale_2). Between
+// that and 2^-126 the quotient is an fp32 subnormal, with fewer significant bits.
 METRALE_HD inline float scale_2_from_amax(float amax) {
   const float scale_2 = amax / kScale2Divisor;
   const bool finite_positive = scale_2 > 0.0f && scale_2 <= 3.4028234663852886e38f;
