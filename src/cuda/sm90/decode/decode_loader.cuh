@@ -300,8 +300,11 @@ struct StageLoader {
                                         uint32_t scale_dst_base, std::uint8_t* scale_ptr) const {
     const int tid = threadIdx.x;
     const bool real_weight = weight_real && kt * (kKTile / 2) + (tid % 2) * 16 < p.k / 2;
+    // A zero-filled copy (weights or [K/16, N] scales) names the activation table, a valid
+    // address: the thread's own source can lie past the buffer at K = 32 (the last row's second
+    // 16 bytes of codes; scale block rows 2 and 3, which do not exist).
     cp_async_16(weight_base + weight_dst(),
-                real_weight ? weight + kt * (kKTile / 2) : static_cast<const std::uint8_t*>(weight),
+                real_weight ? static_cast<const void*>(weight + kt * (kKTile / 2)) : p.act,
                 real_weight);
     if (kt * kKTile >= p.k) {
       // Past K: zero scales, so the (zero-filled) codes decode to zeros, never NaN.
@@ -314,8 +317,11 @@ struct StageLoader {
     } else if (p.scale_vec16) {
       if (scale) {
         const bool real = kt * 4 + scale_dst / kRows < p.k / 16;
-        cp_async_16(scale_dst_base + scale_dst,
-                    real ? scale + static_cast<std::size_t>(kt) * scale_stride : scale, real);
+        cp_async_16(
+            scale_dst_base + scale_dst,
+            real ? static_cast<const void*>(scale + static_cast<std::size_t>(kt) * scale_stride)
+                 : p.act,
+            real);
       }
     } else {
       // [K/16, N] with rows that are not 16-byte aligned: plain loads, visible after the barrier
