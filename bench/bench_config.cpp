@@ -150,13 +150,13 @@ namespace {
 
 // A whole number that fits an int (not 1.9, not "8", not 2^32 + 16, which would wrap to 16).
 int json_int(const nlohmann::json& value, const std::string& path, const std::string& what) {
-  METRALE_REQUIRE(value.is_number_integer() &&
-                      value.get<std::int64_t>() >= std::numeric_limits<int>::min() &&
-                      value.get<std::int64_t>() <= std::numeric_limits<int>::max() &&
-                      !(value.is_number_unsigned() &&
-                        value.get<std::uint64_t>() > std::numeric_limits<int>::max()),
-                  "bench: --shapes {}: {} = {}, expected a whole number that fits an int", path,
-                  what, value.dump());
+  constexpr int kMin = std::numeric_limits<int>::min(), kMax = std::numeric_limits<int>::max();
+  const bool fits = value.is_number_unsigned()
+                        ? value.get<std::uint64_t>() <= static_cast<std::uint64_t>(kMax)
+                        : value.is_number_integer() && value.get<std::int64_t>() >= kMin &&
+                              value.get<std::int64_t>() <= kMax;
+  METRALE_REQUIRE(fits, "bench: --shapes {}: {} = {}, expected a whole number that fits an int",
+                  path, what, value.dump());
   return static_cast<int>(value.get<std::int64_t>());
 }
 

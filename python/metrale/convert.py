@@ -149,7 +149,8 @@ def _check_device(device):
         )
 
 
-# The files that make a checkpoint: any of them left in OUT would be read with the new ones.
+# The files that make a checkpoint: the conversion writes its own (IN's are not copied), and any
+# left in OUT would be read with the new ones.
 def _is_checkpoint_file(entry):
     return entry.endswith((".safetensors", ".safetensors.index.json")) or (
         entry == "hf_quant_config.json"
@@ -172,9 +173,7 @@ def _copied_files(src):
     return [
         entry
         for entry in sorted(os.listdir(src))
-        if os.path.isfile(os.path.join(src, entry))
-        and not entry.endswith(".safetensors")
-        and entry not in ("model.safetensors.index.json", "hf_quant_config.json")
+        if os.path.isfile(os.path.join(src, entry)) and not _is_checkpoint_file(entry)
     ]
 
 
@@ -193,8 +192,10 @@ def _check_output(src, dst, files, force):
     inputs = list(files) + [os.path.join(src, e) for e in _copied_files(src)]
     for name in sorted(names):
         target = os.path.join(dst, name)
+        if not os.path.exists(target):
+            continue
         for source in inputs:
-            if os.path.exists(target) and os.path.samefile(target, source):
+            if os.path.samefile(target, source):
                 raise CheckpointError(
                     f"{target} would be written but it is the input file {source}: "
                     "choose an OUT that does not hold the input"
@@ -247,8 +248,9 @@ def _convert_files(dst, files, device, bar):
     for path, file in files.items():
         out = {}
         for name, (dtype, shape, _, _) in sorted(file.entries.items()):
+            decision = plan(name, dtype, shape)
             try:
-                decision = _convert_tensor(file, name, plan(name, dtype, shape), device, out)
+                _convert_tensor(file, name, decision, device, out)
             except Exception as e:
                 raise CheckpointError(f"converting {name} of {path}: {e}") from e
             if decision in ("quantize", "quantize fused"):
@@ -269,14 +271,13 @@ def _convert_files(dst, files, device, bar):
 
 
 def _convert_tensor(file, name, decision, device, out):
-    """Adds tensor `name` of `file`, converted as `decision` says, to `out`; returns decision."""
+    """Adds tensor `name` of `file`, converted as `decision` says, to `out`."""
     if decision == "quantize":
         out.update(_quantized(name, file.tensor(name), device))
     elif decision == "quantize fused":
         out.update(_quantized_fused(name, file.tensor(name), device))
     else:
         out[name] = file.tensor(name)
-    return decision
 
 
 def _write_metadata(src, dst, files, weight_map, excluded):

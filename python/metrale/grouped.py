@@ -95,9 +95,8 @@ def _checked_expert(e, packed, scale, device):
     who = "metrale.expert_table"
     packed = _arrays.to_device(packed, device)
     scale = _arrays.to_device(scale, device)
-    n = packed.shape[0] if len(getattr(packed, "shape", ())) == 2 else None
     _arrays.check(who, f"expert {e}'s packed", packed, U8, (None, None))
-    half_k = int(packed.shape[1])
+    n, half_k = (int(d) for d in packed.shape)
     _arrays.check(who, f"expert {e}'s scale", scale, E4M3, (n, half_k // 8), contiguous=False)
     if _arrays.device_name(scale) != _arrays.device_name(packed):
         raise InvalidArgumentError(
