@@ -113,6 +113,14 @@ def check(who, name, x, kind, shape, *, contiguous=True, writable=False):
             f"{who}: {name} is read-only (a checkpoint's memory map, or writeable=False); "
             "pass a writable array"
         )
+    if writable and framework(x) == "torch" and x.requires_grad:
+        import torch
+
+        if torch.is_grad_enabled():  # the extension's writable() rule, for outputs it never sees
+            raise InvalidArgumentError(
+                f"{who}: {name} requires grad, and metrale's kernels are not differentiable: "
+                "pass a tensor that does not require grad, or call under torch.no_grad()"
+            )
     return x
 
 

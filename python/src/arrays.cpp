@@ -79,6 +79,15 @@ const char* device_name(int device_type) {
   return device_type == kDeviceCpu ? "cpu" : device_type == kDeviceCuda ? "cuda" : "other";
 }
 
+// torch's own out= arguments refuse a tensor that requires grad while grad mode is on: the values
+// written would bypass autograd. The same rule here (torch is loaded whenever such a tensor
+// exists).
+bool requires_grad_now(nb::handle object) {
+  if (!nb::hasattr(object, "requires_grad") || !nb::cast<bool>(object.attr("requires_grad")))
+    return false;
+  return nb::cast<bool>(nb::module_::import_("torch").attr("is_grad_enabled")());
+}
+
 }  // namespace
 
 void raise(Status status, const std::string& message) {
@@ -98,6 +107,11 @@ void set_error_types(nb::object error, nb::object invalid_argument) {
 }
 
 Array writable(std::string_view who, std::string_view name, nb::handle object) {
+  if (requires_grad_now(object))
+    raise(Status::invalid_argument,
+          fmt::format("{}: {} requires grad, and metrale's kernels are not differentiable: pass "
+                      "a tensor that does not require grad, or call under torch.no_grad()",
+                      who, name));
   // A writable ndarray's import refuses an export flagged read-only; the read-only import then
   // tells a read-only array from something that is not an array at all.
   nb::ndarray<> out;
