@@ -51,9 +51,17 @@ bool dtype_matches(dl::dtype t, Kind kind) {
   return false;
 }
 
+// NumPy's and torch's names for the DLPack type codes they export: int, uint, float, bfloat and
+// complex with their bits, bool; other codes (the float8 variants among them) by number.
 std::string dtype_text(dl::dtype t) {
-  return fmt::format("dlpack code {} with {} bits x {} lanes", static_cast<int>(t.code), t.bits,
-                     t.lanes);
+  static constexpr const char* kNames[] = {"int", "uint", "float", nullptr, "bfloat", "complex"};
+  constexpr int kBool = 6;  // DLPack kDLBool (8 bits in NumPy and torch)
+  const int code = static_cast<int>(t.code);
+  if (code == kBool) return "bool";
+  const char* name = code >= 0 && code < kBool ? kNames[code] : nullptr;
+  std::string text = name ? fmt::format("{}{}", name, t.bits)
+                          : fmt::format("dlpack code {} with {} bits", code, t.bits);
+  return t.lanes == 1 ? text : fmt::format("{} x {} lanes", text, t.lanes);
 }
 
 std::string shape_text(const Array& a) {

@@ -139,8 +139,10 @@ def test_library_messages_reach_python(rng):
     packed, scale, _ = nvfp4_weight(rng, 16, 32)
     with pytest.raises(metrale.InvalidArgumentError, match="scale_2 = nan"):
         metrale.nvfp4_gemm(small_ints(rng, 2, 32), packed, scale, float("nan"))
-    with pytest.raises(metrale.InvalidArgumentError, match="act has dtype"):
+    with pytest.raises(metrale.InvalidArgumentError, match="act has dtype float32, expected bf"):
         metrale.gemm(np.zeros((2, 32), np.float32), np.zeros((4, 32), BF16))
+    with pytest.raises(metrale.InvalidArgumentError, match="weight has dtype bool, expected bf"):
+        metrale.gemm(np.zeros((2, 32), BF16), np.zeros((4, 32), bool))
     with pytest.raises(metrale.InvalidArgumentError, match="gate is a"):
         metrale.grouped_gate_up(a, [packed], down, [0, 5])
 
