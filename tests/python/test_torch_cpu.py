@@ -1,7 +1,8 @@
 """torch CPU tensors through every operation (skipped without torch: CI installs none; the GPU
 machine and most users have it): inputs and out= buffers arrive through DLPack, where NumPy's come
-through the buffer protocol, and each result must equal the NumPy call's bit for bit. Then the
-outputs torch itself would refuse: a tensor that requires grad, while grad mode is on."""
+through the buffer protocol, and quantize and dequantize take their torch code paths; each result
+must equal the NumPy call's bit for bit. Then the outputs torch itself would refuse: a tensor that
+requires grad, while grad mode is on."""
 
 import numpy as np
 import pytest
@@ -40,6 +41,7 @@ def test_quantize_into_torch_buffers(name):
     metrale.quantize(tensor(w), out=out)
     assert_same(out[0], want[0])
     assert_same(out[1], want[1])
+    assert_same(metrale.dequantize(packed, scale, scale_2), metrale.dequantize(*want))
 
 
 def test_gemms_and_swizzle_into_torch_buffers(rng):
