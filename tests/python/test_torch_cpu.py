@@ -63,7 +63,7 @@ def test_grouped_and_moe_on_torch_tensors(rng):
         return [nvfp4_weight(rng, n, k, 0.25 * (e + 1)) for e in range(count)]
 
     def tables(per_expert):
-        as_torch = [tuple(tensor(a) if isinstance(a, np.ndarray) else a for a in w) for w in per_expert]
+        as_torch = [(tensor(packed), tensor(scale), s2) for packed, scale, s2 in per_expert]
         return metrale.expert_table(per_expert), metrale.expert_table(as_torch)
 
     (gate, gate_t), (up, up_t), (down, down_t) = (
@@ -102,7 +102,10 @@ def test_an_output_that_requires_grad_is_refused_while_grad_mode_is_on(rng):
         metrale.gemm(act, weight, out=out)
     assert not out.detach().any(), "the refused output was written"
     w = small_ints(rng, 8, 32)
-    buffers = (torch.zeros((8, 16), dtype=torch.uint8), torch.zeros((8, 2), dtype=torch.float8_e4m3fn))
+    buffers = (
+        torch.zeros((8, 16), dtype=torch.uint8),
+        torch.zeros((8, 2), dtype=torch.float8_e4m3fn),
+    )
     buffers[1].requires_grad_()
     with pytest.raises(metrale.InvalidArgumentError, match=r"out\[1\] requires grad"):
         metrale.quantize(tensor(w), out=buffers)
