@@ -130,15 +130,16 @@ __device__ __forceinline__ void decode_stage(const GroupedParams& p, const std::
 }
 
 // Step 3c. Issues one stage's k16 wgmmas into the accumulators: A from registers (NVFP4) or from
-// the stage's weight tile (bf16); B is the stage's activation tile, Config::chunk tokens per
-// wgmma, the first kChunks of them. The chunks' accumulators, side by side, are the m64nNk16
+// a bf16 weight tile `weights_at` bytes past `act` (this warpgroup's 64 rows: stage_weights_at,
+// or a decoded tile of dws_kernel.cuh); B is the stage's activation tile, Config::chunk tokens
+// per wgmma, the first kChunks of them. The chunks' accumulators, side by side, are the m64nNk16
 // layout of the whole tile. One straight run of wgmmas per chunk count: with a runtime test
 // between the chunks the compiler split a stage's wgmmas into batches and waited on its own
 // stage's first batch before issuing the next (docs/perf.md, "2026-12-04").
 template <class Config, bool kNvfp4, int kChunks>
 __device__ __forceinline__ void issue_chunks(uint32_t act, const uint32_t (&frag)[4][4],
-                                             float (&acc)[Config::tokens / 2], unsigned thread) {
-  using Shape = KernelShape<Config, kNvfp4>;
+                                             float (&acc)[Config::tokens / 2],
+                                             uint32_t weights_at) {
   constexpr int kChunk = Config::chunk;
   // One descriptor a stage; each wgmma's is a 32-bit add to it (descriptor_plus), where one built
   // from its address took four operations (mask, shift, or, add).
@@ -153,8 +154,6 @@ __device__ __forceinline__ void issue_chunks(uint32_t act, const uint32_t (&frag
       if constexpr (kNvfp4) {
         Wgmma<kChunk>::rs(part, frag[s], b, 1);
       } else {
-        // This warpgroup's 64 weight rows, as bytes from the stage's start.
-        const uint32_t weights_at = Shape::kActBytes + (thread / 128) * 64 * kSwizzleRowBytes;
         Wgmma<kChunk>::ss(part, descriptor_plus(stage, weights_at + s * 32), b, 1);
       }
     }
@@ -166,13 +165,20 @@ __device__ __forceinline__ void issue_chunks(uint32_t act, const uint32_t (&frag
 // chunks past its rows. Tiles have one or two chunks.
 template <class Config, bool kNvfp4>
 __device__ __forceinline__ void issue_stage(uint32_t act, const uint32_t (&frag)[4][4],
-                                            float (&acc)[Config::tokens / 2], unsigned thread,
+                                            float (&acc)[Config::tokens / 2], uint32_t weights_at,
                                             int chunks) {
   constexpr int kAll = Config::tokens / Config::chunk;
   static_assert(kAll == 1 || kAll == 2, "a tile is one or two chunks");
   if constexpr (kAll == 2)
-    if (chunks < 2) return issue_chunks<Config, kNvfp4, 1>(act, frag, acc, thread);
-  issue_chunks<Config, kNvfp4, kAll>(act, frag, acc, thread);
+    if (chunks < 2) return issue_chunks<Config, kNvfp4, 1>(act, frag, acc, weights_at);
+  issue_chunks<Config, kNvfp4, kAll>(act, frag, acc, weights_at);
+}
+
+// The bytes from a stage's start to this warpgroup's 64 rows of its bf16 weight tile (unused for
+// NVFP4 weights, decoded into registers).
+template <class Config, bool kNvfp4>
+__device__ __forceinline__ uint32_t stage_weights_at(unsigned thread) {
+  return KernelShape<Config, kNvfp4>::kActBytes + (thread / 128) * 64 * kSwizzleRowBytes;
 }
 
 // Zero every stage once: rows the loader skips must read as zeros.
@@ -266,7 +272,7 @@ __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
   const int chunks = row_chunks(row_end - row_begin, Config::chunk);
   auto step = [&](int kt, uint32_t(&current)[4][4], uint32_t(&other)[4][4]) {
     issue_stage<Config, kNvfp4>(base + kt % Config::stages * Shape::kStageBytes, current, acc,
-                                threadIdx.x, chunks);
+                                stage_weights_at<Config, kNvfp4>(threadIdx.x), chunks);
     wgmma_wait<1>();  // stage kt - 1 is done: its slot and `other` are free
 #pragma unroll
     for (int s = 0; s < 4; ++s)

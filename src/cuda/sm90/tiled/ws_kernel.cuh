@@ -206,7 +206,7 @@ __device__ __forceinline__ void consume(const GroupedParams& p, WsShared<Config>
     // The buffers alternate (run_stages).
     auto step = [&](int kt, uint32_t(&current)[4][4], uint32_t(&other)[4][4]) {
       issue_stage<Config, kNvfp4>(base + (first + kt) % kStages * Shape::kStageBytes, current, acc,
-                                  thread, chunks);
+                                  stage_weights_at<Config, kNvfp4>(thread), chunks);
       wgmma_wait<1>();  // stage kt - 1 is done: its slot and `other` are free
 #pragma unroll
       for (int s = 0; s < 4; ++s)
