@@ -284,9 +284,10 @@ class TiledFamily final : public Family {
 
   std::string describe(const Plan& plan) const override {
     const TileConfig& t = kTiles[plan.config];
-    return fmt::format("sm90-tiled tokens={} weight_rows={}{}{}{}", t.tokens, t.weight_rows,
+    return fmt::format("sm90-tiled tokens={} weight_rows={}{}{}{}{}", t.tokens, t.weight_rows,
                        t.chunk < t.tokens ? fmt::format(" chunk={}", t.chunk) : "",
                        t.specialized ? " warp-specialised" : "",
+                       t.decoded > 0 ? fmt::format(" decoder(ring={})", t.decoded) : "",
                        splits_of(plan) > 1 ? fmt::format(" splits={}", plan.splits) : "");
   }
 

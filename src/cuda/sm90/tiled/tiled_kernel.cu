@@ -13,6 +13,7 @@
 
 #include "cuda/family.hpp"
 #include "cuda/per_device.hpp"
+#include "cuda/sm90/tiled/dws_kernel.cuh"
 #include "cuda/sm90/tiled/tiled_kernel.cuh"
 #include "cuda/sm90/tiled/ws_kernel.cuh"
 
@@ -58,12 +59,14 @@ void monitor() {
     if (same && !frozen_printed) {
       frozen_printed = true;
       std::fprintf(stderr,
-                   "WS-BEATS (unchanged for 1 s): block: producer tiles/position, consumers");
+                   "WS-BEATS (unchanged for 1 s): block: producer tiles/position, consumers, "
+                   "decoder");
       for (int c = 0; c < kWsStallBlocks; ++c) {
         const WsBeat* b = &now[c * kWsRoles];
         if (b[0].tiles == 0 && b[0].position == 0 && b[1].tiles == 0 && b[2].tiles == 0) continue;
-        std::fprintf(stderr, " | %d: %u/%u %u/%u %u/%u", c, b[0].tiles, b[0].position, b[1].tiles,
-                     b[1].position, b[2].tiles, b[2].position);
+        std::fprintf(stderr, " | %d: %u/%u %u/%u %u/%u %u/%u", c, b[0].tiles, b[0].position,
+                     b[1].tiles, b[1].position, b[2].tiles, b[2].position, b[3].tiles,
+                     b[3].position);
       }
       std::fprintf(stderr, "\n");
     }
@@ -118,12 +121,29 @@ struct ClusterLaunch {
   ClusterLaunch(const ClusterLaunch&) = delete;  // config points at cluster
 };
 
+// The entry of kTiles that is `decoded`'s tile without its decoder warpgroup (same tokens, weight
+// rows, chunk and roles): what bf16 weights, with nothing to decode, run on a decoder tile.
+constexpr int undecoded_twin(int decoded) {
+  const TileConfig& t = kTiles[decoded];
+  for (int i = 0; i < kTileCount; ++i) {
+    const TileConfig& c = kTiles[i];
+    if (c.decoded == 0 && c.specialized == t.specialized && c.tokens == t.tokens &&
+        c.weight_rows == t.weight_rows && c.chunk == t.chunk)
+      return i;
+  }
+  return -1;
+}
+
 template <class Config, bool kNvfp4, bool kPrepacked>
 cudaError_t launch_config(const GroupedParams& params, dim3 grid, cudaStream_t stream) {
-  using Shape = std::conditional_t<Config::specialized, WsShape<Config, kNvfp4>,
-                                   KernelShape<Config, kNvfp4>>;
+  constexpr bool kDecoder = kNvfp4 && Config::decoded > 0;
+  using Shape = std::conditional_t<kDecoder, DwsShape<Config>,
+                                   std::conditional_t<Config::specialized, WsShape<Config, kNvfp4>,
+                                                      KernelShape<Config, kNvfp4>>>;
   auto* kernel = [] {
-    if constexpr (Config::specialized)
+    if constexpr (kDecoder)
+      return &grouped_gemm_dws_kernel<Config, kPrepacked>;
+    else if constexpr (Config::specialized)
       return &grouped_gemm_ws_kernel<Config, kNvfp4, kPrepacked>;
     else
       return &grouped_gemm_kernel<Config, kNvfp4, kPrepacked>;
@@ -147,7 +167,7 @@ cudaError_t launch_config(const GroupedParams& params, dim3 grid, cudaStream_t s
 // Calls f(Tile<tile>{}) for a runtime index into kTiles.
 template <class F>
 auto with_tile(int tile, F&& f) {
-  static_assert(kTileCount == 10, "one case per kTiles entry");
+  static_assert(kTileCount == 12, "one case per kTiles entry");
   switch (tile) {
     case 0: return f(Tile<0>{});
     case 1: return f(Tile<1>{});
@@ -158,15 +178,25 @@ auto with_tile(int tile, F&& f) {
     case 6: return f(Tile<6>{});
     case 7: return f(Tile<7>{});
     case 8: return f(Tile<8>{});
-    default: return f(Tile<9>{});
+    case 9: return f(Tile<9>{});
+    case 10: return f(Tile<10>{});
+    default: return f(Tile<11>{});
   }
 }
 
 // kPrepacked: NVFP4 weights in format/prepack.hpp's layout (their own instantiations).
+// bf16 weights on a decoder tile run its undecoded twin's kernel.
 template <bool kNvfp4, bool kPrepacked = false>
 cudaError_t launch_format(int tile, const GroupedParams& params, dim3 grid, cudaStream_t stream) {
   return with_tile(tile, [&](auto config) {
-    return launch_config<decltype(config), kNvfp4, kPrepacked>(params, grid, stream);
+    using Config = decltype(config);
+    if constexpr (!kNvfp4 && Config::decoded > 0) {
+      constexpr int kTwin = undecoded_twin(Config::index);
+      static_assert(kTwin >= 0, "a decoder tile has its tile without the decoder");
+      return launch_config<Tile<kTwin>, false, false>(params, grid, stream);
+    } else {
+      return launch_config<Config, kNvfp4, kPrepacked>(params, grid, stream);
+    }
   });
 }
 

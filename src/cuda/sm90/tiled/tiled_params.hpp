@@ -20,6 +20,8 @@ struct TileConfig {
   int stages;        // cp.async pipeline depth
   bool specialized;  // a producer warpgroup, two consumers, mbarriers (ws_kernel.cuh)
   int chunk;         // tokens per wgmma: a k16 step issues tokens / chunk, none past the rows
+  int decoded;       // NVFP4: a decoder warpgroup and a ring of this many decoded bf16 weight
+                     // tiles (dws_kernel.cuh); 0: none
 };
 
 // Tiles by expected rows per expert; pick_tile (tiled_family.cpp) takes the smallest holding twice
@@ -40,12 +42,15 @@ struct TileConfig {
 // 7, the CTA-synchronised 256-token tile (tiled_kernel.cuh), takes 8's place for bf16 weights
 // (kBf16WideTile). Reached only when forced: 5; 6, the CTA-synchronised 128-token tile (the
 // default until the sixth session); 9, 7 in 128-token chunks (measured 1.04-1.22x slower than 7
-// at T = 4096).
+// at T = 4096); 10 and 11, 4 and 8 with a decoder warpgroup (dws_kernel.cuh: the NVFP4 weights
+// decoded once a stage into shared memory, both wgmma operands from there; not yet measured),
+// 10 with a decoded ring of 3, 11 with 3 stages to make room for a ring of 2 (bf16 weights on
+// them run ws_kernel.cuh: there is nothing to decode).
 constexpr TileConfig kTiles[] = {
-    {8, 64, 8, false, 8},      {16, 64, 8, false, 16},    {32, 64, 6, false, 32},
-    {64, 128, 4, false, 64},   {128, 128, 4, true, 128},  {256, 128, 4, true, 256},
-    {128, 128, 4, false, 128}, {256, 128, 4, false, 256}, {256, 128, 4, true, 128},
-    {256, 128, 4, false, 128},
+    {8, 64, 8, false, 8, 0},      {16, 64, 8, false, 16, 0},    {32, 64, 6, false, 32, 0},
+    {64, 128, 4, false, 64, 0},   {128, 128, 4, true, 128, 0},  {256, 128, 4, true, 256, 0},
+    {128, 128, 4, false, 128, 0}, {256, 128, 4, false, 256, 0}, {256, 128, 4, true, 128, 0},
+    {256, 128, 4, false, 128, 0}, {128, 128, 4, true, 128, 3},  {256, 128, 3, true, 128, 2},
 };
 constexpr int kTileCount = sizeof(kTiles) / sizeof(kTiles[0]);
 // The tiles the family picks by itself (pick_tile, choose_tile), narrowest first; the others are
@@ -69,13 +74,17 @@ constexpr bool folds_in_cluster(const TileConfig& t) {
 // class-type template arguments).
 template <int kIndex>
 struct Tile {
+  static constexpr int index = kIndex;
   static constexpr int tokens = kTiles[kIndex].tokens;
   static constexpr int weight_rows = kTiles[kIndex].weight_rows;
   static constexpr int stages = kTiles[kIndex].stages;
   static constexpr bool specialized = kTiles[kIndex].specialized;
   static constexpr int chunk = kTiles[kIndex].chunk;
+  static constexpr int decoded = kTiles[kIndex].decoded;
   static constexpr bool cluster_fold = folds_in_cluster(kTiles[kIndex]);
   static_assert(tokens % chunk == 0 && chunk % 8 == 0, "whole chunks of whole swizzle atoms");
+  static_assert(decoded == 0 || specialized,
+                "a decoder warpgroup joins the warp-specialised roles");
 };
 
 // The token width a tile of `rows` group rows runs at: whole chunks (the wgmmas of a k16 step),

@@ -18,11 +18,20 @@ enum WsWait : int {
   kProducerTileEmpty,
   kProducerStageEmpty,
   kConsumerTileFull,
-  kConsumerStageFull
+  kConsumerStageFull,
+  // The decoder warpgroup's waits (dws_kernel.cuh), and its consumers' wait for a decoded tile.
+  kDecoderTileFull,
+  kDecoderStageFull,
+  kDecoderDecodedEmpty,
+  kConsumerDecodedFull
 };
+// The waits the watchdog times: the producer's and the decoder's (see WsWatch).
+__host__ __device__ constexpr bool watched_wait(int where) {
+  return where != kConsumerTileFull && where != kConsumerStageFull && where != kConsumerDecodedFull;
+}
 struct WaitSite {
   int where;     // WsWait
-  int position;  // the ring position: stages issued (producer) or of this stage (consumer)
+  int position;  // the ring position: stages issued (producer) or of this stage (the others)
   int tile;      // tiles handed or taken before this one
   int slot;      // the barrier's index in its array
 };
@@ -36,7 +45,7 @@ struct WsStall {
   std::uint64_t barriers[16];  // full[0..s), empty[0..s), tile_full[2], tile_empty[2] (raw)
 };
 inline constexpr std::uint32_t kWsStallMagic = 0x57535441u;
-inline constexpr int kWsStallWarps = 12;                    // 384 threads
+inline constexpr int kWsStallWarps = 16;                    // 512 threads (with a decoder)
 inline constexpr int kWsStallBlocks = 1024;                 // records kept for blocks below this
 inline constexpr long long kWsStallCycles = 2'000'000'000;  // about a second at the H200's clocks
 
@@ -72,16 +81,16 @@ __device__ __forceinline__ void record_stall(const Shared& sh, std::uint32_t par
   __threadfence_system();
 }
 
-// Times a producer wait (the clock read every 16 failed polls: a poll may suspend the thread):
-// after kWsStallCycles the warp records and traps. The consumers' waits are not watched: one
-// more live register in them makes ptxas serialise the 256-token tile's wgmmas (C7512), which
+// Times a producer or decoder wait (the clock read every 16 failed polls: a poll may suspend the
+// thread): after kWsStallCycles the warp records and traps. The consumers' waits are not watched:
+// one more live register in them makes ptxas serialise the 256-token tile's wgmmas (C7512), which
 // changes the timing under study.
 struct WsWatch {
   std::uint32_t polls = 0;
   long long start = 0;
   template <class Shared>
   __device__ __forceinline__ void tick(const Shared& sh, std::uint32_t parity, WaitSite site) {
-    if (site.where >= kConsumerTileFull || (++polls & 15u) != 0) return;
+    if (!watched_wait(site.where) || (++polls & 15u) != 0) return;
     const long long now = clock64();
     if (start == 0) start = now;
     if (now - start < kWsStallCycles) return;
@@ -91,11 +100,12 @@ struct WsWatch {
 };
 
 // Each CTA's progress, written where a role takes up a tile (role 0: the producer, 1 and 2: the
-// consumer warpgroups): the tiles handed or taken so far and the ring position.
+// consumer warpgroups, 3: the decoder warpgroup where there is one): the tiles handed or taken so
+// far and the ring position.
 struct WsBeat {
   std::uint32_t tiles, position;
 };
-inline constexpr int kWsRoles = 3;
+inline constexpr int kWsRoles = 4;
 __device__ WsBeat* ws_beats = nullptr;  // [kWsStallBlocks][kWsRoles], host-mapped
 
 __device__ __forceinline__ void ws_beat(int role, int tiles, std::uint32_t position) {
