@@ -105,11 +105,7 @@ __device__ __forceinline__ void decode_rows(const GroupedParams& p, DwsShared<Co
   std::uint8_t* ring = base_ptr + Dws::kRingAt;
   uint32_t first = 0;  // the ring position of the tile's first stage
   for (int taken = 0;; ++taken) {
-    const int b = taken & 1;
-    mbarrier_wait(&sh.ws.tile_full[b], (taken >> 1) & 1, sh.ws,
-                  WaitSite{kDecoderTileFull, int(first), taken, b});
-    const WsTile tile = sh.ws.tile[b];
-    (void)::cuda::ptx::mbarrier_arrive(&sh.ws.tile_empty[b]);
+    const WsTile tile = take_tile(sh.ws, taken, first, kDecoderTileFull);
     if (row == 0) ws_beat(3, taken, first);
     if (!tile.live) return;
     // Where the stage's scale slot keeps this row's block scales (as scale_rows).
@@ -174,19 +170,11 @@ __device__ __forceinline__ void consume_decoded(const GroupedParams& p, DwsShare
   const uint32_t none[4][4] = {};  // issue_stage's A fragments: unused on the bf16 path
   uint32_t first = 0;              // the ring position of the tile's first stage
   for (int taken = 0;; ++taken) {
-    const int b = taken & 1;
-    mbarrier_wait(&sh.ws.tile_full[b], (taken >> 1) & 1, sh.ws,
-                  WaitSite{kConsumerTileFull, int(first), taken, b});
-    const WsTile tile = sh.ws.tile[b];
-    (void)::cuda::ptx::mbarrier_arrive(&sh.ws.tile_empty[b]);
+    const WsTile tile = take_tile(sh.ws, taken, first, kConsumerTileFull);
     if (thread % 128 == 0) ws_beat(1 + thread / 128, taken, first);
     if (!tile.live) return;
     float acc[Config::tokens / 2];
-#pragma unroll
-    for (int i = 0; i < Config::tokens / 2; ++i) {
-      acc[i] = 0.f;
-      fence_operand(acc[i]);
-    }
+    zero_accumulators(acc);
     const int chunks = row_chunks(tile.row_end - tile.row_begin, Config::chunk);
     auto receive = [&](int kt) {
       const uint32_t at = first + kt;
@@ -242,20 +230,10 @@ __global__ void __launch_bounds__(DwsShape<Config>::kThreads, 1)
   extern __shared__ std::uint8_t smem_raw[];
   __shared__ DwsShared<Config> sh;
 
-  // Zeroed stages (rows past N read as zeros on the first tile), the barriers.
-  const uint32_t base = (smem_address(smem_raw) + kSwizzleAtomBytes - 1) & ~(kSwizzleAtomBytes - 1);
-  std::uint8_t* base_ptr = smem_raw + (base - smem_address(smem_raw));
-  zero_stages<Dws::kThreads>(base_ptr, Config::stages * Shape::kStageBytes);
+  // Zeroed stages, the barriers (the decoded ring is written whole before it is read).
+  const StageRing ring = open_stage_ring<Config, true, Dws::kThreads>(smem_raw);
   if (threadIdx.x == 0) {
-    for (int s = 0; s < Config::stages; ++s) {
-      ::cuda::ptx::mbarrier_init(&sh.ws.full[s], Dws::kProducerThreads);
-      ::cuda::ptx::mbarrier_init(&sh.ws.empty[s], Shape::kWarpgroups);
-    }
-    for (int b = 0; b < 2; ++b) {
-      ::cuda::ptx::mbarrier_init(&sh.ws.tile_full[b], 1);
-      ::cuda::ptx::mbarrier_init(&sh.ws.tile_empty[b],
-                                 Dws::kConsumerThreads + Dws::kDecoderThreads);
-    }
+    init_barriers<Config, true>(sh.ws, Dws::kConsumerThreads + Dws::kDecoderThreads);
     for (int d = 0; d < Dws::kRing; ++d) {
       ::cuda::ptx::mbarrier_init(&sh.decoded_full[d], Dws::kDecoderThreads);
       ::cuda::ptx::mbarrier_init(&sh.decoded_empty[d], Shape::kWarpgroups);
@@ -271,15 +249,15 @@ __global__ void __launch_bounds__(DwsShape<Config>::kThreads, 1)
   if (threadIdx.x < Dws::kProducerThreads) {
     if constexpr (Dws::kRegisterSplit)
       asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Dws::kProducerRegisters));
-    produce<Config, true, kPrepacked>(p, sh.ws, base, base_ptr, k_tiles);
+    produce<Config, true, kPrepacked>(p, sh.ws, ring.base, ring.ptr, k_tiles);
   } else if (threadIdx.x < kDecoderFirst) {
     if constexpr (Dws::kRegisterSplit)
       asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Dws::kConsumerRegisters));
-    consume_decoded<Config, kPrepacked>(p, sh, base, base_ptr, k_tiles);
+    consume_decoded<Config, kPrepacked>(p, sh, ring.base, ring.ptr, k_tiles);
   } else {
     if constexpr (Dws::kRegisterSplit)
       asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Dws::kDecoderRegisters));
-    decode_rows<Config, kPrepacked>(p, sh, base_ptr, k_tiles,
+    decode_rows<Config, kPrepacked>(p, sh, ring.ptr, k_tiles,
                                     static_cast<int>(threadIdx.x) - kDecoderFirst);
   }
 #elif defined(__CUDA_ARCH__)

@@ -188,6 +188,16 @@ __device__ __forceinline__ void zero_stages(std::uint8_t* base, int bytes) {
   for (int i = threadIdx.x; i < bytes / 16; i += kThreads) words[i] = make_uint4(0, 0, 0, 0);
 }
 
+// A tile's accumulators at zero, pinned there (fence_operand) before its first wgmma.
+template <int kAcc>
+__device__ __forceinline__ void zero_accumulators(float (&acc)[kAcc]) {
+#pragma unroll
+  for (int i = 0; i < kAcc; ++i) {
+    acc[i] = 0.f;
+    fence_operand(acc[i]);
+  }
+}
+
 // After the last wgmma_wait<0>: the fragments and accumulators are no longer the wgmmas'.
 template <int kAcc>
 __device__ __forceinline__ void release_operands(uint32_t (&frag)[2][4][4], float (&acc)[kAcc]) {
@@ -248,11 +258,7 @@ __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
   const int kt_first = split * all_k_tiles / p.splits;  // this CTA's K range, in k-tiles
   const int k_tiles = (split + 1) * all_k_tiles / p.splits - kt_first;
   float acc[Config::tokens / 2];
-#pragma unroll
-  for (int i = 0; i < Config::tokens / 2; ++i) {
-    acc[i] = 0.f;
-    fence_operand(acc[i]);
-  }
+  zero_accumulators(acc);
   for (int s = 0; s < Config::stages - 1; ++s) {
     if (s < k_tiles)
       loader.load(p, kt_first + s, base + s * Shape::kStageBytes,

@@ -94,6 +94,47 @@ __device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity,
 #endif
 }
 
+// The dynamic shared memory from its first 1024-aligned byte, where the stage ring starts (a
+// shared address and a pointer), its stages zeroed: rows past N read as zeros on the first tile.
+struct StageRing {
+  uint32_t base;
+  std::uint8_t* ptr;
+};
+template <class Config, bool kNvfp4, int kThreads>
+__device__ __forceinline__ StageRing open_stage_ring(std::uint8_t* smem_raw) {
+  const uint32_t base = (smem_address(smem_raw) + kSwizzleAtomBytes - 1) & ~(kSwizzleAtomBytes - 1);
+  std::uint8_t* ptr = smem_raw + (base - smem_address(smem_raw));
+  zero_stages<kThreads>(ptr, Config::stages * KernelShape<Config, kNvfp4>::kStageBytes);
+  return StageRing{base, ptr};
+}
+
+// Takes hand-over `taken` (the tiles taken before it), `first` its first stage's ring position:
+// waits for its tile_full phase, reads the tile and frees the slot (tile_empty). The consumers'
+// walk, and the decoder's (dws_kernel.cuh); `where` names the wait for the watchdog.
+template <class Config>
+__device__ __forceinline__ WsTile take_tile(WsShared<Config>& sh, int taken, uint32_t first,
+                                            WsWait where) {
+  const int b = taken & 1;
+  mbarrier_wait(&sh.tile_full[b], (taken >> 1) & 1, sh, WaitSite{where, int(first), taken, b});
+  const WsTile tile = sh.tile[b];
+  (void)::cuda::ptx::mbarrier_arrive(&sh.tile_empty[b]);
+  return tile;
+}
+
+// Thread 0: the stage ring's and the tile hand-over's barriers; `tile_takers` threads arrive on
+// tile_empty (the consumers, and a decoder warpgroup where there is one).
+template <class Config, bool kNvfp4>
+__device__ __forceinline__ void init_barriers(WsShared<Config>& sh, int tile_takers) {
+  for (int s = 0; s < Config::stages; ++s) {
+    ::cuda::ptx::mbarrier_init(&sh.full[s], WsShape<Config, kNvfp4>::kProducerThreads);
+    ::cuda::ptx::mbarrier_init(&sh.empty[s], KernelShape<Config, kNvfp4>::kWarpgroups);
+  }
+  for (int b = 0; b < 2; ++b) {
+    ::cuda::ptx::mbarrier_init(&sh.tile_full[b], 1);
+    ::cuda::ptx::mbarrier_init(&sh.tile_empty[b], tile_takers);
+  }
+}
+
 // 3p. The producer warpgroup walks the CTA's tiles: locates each, hands it to the consumers,
 // gathers its rows and fills the stage ring with its k-tiles. `stage` counts the stages issued
 // over all tiles (its slot and ring round).
@@ -171,19 +212,11 @@ __device__ __forceinline__ void consume(const GroupedParams& p, WsShared<Config>
   const unsigned thread = threadIdx.x - WsShape<Config, kNvfp4>::kProducerThreads;
   uint32_t first = 0;  // the ring position of the tile's first stage
   for (int taken = 0;; ++taken) {
-    const int b = taken & 1;
-    mbarrier_wait(&sh.tile_full[b], (taken >> 1) & 1, sh,
-                  WaitSite{kConsumerTileFull, int(first), taken, b});
-    const WsTile tile = sh.tile[b];
-    (void)::cuda::ptx::mbarrier_arrive(&sh.tile_empty[b]);
+    const WsTile tile = take_tile(sh, taken, first, kConsumerTileFull);
     if (thread % 128 == 0) ws_beat(1 + thread / 128, taken, first);
     if (!tile.live) return;
     float acc[Config::tokens / 2];
-#pragma unroll
-    for (int i = 0; i < Config::tokens / 2; ++i) {
-      acc[i] = 0.f;
-      fence_operand(acc[i]);
-    }
+    zero_accumulators(acc);
     uint32_t frag[2][4][4];
     const int chunks = row_chunks(tile.row_end - tile.row_begin, Config::chunk);
     const ScaleRows scale_at = scale_rows<Config>(p, tile.n0, thread);
@@ -237,24 +270,14 @@ template <class Config, bool kNvfp4, bool kPrepacked>
 __global__ void __launch_bounds__(WsShape<Config, kNvfp4>::kThreads, 1)
     grouped_gemm_ws_kernel(const __grid_constant__ GroupedParams p) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using Shape = KernelShape<Config, kNvfp4>;
   using Ws = WsShape<Config, kNvfp4>;
   extern __shared__ std::uint8_t smem_raw[];
   __shared__ WsShared<Config> sh;
 
-  // Zeroed stages (rows past N read as zeros on the first tile), the barriers.
-  const uint32_t base = (smem_address(smem_raw) + kSwizzleAtomBytes - 1) & ~(kSwizzleAtomBytes - 1);
-  std::uint8_t* base_ptr = smem_raw + (base - smem_address(smem_raw));
-  zero_stages<Ws::kThreads>(base_ptr, Config::stages * Shape::kStageBytes);
+  // Zeroed stages, the barriers.
+  const StageRing ring = open_stage_ring<Config, kNvfp4, Ws::kThreads>(smem_raw);
   if (threadIdx.x == 0) {
-    for (int s = 0; s < Config::stages; ++s) {
-      ::cuda::ptx::mbarrier_init(&sh.full[s], Ws::kProducerThreads);
-      ::cuda::ptx::mbarrier_init(&sh.empty[s], Shape::kWarpgroups);
-    }
-    for (int b = 0; b < 2; ++b) {
-      ::cuda::ptx::mbarrier_init(&sh.tile_full[b], 1);
-      ::cuda::ptx::mbarrier_init(&sh.tile_empty[b], Ws::kConsumerThreads);
-    }
+    init_barriers<Config, kNvfp4>(sh, Ws::kConsumerThreads);
     // The stages' full barriers are also arrived on by the copies (cp.async.mbarrier.arrive):
     // the initialisations must be visible to those arrivals, not only to this CTA's threads.
     ::cuda::ptx::fence_mbarrier_init(::cuda::ptx::sem_release, ::cuda::ptx::scope_cluster);
@@ -265,11 +288,11 @@ __global__ void __launch_bounds__(WsShape<Config, kNvfp4>::kThreads, 1)
   if (threadIdx.x < Ws::kProducerThreads) {
     if constexpr (Ws::kRegisterSplit)
       asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Ws::kProducerRegisters));
-    produce<Config, kNvfp4, kPrepacked>(p, sh, base, base_ptr, k_tiles);
+    produce<Config, kNvfp4, kPrepacked>(p, sh, ring.base, ring.ptr, k_tiles);
   } else {
     if constexpr (Ws::kRegisterSplit)
       asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Ws::kConsumerRegisters));
-    consume<Config, kNvfp4, kPrepacked>(p, sh, base, base_ptr, k_tiles);
+    consume<Config, kNvfp4, kPrepacked>(p, sh, ring.base, ring.ptr, k_tiles);
   }
 #elif defined(__CUDA_ARCH__)
   __trap();  // built for a target without wgmma: fail loudly instead of leaving `out` unwritten
