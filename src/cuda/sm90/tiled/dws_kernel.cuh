@@ -17,8 +17,10 @@
 //     decoded_full[d].
 // Exact: a decoded weight is e2m1 x s x 2^-7, the bf16 the RS path puts in its fragments (for the
 // seeds' layout the RS path's table gives e2m1 x s; the power of two moves to the epilogue's
-// factor, scale_2 x 2^7, and fp32 sums and products scale by it exactly). The wgmmas add the
-// same products in the same order (k16 steps ascending), so the bits match every other tile.
+// factor, scale_2 x 2^7, and fp32 sums and products scale by it exactly while no partial sum
+// leaves fp32's normal range: the prepacked RS path's condition). The wgmmas (the same
+// m64n128k16 shape as tiles 4 and 8) add the same products in the same order (k16 steps
+// ascending), so the bits match every other tile.
 //
 // Barriers (parity waits). A parity wait is sound only while its waiter cannot fall two phases
 // behind, so each barrier's next phase needs something from every thread that waits on it
@@ -38,9 +40,12 @@
 //   tile_full[b]     producer thread 0 arrives; consumer and decoder threads wait. The next phase
 //                    needs tile_empty[b]'s, which needs every consumer and decoder thread.
 //   tile_empty[b]    consumer and decoder threads arrive, producer thread 0 alone waits.
-// Decoded tile d of ring position i (stages taken over all tiles, the same count in the consumers
-// and the decoder) is i % kRing, its phase (i / kRing) & 1; the decoder waits decoded_empty[d] at
-// parity (i / kRing - 1) & 1 from the ring's second round on.
+// Nor does a waiter wait a phase ahead (a parity one phase early reads as complete): each waits
+// for phase n of a barrier only after passing phase n - 1 itself, at the same slot one round
+// earlier. Decoded tile d of ring position i (stages taken over all tiles, the same count in the
+// consumers and the decoder) is i % kRing, filled for the (i / kRing)-th time: consumers wait
+// decoded_full[d] at parity (i / kRing) & 1, the decoder decoded_empty[d] at (i / kRing - 1) & 1
+// from the ring's second round on.
 #pragma once
 
 #include "cuda/sm90/tiled/decoded_tile.hpp"

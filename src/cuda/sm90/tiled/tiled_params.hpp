@@ -45,7 +45,7 @@ struct TileConfig {
 // at T = 4096); 10 and 11, 4 and 8 with a decoder warpgroup (dws_kernel.cuh: the NVFP4 weights
 // decoded once a stage into shared memory, both wgmma operands from there; not yet measured),
 // 10 with a decoded ring of 3, 11 with 3 stages to make room for a ring of 2 (bf16 weights on
-// them run ws_kernel.cuh: there is nothing to decode).
+// them run 4's and 8's kernels: there is nothing to decode).
 constexpr TileConfig kTiles[] = {
     {8, 64, 8, false, 8, 0},      {16, 64, 8, false, 16, 0},    {32, 64, 6, false, 32, 0},
     {64, 128, 4, false, 64, 0},   {128, 128, 4, true, 128, 0},  {256, 128, 4, true, 256, 0},
