@@ -5,6 +5,7 @@
 #include "api/dispatch.hpp"
 #include "api/select.hpp"
 #include "api/validate.hpp"
+#include "core/config.hpp"
 #include "core/error.hpp"
 
 namespace metrale::api {
@@ -42,7 +43,7 @@ void run(std::string_view who, const PackNvfp4& args, const Exec& exec) {
     case Backend::cuda:
       cuda::refuse_pack_capture(who, exec.stream);
       return cuda::pack_nvfp4(who, args, select_workspace(who, exec, cuda::kPackScratchBytes),
-                              exec.stream);
+                              exec.stream, core::cuda_quantizer());
 #endif
 #ifdef METRALE_HAS_CUTLASS
     // The reference's amax reduction runs in *scale_2_out itself: no scratch.

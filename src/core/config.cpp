@@ -72,4 +72,13 @@ std::optional<ForcedKernel> forced_cuda_kernel() {
   return forced;
 }
 
+CudaQuantizer cuda_quantizer() {
+  const char* raw = std::getenv("METRALE_CUDA_QUANTIZER");
+  const std::string_view value = raw ? raw : "";
+  if (value.empty() || value == "proven") return CudaQuantizer::proven;
+  if (value == "lean") return CudaQuantizer::lean;
+  fail(Status::invalid_argument,
+       "METRALE_CUDA_QUANTIZER = '{}', expected proven (the default), lean, or unset", value);
+}
+
 }  // namespace metrale::core

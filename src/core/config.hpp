@@ -14,6 +14,10 @@
 //                         a CUDA-backend call on that kernel family (sm90-decode, sm90-tiled),
 //                         configuration index and (decode) K split, instead of the dispatcher's
 //                         choice. The CUDA backend checks the names against its families.
+//   METRALE_CUDA_QUANTIZER tuning and tests only: "lean" quantizes (pack_bf16_weight_to_nvfp4_t on
+//                         the CUDA backend) with the lean quantize kernel, opt-in until a GPU run
+//                         has measured it against the proven one; unset, "" or "proven": the
+//                         proven kernel (the default). Both write the same bits.
 #pragma once
 
 #include <cstddef>
@@ -38,5 +42,8 @@ struct ForcedKernel {
 };
 // METRALE_CUDA_KERNEL parsed (syntax only), or nothing when it is unset or empty.
 std::optional<ForcedKernel> forced_cuda_kernel();
+// The CUDA quantizer's quantize kernel (METRALE_CUDA_QUANTIZER).
+enum class CudaQuantizer { proven, lean };
+CudaQuantizer cuda_quantizer();
 
 }  // namespace metrale::core

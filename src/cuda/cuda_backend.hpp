@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/config.hpp"
 #include "core/workspace.hpp"
 #include "metrale/metrale.hpp"
 
@@ -28,10 +29,11 @@ void download(const void* device, std::size_t bytes, void* host, void* stream);
 // The quantizer's scratch (amax and the first non-finite index the device found); `who` names
 // the entry point in a refusal of NaN or ±Inf weights. pack_nvfp4 waits for its stream, so a
 // capturing stream is refused first, before anything (the shared workspace's allocation
-// included) could break the capture.
+// included) could break the capture. `quantizer` picks the quantize kernel (the same bits).
 inline constexpr std::size_t kPackScratchBytes = 16;
 void refuse_pack_capture(std::string_view who, void* stream);
-void pack_nvfp4(std::string_view who, const PackNvfp4& args, core::Buffer ws, void* stream);
+void pack_nvfp4(std::string_view who, const PackNvfp4& args, core::Buffer ws, void* stream,
+                core::CudaQuantizer quantizer);
 void swizzle_scales(const SwizzleScales& args, void* stream);
 void transpose_packed(const TransposePacked& args, void* stream);
 // [N, K/2] bytes into or out of the prepacked layout (format/prepack.hpp); src == dst in place.

@@ -165,5 +165,32 @@ TEST(Dispatch, MoeCheckInputsSwitch) {
   EXPECT_FALSE(core::moe_check_inputs());
 }
 
+// METRALE_CUDA_QUANTIZER: proven (the default: unset or empty too) or lean, anything else
+// refused by name (the GPU pack tests run both kernels: tests/cuda/ops_sweep_test.cpp).
+TEST(Dispatch, CudaQuantizerSwitch) {
+  for (const char* proven : {"proven", ""}) {
+    ScopedEnv env("METRALE_CUDA_QUANTIZER", proven);
+    EXPECT_EQ(core::cuda_quantizer(), core::CudaQuantizer::proven);
+  }
+  {
+    ScopedEnv env("METRALE_CUDA_QUANTIZER", "lean");
+    EXPECT_EQ(core::cuda_quantizer(), core::CudaQuantizer::lean);
+  }
+  {
+    ScopedEnv env("METRALE_CUDA_QUANTIZER", "Lean");
+    try {
+      core::cuda_quantizer();
+      ADD_FAILURE() << "'Lean' was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status(), Status::invalid_argument);
+      EXPECT_NE(std::string(e.what()).find("METRALE_CUDA_QUANTIZER = 'Lean', expected proven"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  ScopedEnv unset("METRALE_CUDA_QUANTIZER", std::nullopt);
+  EXPECT_EQ(core::cuda_quantizer(), core::CudaQuantizer::proven);
+}
+
 }  // namespace
 }  // namespace metrale

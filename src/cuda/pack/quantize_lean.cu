@@ -1,0 +1,209 @@
+// The lean quantize pass: the same bits as quantize.cu's quantize_kernel (the proven kernel, the
+// default) in fewer instructions a tile. Opt-in (METRALE_CUDA_QUANTIZER=lean) until a GPU run has
+// measured both. The same tile, walk, scale stores and NaN refusal as the proven kernel
+// (quantize_tile.cuh); what differs, each where the proven kernel spent its instructions:
+//   - codes by a two-lane binary search (search_codes.hpp), ~17 instructions a word where the
+//     thermometer code took ~24;
+//   - block scales from a per-CTA table indexed by the block amax's bf16 bits (scale_table.hpp),
+//     where each scale took an IEEE division and its range checks; an amax outside the table
+//     takes the division out of line;
+//   - the next tile staged in shared memory by cp.async, not held in 16 registers: no spill at
+//     the 64-register bound of 4 CTAs an SM. Each thread reads back only the chunks it copied
+//     (cp.async.wait_group makes them visible to it), so staging needs no barrier. Rows past N
+//     and columns past K are zero-filled, not read: their codes and scales are computed and not
+//     stored, and zeros hold no NaN;
+//   - the four rows' half maxima paired in two words (one shuffle to exchange them), one NaN test
+//     a tile, a lane's two scale bytes stored as one 2-byte word;
+//   - the rare paths (a NaN's index, a scale outside the table, a scale byte whose d is 0 or Inf)
+//     out of line, so that the loop holds only the common path.
+// sm_80+ (cp.async).
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "cuda/cuda_check.hpp"
+#include "cuda/pack/pack_launch.hpp"
+#include "cuda/pack/quantize_block.hpp"
+#include "cuda/pack/quantize_tile.cuh"
+#include "cuda/pack/scale_table.hpp"
+#include "cuda/pack/search_codes.hpp"
+#include "cuda/sm90/primitives.cuh"  // cp.async
+
+namespace metrale::cuda {
+namespace {
+
+constexpr int kChunksPerRow = kTileCols / 8;  // a lane's 16 bytes of a row
+
+struct LeanShared {
+  uint4 stage[2][kTileRows][kChunksPerRow];      // the tile worked on and the next: 32 KB
+  pack::CodeConstants codes[pack::kScaleBytes];  // thresholds by scale byte: 4 KB
+  std::uint8_t scales[pack::kScaleTableBytes];   // scale byte by block amax: 2432 bytes
+  alignas(4) std::uint8_t tile_scales[2][kTileBlocks][kTileRows];  // as the proven kernel's
+};
+
+// Builds both tables; true when some scale byte's d is 0 or Inf (CTA-uniform), so that the loop
+// tests a row's `divide` only then.
+__device__ __forceinline__ bool build_tables(LeanShared& s, float scale_2, std::uint32_t base) {
+  std::uint32_t divide = 0;
+  for (int i = threadIdx.x; i < pack::kScaleBytes; i += kQuantThreads) {
+    s.codes[i] = pack::code_constants(static_cast<std::uint8_t>(i), scale_2);
+    divide |= s.codes[i].divide;
+  }
+  for (std::uint32_t i = threadIdx.x; i < pack::kScaleTableBytes; i += kQuantThreads)
+    s.scales[i] = pack::scale_table_entry(base, i, scale_2);
+  return __syncthreads_or(divide != 0) != 0;
+}
+
+// A thread's rows of a tile, in 32-bit arithmetic but the flat index: the flat index of its first
+// row's first element, and how many of its rows lie in the tensor (0 when its columns are past K).
+struct LeanRows {
+  std::int64_t first;
+  int rows;
+};
+
+__device__ __forceinline__ LeanRows lean_rows(const QuantizeParams& p, TileOrigin t, int warp,
+                                              int lane) {
+  const auto n = static_cast<std::uint32_t>(p.n), k = static_cast<std::uint32_t>(p.k);
+  const std::uint32_t row = static_cast<std::uint32_t>(t.row0) + kRowsPerWarp * warp;
+  const std::uint32_t col = static_cast<std::uint32_t>(t.col0) + 8 * lane;
+  const std::uint32_t rows = col < k && row < n ? min(n - row, kRowsPerWarp) : 0u;
+  return {static_cast<std::int64_t>(row) * k + col, static_cast<int>(rows)};
+}
+
+// The thread's four chunks of tile `t` into `stage` (zeros for rows outside the tensor).
+__device__ __forceinline__ void stage_tile(const QuantizeParams& p, TileOrigin t, int warp,
+                                           int lane, uint4 (&stage)[kTileRows][kChunksPerRow]) {
+  const LeanRows at = lean_rows(p, t, warp, lane);
+  const bf16_bits* src = p.weight + at.first;
+#pragma unroll
+  for (int j = 0; j < kRowsPerWarp; ++j) {
+    const bool inside = j < at.rows;
+    sm90::cp_async_16_if(sm90::smem_address(&stage[kRowsPerWarp * warp + j][lane]),
+                         inside ? src + j * p.k : p.weight, inside);
+  }
+}
+
+// Both halves' maxima of two rows, paired: row a's in the low lane, row b's in the high one.
+__device__ __forceinline__ std::uint32_t paired_half_maxima(const std::uint32_t (&a)[4],
+                                                            const std::uint32_t (&b)[4]) {
+  const std::uint32_t ma = pack::max_magnitudes(a), mb = pack::max_magnitudes(b);
+  return pack::max_lanes(pack::byte_permute(ma, mb, 0x5410u), pack::byte_permute(ma, mb, 0x7632u));
+}
+
+// Either 16-bit lane at or above the NaN and Inf magnitudes (lanes hold magnitudes, ≤ 0x7FFF).
+__device__ __forceinline__ bool any_non_finite(std::uint32_t lanes) {
+  return ((lanes + 0x00800080u) & 0x80008000u) != 0;
+}
+
+// ---- the rare paths, out of line --------------------------------------------------------------
+
+// The thread's lowest flat index of a NaN or ±Inf in the tile (its chunks in shared memory).
+__device__ __noinline__ unsigned long long first_non_finite_in_tile(const uint4* chunks,
+                                                                    TileOrigin t, int warp,
+                                                                    int lane, std::int64_t k) {
+  for (int j = 0; j < kRowsPerWarp; ++j) {
+    std::uint32_t words[4];
+    load_words(chunks[j * kChunksPerRow], words);
+    const int e = pack::first_non_finite(words);
+    if (e >= 0) return (t.row0 + kRowsPerWarp * warp + j) * k + t.col0 + 8 * lane + e;
+  }
+  return kNoIndex;
+}
+
+__device__ __noinline__ std::uint32_t scale_outside_table(std::uint32_t amax_bits, float scale_2) {
+  return scale_of(amax_bits, scale_2);
+}
+
+// A row's four code bytes through the recipe's division (a scale byte whose d is 0 or Inf).
+__device__ __noinline__ std::uint32_t codes_dividing(const uint4* chunk, std::uint32_t sf,
+                                                     float scale_2) {
+  std::uint32_t words[4];
+  load_words(*chunk, words);
+  return pack::pack_four_words(words, pack::CodeConstants{{}, 1u}, static_cast<std::uint8_t>(sf),
+                               scale_2);
+}
+
+// ---- the kernel --------------------------------------------------------------------------------
+
+__device__ __forceinline__ std::uint32_t block_scale(const LeanShared& s, std::uint32_t base,
+                                                     std::uint32_t amax_bits, float scale_2) {
+  const std::uint32_t at = pack::scale_table_index(amax_bits, base);
+  return at < pack::kScaleTableBytes ? s.scales[at] : scale_outside_table(amax_bits, scale_2);
+}
+
+__global__ void __launch_bounds__(kQuantThreads, 4) quantize_lean_kernel(QuantizeParams p) {
+  __shared__ LeanShared s;
+  // After a scan that found a NaN or ±Inf, write nothing: the host refuses the weight.
+  if (p.scale_2_out && p.scratch->first_bad_complement != 0) return;
+  const bool computed = p.scale_2_out != nullptr;
+  const std::uint32_t tensor_amax = computed ? p.scratch->amax_magnitude : 0u;
+  const float scale_2 = computed ? format::scale_2_from_amax(format::bf16_to_float(
+                                       static_cast<std::uint16_t>(tensor_amax)))
+                                 : 1.0f;
+  const std::uint32_t base = pack::scale_table_base(pack::scale_table_top(computed, tensor_amax));
+  const bool any_divide = build_tables(s, scale_2, base);
+  if (computed && blockIdx.x == 0 && threadIdx.x == 0) *p.scale_2_out = scale_2;
+
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int my_rows = 2 * (lane & 1);  // the two rows whose block scales this lane looks up
+  const std::int64_t tiles = p.row_tiles * p.col_tiles;
+  unsigned long long first_bad = kNoIndex;
+  TileCursor at(p, blockIdx.x);  // the tile being worked on; `ahead`, the one being staged
+  if (blockIdx.x < tiles) stage_tile(p, at.origin(), warp, lane, s.stage[0]);
+  sm90::cp_async_commit();
+  TileCursor ahead = at;
+  int buffer = 0;
+  for (std::int64_t step = blockIdx.x; step < tiles; step += gridDim.x, buffer ^= 1) {
+    ahead.advance(p);
+    if (step + gridDim.x < tiles) stage_tile(p, ahead.origin(), warp, lane, s.stage[buffer ^ 1]);
+    sm90::cp_async_commit();  // empty after the last tile: the wait below still counts it
+    sm90::cp_async_wait<1>();
+    const TileOrigin t = at.origin();
+    at = ahead;
+    const uint4* chunks = &s.stage[buffer][kRowsPerWarp * warp][lane];
+    std::uint32_t words[kRowsPerWarp][4];
+#pragma unroll
+    for (int j = 0; j < kRowsPerWarp; ++j) load_words(chunks[j * kChunksPerRow], words[j]);
+    const std::uint32_t rows01 = paired_half_maxima(words[0], words[1]);
+    const std::uint32_t rows23 = paired_half_maxima(words[2], words[3]);
+    if (any_non_finite(pack::max_lanes(rows01, rows23)))
+      first_bad = min(first_bad, first_non_finite_in_tile(chunks, t, warp, lane, p.k));
+    // The partner lane holds the blocks' other halves: one shuffle gives each lane its rows'.
+    const std::uint32_t partner_half = __shfl_xor_sync(0xFFFFFFFFu, my_rows ? rows01 : rows23, 1);
+    const std::uint32_t block_max = pack::max_lanes(my_rows ? rows23 : rows01, partner_half);
+    const std::uint32_t mine = block_scale(s, base, block_max & 0xFFFFu, scale_2) |
+                               block_scale(s, base, block_max >> 16, scale_2) << 8;
+    const std::uint32_t theirs = __shfl_xor_sync(0xFFFFFFFFu, mine, 1);
+    *reinterpret_cast<std::uint16_t*>(
+        &s.tile_scales[buffer][lane / 2][kRowsPerWarp * warp + my_rows]) =
+        static_cast<std::uint16_t>(mine);
+    const LeanRows rows = lean_rows(p, t, warp, lane);
+    auto* codes = reinterpret_cast<unsigned int*>(p.packed) + (rows.first >> 3);
+#pragma unroll
+    for (int j = 0; j < kRowsPerWarp; ++j) {
+      const std::uint32_t pair = (j & 2) == my_rows ? mine : theirs;
+      const std::uint32_t sf = (pair >> (8 * (j & 1))) & 0xFFu;
+      const pack::CodeConstants c = s.codes[sf];
+      const std::uint32_t packed = any_divide && c.divide
+                                       ? codes_dividing(chunks + j * kChunksPerRow, sf, scale_2)
+                                       : pack::search_codes_of_row(words[j], c);
+      if (j < rows.rows) __stcs(codes + j * (p.k / 8), packed);
+    }
+    // One barrier a tile, as the proven kernel's: it also orders the scale buffer's reuse.
+    __syncthreads();
+    store_tile_scales(p, t, s.tile_scales[buffer]);
+  }
+  sm90::cp_async_wait<0>();
+  publish_first_bad(first_bad, p.scratch);
+}
+
+}  // namespace
+
+void quantize_lean(const QuantizeParams& p, cudaStream_t stream) {
+  const unsigned grid = pack::grid_size(static_cast<std::size_t>(p.row_tiles * p.col_tiles), 1,
+                                        pack::resident_ctas(quantize_lean_kernel, kQuantThreads));
+  quantize_lean_kernel<<<grid, kQuantThreads, 0, stream>>>(p);
+  METRALE_CUDA_CHECK_LAUNCH(quantize_lean_kernel);
+}
+
+}  // namespace metrale::cuda

@@ -1,0 +1,135 @@
+// What the quantizer's two quantize kernels share (quantize.cu's proven one, the default, and
+// quantize_lean.cu's, opt-in): the scratch the device passes back, the CTA tile and its
+// parameters, the walk over the tiles, the tile's scale stores and the block scale's arithmetic.
+// Device code; the host reads PackScratch and fills QuantizeParams.
+#pragma once
+
+#include <cuda_fp8.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "cuda/cuda_backend.hpp"
+#include "cuda/pack/quantize_block.hpp"
+#include "format/nvfp4_recipe.hpp"
+
+namespace metrale::cuda {
+
+// What the device passes back, zeroed before the first kernel.
+struct PackScratch {
+  unsigned long long first_bad_complement;  // ~(lowest non-finite flat index); 0: none
+  std::uint32_t amax_magnitude;             // max bf16 magnitude bits (scan pass)
+  std::uint32_t unused;
+};
+static_assert(sizeof(PackScratch) == kPackScratchBytes, "the workspace the quantizer asks for");
+
+constexpr unsigned long long kNoIndex = ~0ull;
+
+// The warp's lowest index into the scratch (one atomic per warp that found any).
+__device__ __forceinline__ void publish_first_bad(unsigned long long index, PackScratch* scratch) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2)
+    index = min(index, __shfl_xor_sync(0xFFFFFFFFu, index, offset));
+  if (threadIdx.x % 32 == 0 && index != kNoIndex) atomicMax(&scratch->first_bad_complement, ~index);
+}
+
+__device__ __forceinline__ void load_words(const uint4& v, std::uint32_t* words) {
+  words[0] = v.x, words[1] = v.y, words[2] = v.z, words[3] = v.w;
+}
+
+// A CTA tile is 32 rows x 256 elements (16 blocks of 16): warp w takes rows 4w..4w+3, lane l
+// elements [8l, 8l + 8) of each (quantize.cu says why).
+constexpr int kTileRows = 32;
+constexpr int kTileCols = 256;  // elements along K
+constexpr int kTileBlocks = kTileCols / format::kBlockSize;
+constexpr int kQuantThreads = 256;
+constexpr int kRowsPerWarp = kTileRows / (kQuantThreads / 32);
+static_assert(kTileCols == 32 * 8, "a lane takes 8 elements (16 bytes) of each of its rows");
+static_assert(kRowsPerWarp == 4, "the scale split below gives each lane of a pair two rows");
+static_assert(kTileBlocks * kTileRows == 2 * kQuantThreads, "each thread stores two scale bytes");
+
+struct QuantizeParams {
+  const bf16_bits* weight;  // [N, K]
+  std::uint8_t* packed;     // [N, K/2]
+  std::uint8_t* scale;      // [K/16, N]
+  float* scale_2_out;       // written when the scan ran (computed form), else null
+  PackScratch* scratch;
+  std::int64_t n, k;
+  std::int64_t row_tiles, col_tiles;
+  bool scale_words;  // the scales leave 4 bytes at a time: N % 4 == 0 and `scale` 4-byte aligned
+};
+
+struct TileOrigin {
+  std::int64_t row0, col0;
+};
+
+// Tiles run along K first, so neighbouring CTAs stream neighbouring bytes of the same rows, and
+// from the end of the tensor back: the scan ended there, so that part is still in L2. A CTA walks
+// every gridDim.x-th tile: one division when it starts, then a subtract and a compare a step (a
+// 64-bit division is a ~70-instruction subroutine on the GPU).
+struct TileCursor {
+  std::int64_t row_tile, col_tile;
+  std::int64_t row_stride,
+      col_stride;  // gridDim.x tiles as (rows, columns), col_stride < col_tiles
+
+  __device__ TileCursor(const QuantizeParams& p, std::int64_t first) {
+    const std::int64_t tile = p.row_tiles * p.col_tiles - 1 - first;
+    row_tile = tile / p.col_tiles;
+    col_tile = tile % p.col_tiles;
+    row_stride = gridDim.x / p.col_tiles;
+    col_stride = gridDim.x % p.col_tiles;
+  }
+  __device__ __forceinline__ void advance(const QuantizeParams& p) {
+    row_tile -= row_stride;
+    col_tile -= col_stride;
+    if (col_tile < 0) {
+      col_tile += p.col_tiles;
+      --row_tile;
+    }
+  }
+  __device__ __forceinline__ TileOrigin origin() const {
+    return {row_tile * kTileRows, col_tile * kTileCols};
+  }
+};
+
+// A tile's scales out: 16 runs of 32 consecutive n of [K/16, N], 4 bytes a thread where N and the
+// pointer allow it (a run is then 8 threads; rows start at multiples of 32, so with N % 4 == 0 a
+// word's first n inside the tensor means all four), else a byte a thread, a warp a run.
+__device__ __forceinline__ void store_tile_scales(
+    const QuantizeParams& p, TileOrigin t, const std::uint8_t (&scales)[kTileBlocks][kTileRows]) {
+  const std::int64_t blocks = p.k / format::kBlockSize, first_block = t.col0 / format::kBlockSize;
+  if (p.scale_words) {
+    constexpr int kWordsPerRun = kTileRows / 4;
+    const int i = threadIdx.x, block_in_tile = i / kWordsPerRun, r = 4 * (i % kWordsPerRun);
+    const std::int64_t sn = t.row0 + r, sb = first_block + block_in_tile;
+    if (i < kTileBlocks * kWordsPerRun && sn < p.n && sb < blocks)
+      __stcs(reinterpret_cast<unsigned int*>(p.scale + sb * p.n + sn),
+             *reinterpret_cast<const unsigned int*>(&scales[block_in_tile][r]));
+    return;
+  }
+  for (int i = threadIdx.x; i < kTileBlocks * kTileRows; i += kQuantThreads) {
+    const int block_in_tile = i / kTileRows, r = i % kTileRows;
+    const std::int64_t sn = t.row0 + r, sb = first_block + block_in_tile;
+    if (sn < p.n && sb < blocks) __stcs(p.scale + sb * p.n + sn, scales[block_in_tile][r]);
+  }
+}
+
+// format::block_scale_e4m3, its rounding to e4m3 in hardware from sm_89 on: cuda_fp8.h's
+// __nv_cvt_float_to_fp8 is then one cvt.rn.satfinite instruction, and its host emulation rounds
+// as format::float_to_e4m3 does on a dense sweep of fp32 (tests/format/e4m3_test.cpp,
+// E4m3Cuda.EncodeMatchesCudaSatfiniteOnDenseSweep). The software conversion, a dozen branches,
+// was a third of a scale's ~75 instructions, and a thread computes two scales a tile.
+__device__ __forceinline__ std::uint8_t scale_of(std::uint32_t amax_bits, float scale_2) {
+  const float amax = format::bf16_to_float(static_cast<std::uint16_t>(amax_bits));
+#if __CUDA_ARCH__ >= 890
+  return static_cast<std::uint8_t>(
+      __nv_cvt_float_to_fp8(format::block_scale_value(amax, scale_2), __NV_SATFINITE, __NV_E4M3));
+#else
+  return format::block_scale_e4m3(amax, scale_2);
+#endif
+}
+
+// The lean quantize pass (quantize_lean.cu) on `stream`: the same bits as quantize.cu's kernel.
+void quantize_lean(const QuantizeParams& p, cudaStream_t stream);
+
+}  // namespace metrale::cuda
