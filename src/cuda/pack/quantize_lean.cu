@@ -33,6 +33,8 @@ namespace metrale::cuda {
 namespace {
 
 constexpr int kChunksPerRow = kTileCols / 8;  // a lane's 16 bytes of a row
+constexpr int kStageChunks = kTileRows * kChunksPerRow;
+constexpr std::uint32_t kStageRowBytes = kChunksPerRow * sizeof(uint4);
 
 struct LeanShared {
   uint4 stage[2][kTileRows][kChunksPerRow];      // the tile worked on and the next: 32 KB
@@ -70,16 +72,18 @@ __device__ __forceinline__ LeanRows lean_rows(const QuantizeParams& p, TileOrigi
   return {static_cast<std::int64_t>(row) * k + col, static_cast<int>(rows)};
 }
 
-// The thread's four chunks of tile `t` into `stage` (zeros for rows outside the tensor).
-__device__ __forceinline__ void stage_tile(const QuantizeParams& p, TileOrigin t, int warp,
-                                           int lane, uint4 (&stage)[kTileRows][kChunksPerRow]) {
-  const LeanRows at = lean_rows(p, t, warp, lane);
-  const bf16_bits* src = p.weight + at.first;
+// The thread's four chunks of the tile at `rows` into `stage` (zeros for rows outside the
+// tensor, whose source is then the weight's first chunk: never read, but mapped).
+__device__ __forceinline__ void stage_tile(const QuantizeParams& p, LeanRows rows,
+                                           std::uint32_t row_bytes, std::uint32_t stage) {
+  const auto* src = reinterpret_cast<const char*>(p.weight + rows.first);
 #pragma unroll
   for (int j = 0; j < kRowsPerWarp; ++j) {
-    const bool inside = j < at.rows;
-    sm90::cp_async_16_if(sm90::smem_address(&stage[kRowsPerWarp * warp + j][lane]),
-                         inside ? src + j * p.k : p.weight, inside);
+    const bool inside = j < rows.rows;
+    sm90::cp_async_16_if(stage + j * kStageRowBytes,
+                         inside ? src + j * static_cast<std::size_t>(row_bytes)
+                                : reinterpret_cast<const char*>(p.weight),
+                         inside);
   }
 }
 
@@ -148,19 +152,28 @@ __global__ void __launch_bounds__(kQuantThreads, 4) quantize_lean_kernel(Quantiz
   const int my_rows = 2 * (lane & 1);  // the two rows whose block scales this lane looks up
   const std::int64_t tiles = p.row_tiles * p.col_tiles;
   unsigned long long first_bad = kNoIndex;
+  const auto row_bytes = static_cast<std::uint32_t>(p.k * sizeof(bf16_bits));
+  // This thread's first chunk in stage buffer 0 (its rows follow a row of chunks apart; buffer 1
+  // a stage further).
+  const uint4* const my_chunks = &s.stage[0][kRowsPerWarp * warp][lane];
   TileCursor at(p, blockIdx.x);  // the tile being worked on; `ahead`, the one being staged
-  if (blockIdx.x < tiles) stage_tile(p, at.origin(), warp, lane, s.stage[0]);
+  LeanRows staged = lean_rows(p, at.origin(), warp, lane);  // kept: its codes are stored from it
+  if (blockIdx.x < tiles) stage_tile(p, staged, row_bytes, sm90::smem_address(my_chunks));
   sm90::cp_async_commit();
   TileCursor ahead = at;
   int buffer = 0;
   for (std::int64_t step = blockIdx.x; step < tiles; step += gridDim.x, buffer ^= 1) {
+    const LeanRows rows = staged;
     ahead.advance(p);
-    if (step + gridDim.x < tiles) stage_tile(p, ahead.origin(), warp, lane, s.stage[buffer ^ 1]);
+    if (step + gridDim.x < tiles) {
+      staged = lean_rows(p, ahead.origin(), warp, lane);
+      stage_tile(p, staged, row_bytes, sm90::smem_address(my_chunks + (buffer ^ 1) * kStageChunks));
+    }
     sm90::cp_async_commit();  // empty after the last tile: the wait below still counts it
     sm90::cp_async_wait<1>();
     const TileOrigin t = at.origin();
     at = ahead;
-    const uint4* chunks = &s.stage[buffer][kRowsPerWarp * warp][lane];
+    const uint4* chunks = my_chunks + buffer * kStageChunks;
     std::uint32_t words[kRowsPerWarp][4];
 #pragma unroll
     for (int j = 0; j < kRowsPerWarp; ++j) load_words(chunks[j * kChunksPerRow], words[j]);
@@ -177,7 +190,6 @@ __global__ void __launch_bounds__(kQuantThreads, 4) quantize_lean_kernel(Quantiz
     *reinterpret_cast<std::uint16_t*>(
         &s.tile_scales[buffer][lane / 2][kRowsPerWarp * warp + my_rows]) =
         static_cast<std::uint16_t>(mine);
-    const LeanRows rows = lean_rows(p, t, warp, lane);
     auto* codes = reinterpret_cast<unsigned int*>(p.packed) + (rows.first >> 3);
 #pragma unroll
     for (int j = 0; j < kRowsPerWarp; ++j) {
