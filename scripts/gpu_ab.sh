@@ -2,10 +2,13 @@
 # Two kernel choices measured in one GPU call, on the same build, machine and clocks (machines of
 # one kind differ by 5-10 % between calls, so an A/B across calls says little): build the release
 # tree, then run `metrale bench` once per METRALE_CUDA_KERNEL value ('' = the dispatcher's own
-# choice), alternating A, B, A, B, and print each row's times side by side.
+# choice), alternating A, B, A, B, and print each row's times side by side. A choice written
+# VARIABLE=VALUE sets that variable instead (e.g. METRALE_CUDA_QUANTIZER=lean for the quantizer).
 #
 #   scripts/gpu_ab.sh OUTDIR KERNEL_A KERNEL_B [BENCH_ARGS...]
 #   e.g. scripts/gpu_ab.sh /tmp/ab sm90-tiled:4 sm90-tiled:6 --ops gate_up down --tokens 4096
+#        scripts/gpu_ab.sh /tmp/ab METRALE_CUDA_QUANTIZER=proven METRALE_CUDA_QUANTIZER=lean \
+#          --ops pack pack_unit
 #
 # OUTDIR/build.log, a1.json, b1.json, a2.json, b2.json (and their .log); ROUNDS=N for N rounds.
 set -uo pipefail
@@ -24,7 +27,9 @@ if ! release_build "$OUT/build.log" --target metrale_cli; then
 fi
 for round in $(seq 1 "${ROUNDS:-2}"); do
   for side in a b; do
-    METRALE_CUDA_KERNEL=${KERNEL[$side]} build/release/bin/metrale bench --impls metrale "$@" \
+    choice=${KERNEL[$side]}
+    [[ $choice == *=* ]] || choice=METRALE_CUDA_KERNEL=$choice
+    env "$choice" build/release/bin/metrale bench --impls metrale "$@" \
       --json "$OUT/$side$round.json" >"$OUT/$side$round.log" 2>&1 ||
       echo "bench $side$round failed: see $OUT/$side$round.log"
   done

@@ -138,6 +138,21 @@ TEST(Dispatch, CublasltHasNoPacking) {
       Status::unsupported, "pack_weight_sfb: the cublaslt backend does not implement this"));
 }
 
+// `read` with `variable` = `value` refuses it (invalid_argument), naming both, then `expected`.
+template <class Read>
+void expect_refused_by_name(const char* variable, const char* value, const char* expected,
+                            Read read) {
+  ScopedEnv env(variable, value);
+  try {
+    read();
+    ADD_FAILURE() << "'" << value << "' was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::invalid_argument);
+    const std::string want = std::string(variable) + " = '" + value + "', " + expected;
+    EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+  }
+}
+
 // METRALE_MOE_CHECK_INPUTS: 1 on, 0 / empty / unset off, anything else refused by name
 // (the CUDA MoE layer's use of it is tests/cuda/moe_layer_test.cpp's).
 TEST(Dispatch, MoeCheckInputsSwitch) {
@@ -149,18 +164,8 @@ TEST(Dispatch, MoeCheckInputsSwitch) {
     ScopedEnv env("METRALE_MOE_CHECK_INPUTS", off);
     EXPECT_FALSE(core::moe_check_inputs());
   }
-  {
-    ScopedEnv env("METRALE_MOE_CHECK_INPUTS", "on");
-    try {
-      core::moe_check_inputs();
-      ADD_FAILURE() << "'on' was accepted";
-    } catch (const Error& e) {
-      EXPECT_EQ(e.status(), Status::invalid_argument);
-      EXPECT_NE(std::string(e.what()).find("METRALE_MOE_CHECK_INPUTS = 'on', expected 1"),
-                std::string::npos)
-          << e.what();
-    }
-  }
+  expect_refused_by_name("METRALE_MOE_CHECK_INPUTS", "on", "expected 1",
+                         [] { core::moe_check_inputs(); });
   ScopedEnv unset("METRALE_MOE_CHECK_INPUTS", std::nullopt);
   EXPECT_FALSE(core::moe_check_inputs());
 }
@@ -176,18 +181,8 @@ TEST(Dispatch, CudaQuantizerSwitch) {
     ScopedEnv env("METRALE_CUDA_QUANTIZER", "lean");
     EXPECT_EQ(core::cuda_quantizer(), core::CudaQuantizer::lean);
   }
-  {
-    ScopedEnv env("METRALE_CUDA_QUANTIZER", "Lean");
-    try {
-      core::cuda_quantizer();
-      ADD_FAILURE() << "'Lean' was accepted";
-    } catch (const Error& e) {
-      EXPECT_EQ(e.status(), Status::invalid_argument);
-      EXPECT_NE(std::string(e.what()).find("METRALE_CUDA_QUANTIZER = 'Lean', expected proven"),
-                std::string::npos)
-          << e.what();
-    }
-  }
+  expect_refused_by_name("METRALE_CUDA_QUANTIZER", "Lean", "expected proven",
+                         [] { core::cuda_quantizer(); });
   ScopedEnv unset("METRALE_CUDA_QUANTIZER", std::nullopt);
   EXPECT_EQ(core::cuda_quantizer(), core::CudaQuantizer::proven);
 }

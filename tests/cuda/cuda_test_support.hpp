@@ -68,6 +68,10 @@ inline check::Case grouped_case(check::Op op, check::Mode mode, int n, int k,
 // Stops a shape sweep after this many failures: the first ones say it all.
 inline constexpr int kMaxReportedFailures = 8;
 
+// The CUDA quantizer's two quantize kernels (METRALE_CUDA_QUANTIZER): every GPU pack test runs
+// both against the CPU oracle, bit for bit, until the lean one replaces the proven one.
+inline constexpr std::array<const char*, 2> kQuantizers = {"proven", "lean"};
+
 }  // namespace metrale::cuda_test
 
 namespace metrale::cuda_test {

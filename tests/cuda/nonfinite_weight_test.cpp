@@ -4,7 +4,8 @@
 // point that reaches it: the seed-shaped C call (automatic backend), the _ex C call and the C++
 // API, each in both forms. What a refusal may write (docs/api.md): with scale_2 computed,
 // nothing (outputs keep their poison); in the seeds' form (scale_2 = 1) packed_t and scale_t
-// within their sizes. The guard bands around every buffer hold in both.
+// within their sizes. The guard bands around every buffer hold in both. On both quantize kernels
+// (METRALE_CUDA_QUANTIZER: proven, lean).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@
 #include <fmt/format.h>
 
 #include "check/buffers.hpp"
+#include "check/scoped_kernel.hpp"
 #endif
 
 namespace metrale::cuda_test {
@@ -105,16 +107,19 @@ void expect_refused_at(int n, int k, const std::vector<bf16_bits>& w, std::size_
       ": weight_bf16[{}] = {} (row {}, column {}) is not finite, expected finite weights (NVFP4 "
       "has no NaN or Inf)",
       bad, value_name(w[bad]), bad / k, bad % k);
-  for (Entry entry : {Entry::seed_c, Entry::ex_c, Entry::cpp}) {
-    for (Form form : {Form::seed, Form::recipe}) {
-      if (entry == Entry::seed_c && form == Form::recipe) continue;  // the seed form has no scale_2
-      SCOPED_TRACE(fmt::format("{} [{} x {}], scale_2 {}", who(entry), n, k,
-                               form == Form::recipe ? "computed" : "= 1"));
-      PackBuffers b(n, k, w);
-      const auto [status, message] = b.call(entry, form);
-      EXPECT_EQ(status, Status::invalid_argument) << message;
-      EXPECT_EQ(message, who(entry) + want);
-      b.expect_written_as_promised(form);
+  for (const char* quantizer : kQuantizers) {
+    const check::ScopedCudaQuantizer chosen(quantizer);
+    for (Entry entry : {Entry::seed_c, Entry::ex_c, Entry::cpp}) {
+      for (Form form : {Form::seed, Form::recipe}) {
+        if (entry == Entry::seed_c && form == Form::recipe) continue;  // the seed form: no scale_2
+        SCOPED_TRACE(fmt::format("{} [{} x {}], scale_2 {}, {} quantizer", who(entry), n, k,
+                                 form == Form::recipe ? "computed" : "= 1", quantizer));
+        PackBuffers b(n, k, w);
+        const auto [status, message] = b.call(entry, form);
+        EXPECT_EQ(status, Status::invalid_argument) << message;
+        EXPECT_EQ(message, who(entry) + want);
+        b.expect_written_as_promised(form);
+      }
     }
   }
 }
@@ -178,9 +183,12 @@ TEST(NonFiniteWeight, LargestFiniteIsAccepted) {
   w[17] = 0x7F7F;  // the largest finite bf16
   w[18] = 0xFF7F;
   PackBuffers b(8, 64, w);
-  for (Form form : {Form::seed, Form::recipe}) {
-    const auto [status, message] = b.call(Entry::cpp, form);
-    EXPECT_EQ(status, Status::ok) << message;
+  for (const char* quantizer : kQuantizers) {
+    const check::ScopedCudaQuantizer chosen(quantizer);
+    for (Form form : {Form::seed, Form::recipe}) {
+      const auto [status, message] = b.call(Entry::cpp, form);
+      EXPECT_EQ(status, Status::ok) << message << " (" << quantizer << " quantizer)";
+    }
   }
 }
 

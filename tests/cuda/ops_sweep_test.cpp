@@ -26,8 +26,9 @@ void sweep_gemm(Op op, Mode mode, std::span<const int> ms, std::span<const int> 
       }
 }
 
-// pack, sfb and transpose: N x K with K at and around 16-element blocks and 64-wide SFB tiles.
-void sweep_pack(Op op, Mode mode) {
+// pack, sfb and transpose: N x K with K at and around 16-element blocks and 64-wide SFB tiles;
+// pack on each quantize kernel (`quantizer`, as METRALE_CUDA_QUANTIZER).
+void sweep_pack(Op op, Mode mode, const char* quantizer = "") {
   static constexpr int kPackN[] = {1, 8, 63, 64, 65, 127, 128, 129, 200};
   // 272 and 528: a K tail past the quantizer's 256-element tiles.
   static constexpr int kPackK[] = {16, 32, 48, 64, 96, 272, 528, 2048};
@@ -39,6 +40,7 @@ void sweep_pack(Op op, Mode mode) {
         c.pack_scale_2 = variant == 0;
         c.sfb_src_n_major = variant == 0;
         c.transpose_dir = variant == 0 ? TransposeDir::k_to_n : TransposeDir::n_to_k;
+        c.cuda_quantizer = quantizer;
         if (!expect_pass(c) && ++failures >= kMaxReportedFailures) return;
       }
     }
@@ -71,7 +73,7 @@ TEST(ExactSweep, Nvfp4Gemm) {
 
 TEST(ExactSweep, Pack) {
   METRALE_SKIP_WITHOUT_GPU();
-  sweep_pack(Op::pack, Mode::exact);
+  for (const char* quantizer : kQuantizers) sweep_pack(Op::pack, Mode::exact, quantizer);
 }
 
 TEST(ExactSweep, Sfb) {
@@ -152,7 +154,7 @@ TEST(RealisticSweep, Nvfp4Gemm) {
 // (no NaN or Inf: refused, nonfinite_weight_test.cpp); magnitudes to 1e±30 in the seeds' form.
 TEST(RealisticSweep, Pack) {
   METRALE_SKIP_WITHOUT_GPU();
-  sweep_pack(Op::pack, Mode::realistic);
+  for (const char* quantizer : kQuantizers) sweep_pack(Op::pack, Mode::realistic, quantizer);
 }
 
 TEST(RealisticSweep, GroupedGateUp) {
@@ -170,13 +172,17 @@ TEST(RealisticSweep, GroupedDown) {
   sweep_grouped(Op::grouped_down, Mode::realistic);
 }
 
-// A large quantizer input: many CTAs of the grid-stride loops, the amax reduction across them.
+// A large quantizer input: many CTAs of the grid-stride loops, the amax reduction across them;
+// both quantize kernels.
 TEST(RealisticSweep, PackLarge) {
   METRALE_SKIP_WITHOUT_GPU();
-  for (bool recipe : {true, false}) {
-    check::Case c = gemm_case(Op::pack, Mode::realistic, 0, 4096, 7168, 77);
-    c.pack_scale_2 = recipe;
-    expect_pass(c);
+  for (const char* quantizer : kQuantizers) {
+    for (bool recipe : {true, false}) {
+      check::Case c = gemm_case(Op::pack, Mode::realistic, 0, 4096, 7168, 77);
+      c.pack_scale_2 = recipe;
+      c.cuda_quantizer = quantizer;
+      expect_pass(c);
+    }
   }
 }
 

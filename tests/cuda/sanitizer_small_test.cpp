@@ -1,6 +1,8 @@
 // The small-shape subset that scripts/gpu_run.sh runs under compute-sanitizer (memcheck,
 // racecheck, synccheck; gtest filter *Small*): each operation on a few shapes that cross a tile
 // edge and an alignment, exact mode, so that a sanitizer finding is reproducible and quick.
+#include <string_view>
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -22,18 +24,23 @@ TEST(SanitizerSmall, Gemms) {
   }
 }
 
+// pack on both quantize kernels (the lean one stages tiles by cp.async: racecheck's case).
 TEST(SanitizerSmall, Packing) {
   METRALE_SKIP_WITHOUT_GPU();
   for (Op op : {Op::pack, Op::sfb, Op::transpose}) {
-    for (int variant = 0; variant < 2; ++variant) {
-      check::Case c = gemm_case(op, variant ? Mode::realistic : Mode::exact, 0, 65, 48);
-      c.pack_scale_2 = variant == 0;
-      c.sfb_src_n_major = variant == 0;
-      c.transpose_dir = variant == 0 ? TransposeDir::k_to_n : TransposeDir::n_to_k;
-      expect_pass(c);
-      c.n = 129;
-      c.k = 96;
-      expect_pass(c);
+    for (const char* quantizer : kQuantizers) {
+      if (op != Op::pack && std::string_view(quantizer) == "lean") continue;
+      for (int variant = 0; variant < 2; ++variant) {
+        check::Case c = gemm_case(op, variant ? Mode::realistic : Mode::exact, 0, 65, 48);
+        c.pack_scale_2 = variant == 0;
+        c.sfb_src_n_major = variant == 0;
+        c.transpose_dir = variant == 0 ? TransposeDir::k_to_n : TransposeDir::n_to_k;
+        c.cuda_quantizer = quantizer;
+        expect_pass(c);
+        c.n = 129;
+        c.k = 96;
+        expect_pass(c);
+      }
     }
   }
 }

@@ -93,6 +93,9 @@ struct Case {
   // The CUDA backend's kernel, forced for this case as METRALE_CUDA_KERNEL would
   // ("sm90-decode:0:3"); empty: the dispatcher's choice.
   std::string cuda_kernel;
+  // pack: the CUDA quantizer's kernel as METRALE_CUDA_QUANTIZER would ("lean", "proven");
+  // empty: the default.
+  std::string cuda_quantizer;
 };
 
 inline constexpr std::int64_t kOracleMacBudget = std::int64_t{1} << 31;

@@ -111,6 +111,7 @@ Report run_case(const Case& c) {
   Report report;
   try {
     const ScopedCudaKernel forced(c.cuda_kernel);
+    const ScopedCudaQuantizer quantizer(c.cuda_quantizer);
     if (c.op == Op::bf16_gemm || c.op == Op::nvfp4_gemm) {
       report = detail::run_gemm_case(c);
     } else if (is_grouped(c.op)) {

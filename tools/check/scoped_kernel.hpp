@@ -1,5 +1,6 @@
-// METRALE_CUDA_KERNEL set for a scope: how the check harness forces a kernel family for one case
-// (Case::cuda_kernel), and how a test forces one around its own calls.
+// An environment variable set for a scope: how the check harness forces a kernel family
+// (Case::cuda_kernel, METRALE_CUDA_KERNEL) or the quantizer's kernel (Case::cuda_quantizer,
+// METRALE_CUDA_QUANTIZER) for one case, and how a test forces one around its own calls.
 #pragma once
 
 #include <cstdlib>
@@ -8,26 +9,42 @@
 
 namespace metrale::check {
 
-// METRALE_CUDA_KERNEL = `kernel` while it lives (nothing when empty); the previous value
+// `variable` = `value` while it lives (nothing when `value` is empty); the previous value
 // restored after it.
-class ScopedCudaKernel {
+class ScopedVariable {
  public:
-  explicit ScopedCudaKernel(const std::string& kernel) : active_(!kernel.empty()) {
+  ScopedVariable(const char* variable, const std::string& value)
+      : variable_(variable), active_(!value.empty()) {
     if (!active_) return;
-    if (const char* old = std::getenv(kVariable)) previous_ = old;
-    setenv(kVariable, kernel.c_str(), 1);
+    if (const char* old = std::getenv(variable_)) previous_ = old;
+    setenv(variable_, value.c_str(), 1);
   }
-  ~ScopedCudaKernel() {
+  ~ScopedVariable() {
     if (!active_) return;
-    if (previous_) setenv(kVariable, previous_->c_str(), 1); else unsetenv(kVariable);
+    if (previous_)
+      setenv(variable_, previous_->c_str(), 1);
+    else
+      unsetenv(variable_);
   }
-  ScopedCudaKernel(const ScopedCudaKernel&) = delete;
-  ScopedCudaKernel& operator=(const ScopedCudaKernel&) = delete;
+  ScopedVariable(const ScopedVariable&) = delete;
+  ScopedVariable& operator=(const ScopedVariable&) = delete;
 
  private:
-  static constexpr const char* kVariable = "METRALE_CUDA_KERNEL";
+  const char* variable_;
   bool active_;
   std::optional<std::string> previous_;
+};
+
+// METRALE_CUDA_KERNEL = `kernel` ("sm90-tiled:6") while it lives.
+struct ScopedCudaKernel : ScopedVariable {
+  explicit ScopedCudaKernel(const std::string& kernel)
+      : ScopedVariable("METRALE_CUDA_KERNEL", kernel) {}
+};
+
+// METRALE_CUDA_QUANTIZER = `quantizer` ("lean", "proven") while it lives.
+struct ScopedCudaQuantizer : ScopedVariable {
+  explicit ScopedCudaQuantizer(const std::string& quantizer)
+      : ScopedVariable("METRALE_CUDA_QUANTIZER", quantizer) {}
 };
 
 }  // namespace metrale::check
