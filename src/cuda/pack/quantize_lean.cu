@@ -22,6 +22,7 @@
 #include <cstdint>
 
 #include "cuda/cuda_check.hpp"
+#include "cuda/pack/lean_tile.hpp"
 #include "cuda/pack/pack_launch.hpp"
 #include "cuda/pack/quantize_block.hpp"
 #include "cuda/pack/quantize_tile.cuh"
@@ -56,25 +57,9 @@ __device__ __forceinline__ bool build_tables(LeanShared& s, float scale_2, std::
   return __syncthreads_or(divide != 0) != 0;
 }
 
-// A thread's rows of a tile, in 32-bit arithmetic but the flat index: the flat index of its first
-// row's first element, and how many of its rows lie in the tensor (0 when its columns are past K).
-struct LeanRows {
-  std::int64_t first;
-  int rows;
-};
-
-__device__ __forceinline__ LeanRows lean_rows(const QuantizeParams& p, TileOrigin t, int warp,
-                                              int lane) {
-  const auto n = static_cast<std::uint32_t>(p.n), k = static_cast<std::uint32_t>(p.k);
-  const std::uint32_t row = static_cast<std::uint32_t>(t.row0) + kRowsPerWarp * warp;
-  const std::uint32_t col = static_cast<std::uint32_t>(t.col0) + 8 * lane;
-  const std::uint32_t rows = col < k && row < n ? min(n - row, kRowsPerWarp) : 0u;
-  return {static_cast<std::int64_t>(row) * k + col, static_cast<int>(rows)};
-}
-
 // The thread's four chunks of the tile at `rows` into `stage` (zeros for rows outside the
 // tensor, whose source is then the weight's first chunk: never read, but mapped).
-__device__ __forceinline__ void stage_tile(const QuantizeParams& p, LeanRows rows,
+__device__ __forceinline__ void stage_tile(const QuantizeParams& p, pack::LeanRows rows,
                                            std::uint32_t row_bytes, std::uint32_t stage) {
   const auto* src = reinterpret_cast<const char*>(p.weight + rows.first);
 #pragma unroll
@@ -87,16 +72,9 @@ __device__ __forceinline__ void stage_tile(const QuantizeParams& p, LeanRows row
   }
 }
 
-// Both halves' maxima of two rows, paired: row a's in the low lane, row b's in the high one.
-__device__ __forceinline__ std::uint32_t paired_half_maxima(const std::uint32_t (&a)[4],
-                                                            const std::uint32_t (&b)[4]) {
-  const std::uint32_t ma = pack::max_magnitudes(a), mb = pack::max_magnitudes(b);
-  return pack::max_lanes(pack::byte_permute(ma, mb, 0x5410u), pack::byte_permute(ma, mb, 0x7632u));
-}
-
-// Either 16-bit lane at or above the NaN and Inf magnitudes (lanes hold magnitudes, ≤ 0x7FFF).
-__device__ __forceinline__ bool any_non_finite(std::uint32_t lanes) {
-  return ((lanes + 0x00800080u) & 0x80008000u) != 0;
+__device__ __forceinline__ pack::LeanRows staged_rows(const QuantizeParams& p, TileOrigin t,
+                                                      int warp, int lane) {
+  return pack::lean_rows(p.n, p.k, t.row0, t.col0, warp, lane);
 }
 
 // ---- the rare paths, out of line --------------------------------------------------------------
@@ -149,7 +127,7 @@ __global__ void __launch_bounds__(kQuantThreads, 4) quantize_lean_kernel(Quantiz
   if (computed && blockIdx.x == 0 && threadIdx.x == 0) *p.scale_2_out = scale_2;
 
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const int my_rows = 2 * (lane & 1);  // the two rows whose block scales this lane looks up
+  const int my_rows = pack::scaled_rows(lane);  // the first of the two rows it scales
   const std::int64_t tiles = p.row_tiles * p.col_tiles;
   unsigned long long first_bad = kNoIndex;
   const auto row_bytes = static_cast<std::uint32_t>(p.k * sizeof(bf16_bits));
@@ -157,16 +135,17 @@ __global__ void __launch_bounds__(kQuantThreads, 4) quantize_lean_kernel(Quantiz
   // a stage further).
   const uint4* const my_chunks = &s.stage[0][kRowsPerWarp * warp][lane];
   TileCursor at(p, blockIdx.x);  // the tile being worked on; `ahead`, the one being staged
-  LeanRows staged = lean_rows(p, at.origin(), warp, lane);  // kept: its codes are stored from it
+  pack::LeanRows staged =
+      staged_rows(p, at.origin(), warp, lane);  // kept: its codes are stored from it
   if (blockIdx.x < tiles) stage_tile(p, staged, row_bytes, sm90::smem_address(my_chunks));
   sm90::cp_async_commit();
   TileCursor ahead = at;
   int buffer = 0;
   for (std::int64_t step = blockIdx.x; step < tiles; step += gridDim.x, buffer ^= 1) {
-    const LeanRows rows = staged;
+    const pack::LeanRows rows = staged;
     ahead.advance(p);
     if (step + gridDim.x < tiles) {
-      staged = lean_rows(p, ahead.origin(), warp, lane);
+      staged = staged_rows(p, ahead.origin(), warp, lane);
       stage_tile(p, staged, row_bytes, sm90::smem_address(my_chunks + (buffer ^ 1) * kStageChunks));
     }
     sm90::cp_async_commit();  // empty after the last tile: the wait below still counts it
@@ -177,13 +156,15 @@ __global__ void __launch_bounds__(kQuantThreads, 4) quantize_lean_kernel(Quantiz
     std::uint32_t words[kRowsPerWarp][4];
 #pragma unroll
     for (int j = 0; j < kRowsPerWarp; ++j) load_words(chunks[j * kChunksPerRow], words[j]);
-    const std::uint32_t rows01 = paired_half_maxima(words[0], words[1]);
-    const std::uint32_t rows23 = paired_half_maxima(words[2], words[3]);
-    if (any_non_finite(pack::max_lanes(rows01, rows23)))
+    const std::uint32_t rows01 = pack::paired_half_maxima(words[0], words[1]);
+    const std::uint32_t rows23 = pack::paired_half_maxima(words[2], words[3]);
+    if (pack::any_non_finite(pack::max_lanes(rows01, rows23)))
       first_bad = min(first_bad, first_non_finite_in_tile(chunks, t, warp, lane, p.k));
     // The partner lane holds the blocks' other halves: one shuffle gives each lane its rows'.
-    const std::uint32_t partner_half = __shfl_xor_sync(0xFFFFFFFFu, my_rows ? rows01 : rows23, 1);
-    const std::uint32_t block_max = pack::max_lanes(my_rows ? rows23 : rows01, partner_half);
+    const std::uint32_t partner_half =
+        __shfl_xor_sync(0xFFFFFFFFu, pack::halves_for_partner(my_rows, rows01, rows23), 1);
+    const std::uint32_t block_max =
+        pack::max_lanes(pack::halves_kept(my_rows, rows01, rows23), partner_half);
     const std::uint32_t mine = block_scale(s, base, block_max & 0xFFFFu, scale_2) |
                                block_scale(s, base, block_max >> 16, scale_2) << 8;
     const std::uint32_t theirs = __shfl_xor_sync(0xFFFFFFFFu, mine, 1);
@@ -193,8 +174,7 @@ __global__ void __launch_bounds__(kQuantThreads, 4) quantize_lean_kernel(Quantiz
     auto* codes = reinterpret_cast<unsigned int*>(p.packed) + (rows.first >> 3);
 #pragma unroll
     for (int j = 0; j < kRowsPerWarp; ++j) {
-      const std::uint32_t pair = (j & 2) == my_rows ? mine : theirs;
-      const std::uint32_t sf = (pair >> (8 * (j & 1))) & 0xFFu;
+      const std::uint32_t sf = pack::row_scale(j, my_rows, mine, theirs);
       const pack::CodeConstants c = s.codes[sf];
       const std::uint32_t packed = any_divide && c.divide
                                        ? codes_dividing(chunks + j * kChunksPerRow, sf, scale_2)

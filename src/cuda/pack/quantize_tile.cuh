@@ -11,6 +11,7 @@
 
 #include "cuda/cuda_backend.hpp"
 #include "cuda/pack/quantize_block.hpp"
+#include "cuda/pack/tile_shape.hpp"
 #include "format/nvfp4_recipe.hpp"
 
 namespace metrale::cuda {
@@ -36,17 +37,6 @@ __device__ __forceinline__ void publish_first_bad(unsigned long long index, Pack
 __device__ __forceinline__ void load_words(const uint4& v, std::uint32_t* words) {
   words[0] = v.x, words[1] = v.y, words[2] = v.z, words[3] = v.w;
 }
-
-// A CTA tile is 32 rows x 256 elements (16 blocks of 16): warp w takes rows 4w..4w+3, lane l
-// elements [8l, 8l + 8) of each (quantize.cu says why).
-constexpr int kTileRows = 32;
-constexpr int kTileCols = 256;  // elements along K
-constexpr int kTileBlocks = kTileCols / format::kBlockSize;
-constexpr int kQuantThreads = 256;
-constexpr int kRowsPerWarp = kTileRows / (kQuantThreads / 32);
-static_assert(kTileCols == 32 * 8, "a lane takes 8 elements (16 bytes) of each of its rows");
-static_assert(kRowsPerWarp == 4, "the scale split below gives each lane of a pair two rows");
-static_assert(kTileBlocks * kTileRows == 2 * kQuantThreads, "each thread stores two scale bytes");
 
 struct QuantizeParams {
   const bf16_bits* weight;  // [N, K]
