@@ -171,7 +171,7 @@ __global__ void __launch_bounds__(kQuantThreads, 4) quantize_lean_kernel(Quantiz
     *reinterpret_cast<std::uint16_t*>(
         &s.tile_scales[buffer][lane / 2][kRowsPerWarp * warp + my_rows]) =
         static_cast<std::uint16_t>(mine);
-    auto* codes = reinterpret_cast<unsigned int*>(p.packed) + (rows.first >> 3);
+    std::uint8_t* codes = p.packed + static_cast<std::uint64_t>(rows.first) / 2;
 #pragma unroll
     for (int j = 0; j < kRowsPerWarp; ++j) {
       const std::uint32_t sf = pack::row_scale(j, my_rows, mine, theirs);
@@ -179,7 +179,9 @@ __global__ void __launch_bounds__(kQuantThreads, 4) quantize_lean_kernel(Quantiz
       const std::uint32_t packed = any_divide && c.divide
                                        ? codes_dividing(chunks + j * kChunksPerRow, sf, scale_2)
                                        : pack::search_codes_of_row(words[j], c);
-      if (j < rows.rows) __stcs(codes + j * (p.k / 8), packed);
+      if (j < rows.rows)
+        __stcs(reinterpret_cast<unsigned int*>(codes + j * static_cast<std::size_t>(row_bytes / 4)),
+               packed);
     }
     // One barrier a tile, as the proven kernel's: it also orders the scale buffer's reuse.
     __syncthreads();

@@ -59,8 +59,8 @@ struct TileOrigin {
 // 64-bit division is a ~70-instruction subroutine on the GPU).
 struct TileCursor {
   std::int64_t row_tile, col_tile;
-  std::int64_t row_stride,
-      col_stride;  // gridDim.x tiles as (rows, columns), col_stride < col_tiles
+  // gridDim.x tiles as (rows, columns), col_stride < col_tiles
+  std::int64_t row_stride, col_stride;
 
   __device__ TileCursor(const QuantizeParams& p, std::int64_t first) {
     const std::int64_t tile = p.row_tiles * p.col_tiles - 1 - first;
