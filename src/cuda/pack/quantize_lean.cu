@@ -37,20 +37,36 @@ constexpr int kChunksPerRow = kTileCols / 8;  // a lane's 16 bytes of a row
 constexpr int kStageChunks = kTileRows * kChunksPerRow;
 constexpr std::uint32_t kStageRowBytes = kChunksPerRow * sizeof(uint4);
 
+// The threshold table by scale byte (pack::CodeConstants) in two halves of 16 bytes: a warp's
+// loads of an entry, 16 bytes a lane at random scale bytes, then spread over eight bank groups
+// (sf % 8) where 32-byte entries gave four.
+struct CodeHalves {
+  uint4 low[pack::kScaleBytes];   // add[0..3]
+  uint4 high[pack::kScaleBytes];  // add[4..6], divide
+};
+
 struct LeanShared {
   uint4 stage[2][kTileRows][kChunksPerRow];      // the tile worked on and the next: 32 KB
-  pack::CodeConstants codes[pack::kScaleBytes];  // thresholds by scale byte: 4 KB
+  CodeHalves codes;                              // thresholds by scale byte: 4 KB
   std::uint8_t scales[pack::kScaleTableBytes];   // scale byte by block amax: 2432 bytes
   alignas(4) std::uint8_t tile_scales[2][kTileBlocks][kTileRows];  // as the proven kernel's
 };
+
+__device__ __forceinline__ pack::CodeConstants code_constants_of(const CodeHalves& codes,
+                                                                 std::uint32_t sf) {
+  const uint4 low = codes.low[sf], high = codes.high[sf];
+  return {{low.x, low.y, low.z, low.w, high.x, high.y, high.z}, high.w};
+}
 
 // Builds both tables; true when some scale byte's d is 0 or Inf (CTA-uniform), so that the loop
 // tests a row's `divide` only then.
 __device__ __forceinline__ bool build_tables(LeanShared& s, float scale_2, std::uint32_t base) {
   std::uint32_t divide = 0;
   for (int i = threadIdx.x; i < pack::kScaleBytes; i += kQuantThreads) {
-    s.codes[i] = pack::code_constants(static_cast<std::uint8_t>(i), scale_2);
-    divide |= s.codes[i].divide;
+    const pack::CodeConstants c = pack::code_constants(static_cast<std::uint8_t>(i), scale_2);
+    s.codes.low[i] = make_uint4(c.add[0], c.add[1], c.add[2], c.add[3]);
+    s.codes.high[i] = make_uint4(c.add[4], c.add[5], c.add[6], c.divide);
+    divide |= c.divide;
   }
   for (std::uint32_t i = threadIdx.x; i < pack::kScaleTableBytes; i += kQuantThreads)
     s.scales[i] = pack::scale_table_entry(base, i, scale_2);
@@ -175,7 +191,7 @@ __global__ void __launch_bounds__(kQuantThreads, 4) quantize_lean_kernel(Quantiz
 #pragma unroll
     for (int j = 0; j < kRowsPerWarp; ++j) {
       const std::uint32_t sf = pack::row_scale(j, my_rows, mine, theirs);
-      const pack::CodeConstants c = s.codes[sf];
+      const pack::CodeConstants c = code_constants_of(s.codes, sf);
       const std::uint32_t packed = any_divide && c.divide
                                        ? codes_dividing(chunks + j * kChunksPerRow, sf, scale_2)
                                        : pack::search_codes_of_row(words[j], c);
