@@ -29,6 +29,7 @@
 #include "cuda/pack/pack_launch.hpp"
 #include "cuda/pack/quantize_block.hpp"
 #include "cuda/pack/quantize_tile.cuh"
+#include "cuda/pack/scale_table.hpp"
 #include "cuda/require_device.hpp"
 #include "format/nvfp4_recipe.hpp"
 
@@ -184,8 +185,9 @@ __global__ void __launch_bounds__(kQuantThreads, 4) quantize_kernel(QuantizePara
       }
     }
     // Two scales here, two from the partner lane.
-    const std::uint32_t mine = scale_of(my_rows ? block_max[2] : block_max[0], scale_2) |
-                               scale_of(my_rows ? block_max[3] : block_max[1], scale_2) << 8;
+    const std::uint32_t mine =
+        pack::block_scale_byte(my_rows ? block_max[2] : block_max[0], scale_2) |
+        pack::block_scale_byte(my_rows ? block_max[3] : block_max[1], scale_2) << 8;
     const std::uint32_t theirs = __shfl_xor_sync(0xFFFFFFFFu, mine, 1);
     const ThreadRows rows = thread_rows(p, t, warp, lane);
 #pragma unroll

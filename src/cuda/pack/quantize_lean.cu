@@ -109,7 +109,7 @@ __device__ __noinline__ unsigned long long first_non_finite_in_tile(const uint4*
 }
 
 __device__ __noinline__ std::uint32_t scale_outside_table(std::uint32_t amax_bits, float scale_2) {
-  return scale_of(amax_bits, scale_2);
+  return pack::block_scale_byte(amax_bits, scale_2);
 }
 
 // A row's four code bytes through the recipe's division (a scale byte whose d is 0 or Inf).

@@ -1,10 +1,10 @@
 // What the quantizer's two quantize kernels share (quantize.cu's proven one, the default, and
 // quantize_lean.cu's, opt-in): the scratch the device passes back, the CTA tile and its
-// parameters, the walk over the tiles, the tile's scale stores and the block scale's arithmetic.
+// parameters, the walk over the tiles and the tile's scale stores (the block scale's arithmetic
+// is scale_table.hpp's block_scale_byte).
 // Device code; the host reads PackScratch and fills QuantizeParams.
 #pragma once
 
-#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -102,21 +102,6 @@ __device__ __forceinline__ void store_tile_scales(
     const std::int64_t sn = t.row0 + r, sb = first_block + block_in_tile;
     if (sn < p.n && sb < blocks) __stcs(p.scale + sb * p.n + sn, scales[block_in_tile][r]);
   }
-}
-
-// format::block_scale_e4m3, its rounding to e4m3 in hardware from sm_89 on: cuda_fp8.h's
-// __nv_cvt_float_to_fp8 is then one cvt.rn.satfinite instruction, and its host emulation rounds
-// as format::float_to_e4m3 does on a dense sweep of fp32 (tests/format/e4m3_test.cpp,
-// E4m3Cuda.EncodeMatchesCudaSatfiniteOnDenseSweep). The software conversion, a dozen branches,
-// was a third of a scale's ~75 instructions, and a thread computes two scales a tile.
-__device__ __forceinline__ std::uint8_t scale_of(std::uint32_t amax_bits, float scale_2) {
-  const float amax = format::bf16_to_float(static_cast<std::uint16_t>(amax_bits));
-#if __CUDA_ARCH__ >= 890
-  return static_cast<std::uint8_t>(
-      __nv_cvt_float_to_fp8(format::block_scale_value(amax, scale_2), __NV_SATFINITE, __NV_E4M3));
-#else
-  return format::block_scale_e4m3(amax, scale_2);
-#endif
 }
 
 // The lean quantize pass (quantize_lean.cu) on `stream`: the same bits as quantize.cu's kernel.
