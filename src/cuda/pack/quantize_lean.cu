@@ -20,7 +20,9 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <limits>
 
+#include "core/error.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/pack/lean_tile.hpp"
 #include "cuda/pack/pack_launch.hpp"
@@ -36,6 +38,9 @@ namespace {
 constexpr int kChunksPerRow = kTileCols / 8;  // a lane's 16 bytes of a row
 constexpr int kStageChunks = kTileRows * kChunksPerRow;
 constexpr std::uint32_t kStageRowBytes = kChunksPerRow * sizeof(uint4);
+// Tiles counted in 32 bits: a tensor that fits a GPU's memory has fewer than 2^27 of them (N·K ≤
+// 2^36 bf16: at most N·K/8192 + N/32 + K/256 + 1), and the launch refuses more than 2^31 - 1.
+using TileCursor32 = BasicTileCursor<int>;
 
 // The threshold table by scale byte (pack::CodeConstants) in two halves of 16 bytes: a warp's
 // loads of an entry, 16 bytes a lane at random scale bytes, then spread over eight bank groups
@@ -144,23 +149,23 @@ __global__ void __launch_bounds__(kQuantThreads, 4) quantize_lean_kernel(Quantiz
 
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int my_rows = pack::scaled_rows(lane);  // the first of the two rows it scales
-  const std::int64_t tiles = p.row_tiles * p.col_tiles;
+  const auto tiles = static_cast<int>(p.row_tiles * p.col_tiles);  // quantize_lean checks it fits
   unsigned long long first_bad = kNoIndex;
   const auto row_bytes = static_cast<std::uint32_t>(p.k * sizeof(bf16_bits));
   // This thread's first chunk in stage buffer 0 (its rows follow a row of chunks apart; buffer 1
   // a stage further).
   const uint4* const my_chunks = &s.stage[0][kRowsPerWarp * warp][lane];
-  TileCursor at(p, blockIdx.x);  // the tile being worked on; `ahead`, the one being staged
+  TileCursor32 at(p, blockIdx.x);  // the tile being worked on; `ahead`, the one being staged
   pack::LeanRows staged =
       staged_rows(p, at.origin(), warp, lane);  // kept: its codes are stored from it
   if (blockIdx.x < tiles) stage_tile(p, staged, row_bytes, sm90::smem_address(my_chunks));
   sm90::cp_async_commit();
-  TileCursor ahead = at;
+  TileCursor32 ahead = at;
   int buffer = 0;
-  for (std::int64_t step = blockIdx.x; step < tiles; step += gridDim.x, buffer ^= 1) {
+  for (int step = blockIdx.x; step < tiles; step += gridDim.x, buffer ^= 1) {
     const pack::LeanRows rows = staged;
     ahead.advance(p);
-    if (step + gridDim.x < tiles) {
+    if (step + static_cast<int>(gridDim.x) < tiles) {
       staged = staged_rows(p, ahead.origin(), warp, lane);
       stage_tile(p, staged, row_bytes, sm90::smem_address(my_chunks + (buffer ^ 1) * kStageChunks));
     }
@@ -210,6 +215,10 @@ __global__ void __launch_bounds__(kQuantThreads, 4) quantize_lean_kernel(Quantiz
 }  // namespace
 
 void quantize_lean(const QuantizeParams& p, cudaStream_t stream) {
+  if (p.row_tiles * p.col_tiles > std::numeric_limits<int>::max())
+    fail_message(Status::internal,
+                 concat("quantize_lean: ", p.n, " x ", p.k, " is ", p.row_tiles * p.col_tiles,
+                        " tiles, more than its 32-bit walk counts"));
   const unsigned grid = pack::grid_size(static_cast<std::size_t>(p.row_tiles * p.col_tiles), 1,
                                         pack::resident_ctas(quantize_lean_kernel, kQuantThreads));
   quantize_lean_kernel<<<grid, kQuantThreads, 0, stream>>>(p);

@@ -56,31 +56,37 @@ struct TileOrigin {
 // Tiles run along K first, so neighbouring CTAs stream neighbouring bytes of the same rows, and
 // from the end of the tensor back: the scan ended there, so that part is still in L2. A CTA walks
 // every gridDim.x-th tile: one division when it starts, then a subtract and a compare a step (a
-// 64-bit division is a ~70-instruction subroutine on the GPU).
-struct TileCursor {
-  std::int64_t row_tile, col_tile;
+// 64-bit division is a ~70-instruction subroutine on the GPU). `Index` counts tiles: the proven
+// kernel's 64 bits, or the lean kernel's 32 (fewer instructions a step; its launch checks that
+// the tiles fit).
+template <class Index>
+struct BasicTileCursor {
+  Index row_tile, col_tile;
   // gridDim.x tiles as (rows, columns), col_stride < col_tiles
-  std::int64_t row_stride, col_stride;
+  Index row_stride, col_stride;
 
-  __device__ TileCursor(const QuantizeParams& p, std::int64_t first) {
-    const std::int64_t tile = p.row_tiles * p.col_tiles - 1 - first;
-    row_tile = tile / p.col_tiles;
-    col_tile = tile % p.col_tiles;
-    row_stride = gridDim.x / p.col_tiles;
-    col_stride = gridDim.x % p.col_tiles;
+  __device__ BasicTileCursor(const QuantizeParams& p, Index first) {
+    const auto col_tiles = static_cast<Index>(p.col_tiles);
+    const Index tile = static_cast<Index>(p.row_tiles * p.col_tiles) - 1 - first;
+    row_tile = tile / col_tiles;
+    col_tile = tile % col_tiles;
+    row_stride = static_cast<Index>(gridDim.x) / col_tiles;
+    col_stride = static_cast<Index>(gridDim.x) % col_tiles;
   }
   __device__ __forceinline__ void advance(const QuantizeParams& p) {
     row_tile -= row_stride;
     col_tile -= col_stride;
     if (col_tile < 0) {
-      col_tile += p.col_tiles;
+      col_tile += static_cast<Index>(p.col_tiles);
       --row_tile;
     }
   }
   __device__ __forceinline__ TileOrigin origin() const {
-    return {row_tile * kTileRows, col_tile * kTileCols};
+    return {static_cast<std::int64_t>(row_tile) * kTileRows,
+            static_cast<std::int64_t>(col_tile) * kTileCols};
   }
 };
+using TileCursor = BasicTileCursor<std::int64_t>;
 
 // A tile's scales out: 16 runs of 32 consecutive n of [K/16, N], 4 bytes a thread where N and the
 // pointer allow it (a run is then 8 threads; rows start at multiples of 32, so with N % 4 == 0 a
