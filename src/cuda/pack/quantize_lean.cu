@@ -14,8 +14,10 @@
 //     stored, and zeros hold no NaN;
 //   - the four rows' half maxima paired in two words (one shuffle to exchange them), one NaN test
 //     a tile, a lane's two scale bytes stored as one 2-byte word;
-//   - the rare paths (a NaN's index, a scale outside the table, a scale byte whose d is 0 or Inf)
-//     out of line, so that the loop holds only the common path.
+//   - the rare paths (a NaN's index, scales outside the table, a scale byte whose d is 0 or Inf)
+//     behind one test each, inline: as calls (__noinline__) they cost the common path ~55 more
+//     instructions a tile, ptxas re-deriving the thread's place and the shared-memory base after
+//     each call site.
 // sm_80+ (cp.async).
 #include <cuda_runtime.h>
 
@@ -98,12 +100,12 @@ __device__ __forceinline__ pack::LeanRows staged_rows(const QuantizeParams& p, T
   return pack::lean_rows(p.n, p.k, t.row0, t.col0, warp, lane);
 }
 
-// ---- the rare paths, out of line --------------------------------------------------------------
+// ---- the rare paths ---------------------------------------------------------------------------
 
 // The thread's lowest flat index of a NaN or ±Inf in the tile (its chunks in shared memory).
-__device__ __noinline__ unsigned long long first_non_finite_in_tile(const uint4* chunks,
-                                                                    TileOrigin t, int warp,
-                                                                    int lane, std::int64_t k) {
+__device__ __forceinline__ unsigned long long first_non_finite_in_tile(const uint4* chunks,
+                                                                       TileOrigin t, int warp,
+                                                                       int lane, std::int64_t k) {
   for (int j = 0; j < kRowsPerWarp; ++j) {
     std::uint32_t words[4];
     load_words(chunks[j * kChunksPerRow], words);
@@ -113,13 +115,15 @@ __device__ __noinline__ unsigned long long first_non_finite_in_tile(const uint4*
   return kNoIndex;
 }
 
-__device__ __noinline__ std::uint32_t scale_outside_table(std::uint32_t amax_bits, float scale_2) {
-  return pack::block_scale_byte(amax_bits, scale_2);
+// Both block scales of a lane's rows (their maxima in the low and high lanes) by the division.
+__device__ __forceinline__ std::uint32_t scales_dividing(std::uint32_t block_max, float scale_2) {
+  return pack::block_scale_byte(block_max & 0xFFFFu, scale_2) |
+         pack::block_scale_byte(block_max >> 16, scale_2) << 8;
 }
 
 // A row's four code bytes through the recipe's division (a scale byte whose d is 0 or Inf).
-__device__ __noinline__ std::uint32_t codes_dividing(const uint4* chunk, std::uint32_t sf,
-                                                     float scale_2) {
+__device__ __forceinline__ std::uint32_t codes_dividing(const uint4* chunk, std::uint32_t sf,
+                                                        float scale_2) {
   std::uint32_t words[4];
   load_words(*chunk, words);
   return pack::pack_four_words(words, pack::CodeConstants{{}, 1u}, static_cast<std::uint8_t>(sf),
@@ -128,10 +132,14 @@ __device__ __noinline__ std::uint32_t codes_dividing(const uint4* chunk, std::ui
 
 // ---- the kernel --------------------------------------------------------------------------------
 
-__device__ __forceinline__ std::uint32_t block_scale(const LeanShared& s, std::uint32_t base,
-                                                     std::uint32_t amax_bits, float scale_2) {
-  const std::uint32_t at = pack::scale_table_index(amax_bits, base);
-  return at < pack::kScaleTableBytes ? s.scales[at] : scale_outside_table(amax_bits, scale_2);
+// The block scales of a lane's two rows from the table; both by the division (one test for the
+// two) when either amax lies outside it.
+__device__ __forceinline__ std::uint32_t pair_scales(const LeanShared& s, std::uint32_t base,
+                                                     std::uint32_t block_max, float scale_2) {
+  const std::uint32_t at_low = pack::scale_table_index(block_max & 0xFFFFu, base);
+  const std::uint32_t at_high = pack::scale_table_index(block_max >> 16, base);
+  if (max(at_low, at_high) >= pack::kScaleTableBytes) return scales_dividing(block_max, scale_2);
+  return s.scales[at_low] | static_cast<std::uint32_t>(s.scales[at_high]) << 8;
 }
 
 __global__ void __launch_bounds__(kQuantThreads, 4) quantize_lean_kernel(QuantizeParams p) {
@@ -186,8 +194,7 @@ __global__ void __launch_bounds__(kQuantThreads, 4) quantize_lean_kernel(Quantiz
         __shfl_xor_sync(0xFFFFFFFFu, pack::halves_for_partner(my_rows, rows01, rows23), 1);
     const std::uint32_t block_max =
         pack::max_lanes(pack::halves_kept(my_rows, rows01, rows23), partner_half);
-    const std::uint32_t mine = block_scale(s, base, block_max & 0xFFFFu, scale_2) |
-                               block_scale(s, base, block_max >> 16, scale_2) << 8;
+    const std::uint32_t mine = pair_scales(s, base, block_max, scale_2);
     const std::uint32_t theirs = __shfl_xor_sync(0xFFFFFFFFu, mine, 1);
     *reinterpret_cast<std::uint16_t*>(
         &s.tile_scales[buffer][lane / 2][kRowsPerWarp * warp + my_rows]) =
