@@ -132,6 +132,38 @@ __device__ __forceinline__ std::uint32_t codes_dividing(const uint4* chunk, std:
 
 // ---- the kernel --------------------------------------------------------------------------------
 
+// What a thread's rows of codes need: its stage chunks, its and its partner's scale pairs, where
+// its codes go (a row's four bytes, the next `row_stride` bytes on) and how many rows are inside.
+struct RowCodes {
+  const uint4* chunks;
+  int my_rows;
+  std::uint32_t mine, theirs;
+  float scale_2;
+  std::uint8_t* codes;
+  std::uint32_t row_stride;
+  int rows;
+};
+
+// A thread's four rows of codes, stored; kDivide: some scale byte's d is 0 or Inf (CTA-uniform),
+// so a row may need the division (the test is then a row's; without, none).
+template <bool kDivide>
+__device__ __forceinline__ void code_rows(const CodeHalves& table,
+                                          const std::uint32_t (&words)[kRowsPerWarp][4],
+                                          const RowCodes& job) {
+#pragma unroll
+  for (int j = 0; j < kRowsPerWarp; ++j) {
+    const std::uint32_t sf = pack::row_scale(j, job.my_rows, job.mine, job.theirs);
+    const pack::CodeConstants c = code_constants_of(table, sf);
+    const std::uint32_t packed =
+        kDivide && c.divide ? codes_dividing(job.chunks + j * kChunksPerRow, sf, job.scale_2)
+                            : pack::search_codes_of_row(words[j], c);
+    if (j < job.rows)
+      __stcs(
+          reinterpret_cast<unsigned int*>(job.codes + j * static_cast<std::size_t>(job.row_stride)),
+          packed);
+  }
+}
+
 // The block scales of a lane's two rows from the table; both by the division (one test for the
 // two) when either amax lies outside it.
 __device__ __forceinline__ std::uint32_t pair_scales(const LeanShared& s, std::uint32_t base,
@@ -200,17 +232,11 @@ __global__ void __launch_bounds__(kQuantThreads, 4) quantize_lean_kernel(Quantiz
         &s.tile_scales[buffer][lane / 2][kRowsPerWarp * warp + my_rows]) =
         static_cast<std::uint16_t>(mine);
     std::uint8_t* codes = p.packed + static_cast<std::uint64_t>(rows.first) / 2;
-#pragma unroll
-    for (int j = 0; j < kRowsPerWarp; ++j) {
-      const std::uint32_t sf = pack::row_scale(j, my_rows, mine, theirs);
-      const pack::CodeConstants c = code_constants_of(s.codes, sf);
-      const std::uint32_t packed = any_divide && c.divide
-                                       ? codes_dividing(chunks + j * kChunksPerRow, sf, scale_2)
-                                       : pack::search_codes_of_row(words[j], c);
-      if (j < rows.rows)
-        __stcs(reinterpret_cast<unsigned int*>(codes + j * static_cast<std::size_t>(row_bytes / 4)),
-               packed);
-    }
+    const RowCodes job{chunks, my_rows, mine, theirs, scale_2, codes, row_bytes / 4, rows.rows};
+    if (any_divide)
+      code_rows<true>(s.codes, words, job);
+    else
+      code_rows<false>(s.codes, words, job);
     // One barrier a tile, as the proven kernel's: it also orders the scale buffer's reuse.
     __syncthreads();
     store_tile_scales(p, t, s.tile_scales[buffer]);
