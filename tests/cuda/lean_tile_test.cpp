@@ -48,6 +48,7 @@ struct Tables {
   std::vector<std::uint8_t> scales;
   std::vector<cuda::pack::CodeConstants> codes;
   float scale_2;
+  bool any_divide;  // the kernel's CTA-uniform test: some block's scale byte may need the division
 };
 
 Tables tables_for(const std::vector<bf16_bits>& w, bool computed) {
@@ -60,8 +61,10 @@ Tables tables_for(const std::vector<bf16_bits>& w, bool computed) {
   t.base = cuda::pack::scale_table_base(cuda::pack::scale_table_top(computed, amax));
   for (std::uint32_t i = 0; i < cuda::pack::kScaleTableBytes; ++i)
     t.scales.push_back(cuda::pack::scale_table_entry(t.base, i, t.scale_2));
-  for (int sf = 0; sf < cuda::pack::kScaleBytes; ++sf)
+  for (int sf = 0; sf < cuda::pack::kScaleBytes; ++sf) {
     t.codes.push_back(cuda::pack::code_constants(static_cast<std::uint8_t>(sf), t.scale_2));
+    t.any_divide = t.any_divide || cuda::pack::divides_a_block(sf, t.codes.back());
+  }
   return t;
 }
 
@@ -122,8 +125,9 @@ void warp_step(const std::vector<bf16_bits>& w, std::int64_t n, std::int64_t k, 
     for (int j = 0; j < kRowsPerWarp; ++j) {
       const std::uint32_t sf = cuda::pack::row_scale(j, my_rows, l.mine, lanes[lane ^ 1].mine);
       const cuda::pack::CodeConstants& c = t.codes[sf];
+      // The kernel's code_rows<kDivide>: a row's division tested only when any_divide.
       const std::uint32_t packed =
-          c.divide
+          t.any_divide && c.divide
               ? cuda::pack::pack_four_words(l.words[j], c, static_cast<std::uint8_t>(sf), t.scale_2)
               : cuda::pack::search_codes_of_row(l.words[j], c);
       if (j < l.rows.rows) std::memcpy(&out.packed[(l.rows.first + j * k) / 2], &packed, 4);
@@ -158,12 +162,21 @@ struct Shape {
 constexpr Shape kShapes[] = {{1, 16},   {5, 48},  {8, 64},     {33, 272},
                              {63, 528}, {65, 96}, {129, 2048}, {200, 784}};
 
+// Weights of bf16 subnormal magnitudes 0 to 3 (2^-133 units): with scale_2 computed, the smallest
+// scale bytes' d underflows to 0, and the kernel takes its dividing copy of the codes.
+std::vector<bf16_bits> tiny_bf16(std::size_t count, std::uint64_t seed) {
+  std::vector<bf16_bits> w = check::normal_bf16(count, seed, 1.0f);
+  for (bf16_bits& x : w) x &= 0x8003u;
+  return w;
+}
+
 TEST(LeanTile, EmulatedWalkEqualsTheCpuQuantizer) {
   for (const Shape s : kShapes) {
     for (bool computed : {true, false}) {
       const std::vector<bf16_bits> inputs[] = {
           check::pack_stress_bf16(s.n, s.k, 7 + s.n, !computed),
-          check::normal_bf16(std::size_t(s.n) * s.k, 11 + s.k, 0.02f)};
+          check::normal_bf16(std::size_t(s.n) * s.k, 11 + s.k, 0.02f),
+          tiny_bf16(std::size_t(s.n) * s.k, 13 + s.n)};
       for (const std::vector<bf16_bits>& w : inputs) {
         SCOPED_TRACE(testing::Message()
                      << s.n << " x " << s.k << ", scale_2 " << (computed ? "computed" : "= 1"));
@@ -175,6 +188,36 @@ TEST(LeanTile, EmulatedWalkEqualsTheCpuQuantizer) {
       }
     }
   }
+}
+
+// Scale byte 0 has d = 0 at every scale_2 but scales no block, so the kernel's any_divide leaves it
+// out: counted, every tile took the dividing copy of the codes. Checked over every bf16 block amax
+// at the seeds' scale_2 and the recipe's of tensor amaxes in every third binade (bf16 subnormals
+// to the largest finite); any_divide is false but for the smallest tensor amaxes (byte 1's d
+// underflows), which the walk above quantizes (tiny_bf16).
+TEST(LeanTile, AnyDivideLeavesOutScaleByteZeroWhichNoBlockHas) {
+  std::vector<std::uint32_t> tensor_amaxes;
+  for (std::uint32_t binade = 0; binade < 0xFF; binade += 3)
+    for (std::uint32_t mantissa : {0u, 1u, 0x35u, 0x7Fu})
+      tensor_amaxes.push_back(binade << 7 | mantissa);
+  tensor_amaxes.push_back(0x7F7Fu);
+  auto check = [](bool computed, std::uint32_t tensor_amax) {
+    const Tables t = tables_for({static_cast<bf16_bits>(tensor_amax)}, computed);
+    SCOPED_TRACE(testing::Message() << std::hex << "tensor amax 0x" << tensor_amax << ", computed "
+                                    << computed << ", scale_2 " << t.scale_2);
+    EXPECT_NE(t.codes[0].divide, 0u);
+    EXPECT_FALSE(cuda::pack::divides_a_block(0, t.codes[0]));
+    for (std::uint32_t amax = 0; amax <= 0x7FFFu; ++amax)
+      ASSERT_NE(format::block_scale_e4m3(format::bf16_to_float(static_cast<std::uint16_t>(amax)),
+                                         t.scale_2),
+                0)
+          << std::hex << "block amax 0x" << amax;
+    // Only tensor amaxes 1 to 10 in 2^-133 units (bf16 subnormals) give a byte past 0 whose d
+    // underflows (a sweep of every finite bf16 tensor amax, 2026-12-05).
+    EXPECT_EQ(t.any_divide, computed && tensor_amax >= 1 && tensor_amax <= 10);
+  };
+  for (std::uint32_t tensor_amax : tensor_amaxes) check(true, tensor_amax);
+  check(false, 0);
 }
 
 // NaN and ±Inf (the seeds' form quantizes them, then refuses the weight): the lowest index.

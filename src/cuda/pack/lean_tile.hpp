@@ -66,4 +66,12 @@ METRALE_HD inline std::uint32_t row_scale(int j, int my_rows, std::uint32_t mine
   return (pair >> (8 * (j & 1))) & 0xFFu;
 }
 
+// Whether scale byte `sf` (its codes' constants `c`) can send a block's codes through the
+// recipe's division: its d is 0 or Inf and some block can have that scale. Byte 0 never scales a
+// block (format::block_scale_value is at least 2^-9, e4m3's byte 0x01), and its d is 0 at every
+// scale_2: counted, it would send every tile down the dividing copy of the codes.
+METRALE_HD inline bool divides_a_block(int sf, const CodeConstants& c) {
+  return sf != 0 && c.divide != 0;
+}
+
 }  // namespace metrale::cuda::pack

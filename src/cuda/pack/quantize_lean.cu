@@ -66,19 +66,20 @@ __device__ __forceinline__ pack::CodeConstants code_constants_of(const CodeHalve
   return {{low.x, low.y, low.z, low.w, high.x, high.y, high.z}, high.w};
 }
 
-// Builds both tables; true when some scale byte's d is 0 or Inf (CTA-uniform), so that the loop
-// tests a row's `divide` only then.
+// Builds both tables; true when some block's scale byte can have a d of 0 or Inf (CTA-uniform),
+// so that the loop tests a row's `divide` only then (byte 0's d is always 0, and no block has it:
+// pack::divides_a_block).
 __device__ __forceinline__ bool build_tables(LeanShared& s, float scale_2, std::uint32_t base) {
-  std::uint32_t divide = 0;
+  bool divide = false;
   for (int i = threadIdx.x; i < pack::kScaleBytes; i += kQuantThreads) {
     const pack::CodeConstants c = pack::code_constants(static_cast<std::uint8_t>(i), scale_2);
     s.codes.low[i] = make_uint4(c.add[0], c.add[1], c.add[2], c.add[3]);
     s.codes.high[i] = make_uint4(c.add[4], c.add[5], c.add[6], c.divide);
-    divide |= c.divide;
+    divide = divide || pack::divides_a_block(i, c);
   }
   for (std::uint32_t i = threadIdx.x; i < pack::kScaleTableBytes; i += kQuantThreads)
     s.scales[i] = pack::scale_table_entry(base, i, scale_2);
-  return __syncthreads_or(divide != 0) != 0;
+  return __syncthreads_or(divide) != 0;
 }
 
 // The thread's four chunks of the tile at `rows` into `stage` (zeros for rows outside the
