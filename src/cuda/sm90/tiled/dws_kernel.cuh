@@ -118,7 +118,7 @@ __device__ __forceinline__ void decode_rows(const GroupedParams& p, DwsShared<Co
         p.scale_sfb ? static_cast<int>(format::sfb_row_in_tile(tile.n0 % 128 + row)) : row;
     for (int kt = 0; kt < k_tiles; ++kt) {
       const uint32_t at = first + kt, slot = at % kStages, d = at % kRing;
-      mbarrier_wait(&sh.ws.full[slot], (at / kStages) & 1, sh.ws,
+      mbarrier_wait(&sh.ws.full[slot], (at / kStages) & 1, sh,
                     WaitSite{kDecoderStageFull, int(at), taken, int(slot)});
       const std::uint8_t* weights = base_ptr + slot * Shape::kStageBytes + Shape::kActBytes;
       uint32_t words[8];
@@ -141,7 +141,7 @@ __device__ __forceinline__ void decode_rows(const GroupedParams& p, DwsShared<Co
         pairs_by_k(pairs, decoded[w]);
       }
       if (at >= kRing)
-        mbarrier_wait(&sh.decoded_empty[d], (at / kRing - 1) & 1, sh.ws,
+        mbarrier_wait(&sh.decoded_empty[d], (at / kRing - 1) & 1, sh,
                       WaitSite{kDecoderDecodedEmpty, int(at), taken, int(d)});
       std::uint8_t* tile_ptr = ring + d * Dws::kDecodedBytes;
 #pragma unroll
@@ -183,11 +183,11 @@ __device__ __forceinline__ void consume_decoded(const GroupedParams& p, DwsShare
     const int chunks = row_chunks(tile.row_end - tile.row_begin, Config::chunk);
     auto receive = [&](int kt) {
       const uint32_t at = first + kt;
-      mbarrier_wait(&sh.ws.full[at % kStages], (at / kStages) & 1, sh.ws,
+      mbarrier_wait(&sh.ws.full[at % kStages], (at / kStages) & 1, sh,
                     WaitSite{kConsumerStageFull, int(at), taken, int(at % kStages)});
       // The copies wrote through the generic proxy; wgmma reads the stage through the async one.
       ::cuda::ptx::fence_proxy_async(::cuda::ptx::space_shared);
-      mbarrier_wait(&sh.decoded_full[at % kRing], (at / kRing) & 1, sh.ws,
+      mbarrier_wait(&sh.decoded_full[at % kRing], (at / kRing) & 1, sh,
                     WaitSite{kConsumerDecodedFull, int(at), taken, int(at % kRing)});
     };
     auto release = [&](int kt) {

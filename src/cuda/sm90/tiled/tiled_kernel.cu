@@ -32,6 +32,9 @@ void print_stall(const WsStall& r) {
                r.waited);
   for (std::uint64_t b : r.barriers)
     std::fprintf(stderr, " %016llx", static_cast<unsigned long long>(b));
+  std::fprintf(stderr, "; decoded (decoder tiles: full, then empty):");
+  for (std::uint64_t b : r.decoded)
+    std::fprintf(stderr, " %016llx", static_cast<unsigned long long>(b));
   std::fprintf(stderr, "\n");
 }
 
@@ -63,7 +66,9 @@ void monitor() {
                    "decoder");
       for (int c = 0; c < kWsStallBlocks; ++c) {
         const WsBeat* b = &now[c * kWsRoles];
-        if (b[0].tiles == 0 && b[0].position == 0 && b[1].tiles == 0 && b[2].tiles == 0) continue;
+        if (b[0].tiles == 0 && b[0].position == 0 && b[1].tiles == 0 && b[2].tiles == 0 &&
+            b[3].tiles == 0)
+          continue;
         std::fprintf(stderr, " | %d: %u/%u %u/%u %u/%u %u/%u", c, b[0].tiles, b[0].position,
                      b[1].tiles, b[1].position, b[2].tiles, b[2].position, b[3].tiles,
                      b[3].position);

@@ -79,10 +79,11 @@ struct WsShared {
 
 // Waits until the phase of parity `parity` of `bar` has completed (CCCL's cuda::ptx wrappers;
 // arrive and wait have release and acquire semantics at CTA scope). A watchdog build records a
-// wait that lasts seconds, then traps (ws_watchdog.cuh).
-template <class Config>
-__device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity,
-                                              const WsShared<Config>& sh, WaitSite site) {
+// wait that lasts seconds, then traps (ws_watchdog.cuh); `sh` (WsShared, or dws_kernel.cuh's
+// DwsShared) holds the barriers it records.
+template <class Shared>
+__device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity, const Shared& sh,
+                                              WaitSite site) {
 #ifdef METRALE_WS_WATCHDOG
   WsWatch watch;
   while (!::cuda::ptx::mbarrier_try_wait_parity(bar, parity)) watch.tick(sh, parity, site);

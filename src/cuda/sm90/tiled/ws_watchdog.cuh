@@ -43,6 +43,7 @@ struct WsStall {
   WaitSite site;
   long long waited;            // clock64 cycles when recorded
   std::uint64_t barriers[16];  // full[0..s), empty[0..s), tile_full[2], tile_empty[2] (raw)
+  std::uint64_t decoded[6];    // decoder tiles: decoded_full[0..r), decoded_empty[0..r) (raw)
 };
 inline constexpr std::uint32_t kWsStallMagic = 0x57535441u;
 inline constexpr int kWsStallWarps = 16;                    // 512 threads (with a decoder)
@@ -59,18 +60,43 @@ __device__ __forceinline__ std::uint64_t raw_barrier(const std::uint64_t* bar) {
   return state;
 }
 
+// A decoder tile's shared state (dws_kernel.cuh's DwsShared) holds the warp-specialised one
+// (`ws`) and the decoded ring's barriers.
 template <class Shared>
-__device__ __forceinline__ void record_stall(const Shared& sh, std::uint32_t parity, WaitSite site,
+constexpr bool has_decoded_ring = requires(const Shared& sh) {
+  sh.decoded_full;
+};
+
+// What holds the stage ring's and the tile hand-over's barriers.
+template <class Shared>
+__device__ __forceinline__ const auto& stage_barriers_of(const Shared& sh) {
+  if constexpr (has_decoded_ring<Shared>)
+    return sh.ws;
+  else
+    return sh;
+}
+
+template <class Shared>
+__device__ __forceinline__ void record_stall(const Shared& all, std::uint32_t parity, WaitSite site,
                                              long long waited) {
   WsStall* log = ws_stall_log;
   if (log == nullptr || blockIdx.x >= kWsStallBlocks || threadIdx.x % 32 != 0) return;
   WsStall& r = log[blockIdx.x * kWsStallWarps + threadIdx.x / 32];
+  const auto& sh = stage_barriers_of(all);
   constexpr int kStages = sizeof(sh.full) / sizeof(sh.full[0]);
   int i = 0;
   for (int s = 0; s < kStages && i < 12; ++s) r.barriers[i++] = raw_barrier(&sh.full[s]);
   for (int s = 0; s < kStages && i < 12; ++s) r.barriers[i++] = raw_barrier(&sh.empty[s]);
   for (int b = 0; b < 2; ++b) r.barriers[12 + b] = raw_barrier(&sh.tile_full[b]);
   for (int b = 0; b < 2; ++b) r.barriers[14 + b] = raw_barrier(&sh.tile_empty[b]);
+  if constexpr (has_decoded_ring<Shared>) {
+    constexpr int kRing = sizeof(all.decoded_full) / sizeof(all.decoded_full[0]);
+    static_assert(2 * kRing <= 6, "the record keeps a ring of at most 3");
+    for (int d = 0; d < kRing; ++d) {
+      r.decoded[d] = raw_barrier(&all.decoded_full[d]);
+      r.decoded[kRing + d] = raw_barrier(&all.decoded_empty[d]);
+    }
+  }
   r.block = blockIdx.x;
   r.warp = threadIdx.x / 32;
   r.parity = parity;
