@@ -40,10 +40,14 @@ void run(std::string_view who, const PackNvfp4& args, const Exec& exec) {
   switch (backend) {
 #ifdef METRALE_HAS_CUDA
     // 16 bytes of scratch: the amax and the first non-finite index the device finds.
-    case Backend::cuda:
+    case Backend::cuda: {
       cuda::refuse_pack_capture(who, exec.stream);
+      // Read before the workspace: a bad METRALE_CUDA_QUANTIZER is refused before anything is
+      // allocated (function arguments are evaluated in no set order).
+      const core::CudaQuantizer kernel = core::cuda_quantizer();
       return cuda::pack_nvfp4(who, args, select_workspace(who, exec, cuda::kPackScratchBytes),
-                              exec.stream, core::cuda_quantizer());
+                              exec.stream, kernel);
+    }
 #endif
 #ifdef METRALE_HAS_CUTLASS
     // The reference's amax reduction runs in *scale_2_out itself: no scratch.

@@ -250,12 +250,13 @@ __global__ void __launch_bounds__(kQuantThreads, 4) quantize_lean_kernel(Quantiz
 }  // namespace
 
 void quantize_lean(const QuantizeParams& p, cudaStream_t stream) {
-  if (p.row_tiles * p.col_tiles > std::numeric_limits<int>::max())
-    fail_message(Status::internal,
-                 concat("quantize_lean: ", p.n, " x ", p.k, " is ", p.row_tiles * p.col_tiles,
-                        " tiles, more than its 32-bit walk counts"));
-  const unsigned grid = pack::grid_size(static_cast<std::size_t>(p.row_tiles * p.col_tiles), 1,
+  const std::int64_t tiles = p.row_tiles * p.col_tiles;
+  const unsigned grid = pack::grid_size(static_cast<std::size_t>(tiles), 1,
                                         pack::resident_ctas(quantize_lean_kernel, kQuantThreads));
+  // The walk's last step passes `tiles` by up to a grid: that too must count in 32 bits.
+  if (tiles > std::numeric_limits<int>::max() - static_cast<std::int64_t>(grid))
+    fail_message(Status::internal, concat("quantize_lean: ", p.n, " x ", p.k, " is ", tiles,
+                                          " tiles, more than its 32-bit walk counts"));
   quantize_lean_kernel<<<grid, kQuantThreads, 0, stream>>>(p);
   METRALE_CUDA_CHECK_LAUNCH(quantize_lean_kernel);
 }
