@@ -75,10 +75,10 @@ std::optional<ForcedKernel> forced_cuda_kernel() {
 CudaQuantizer cuda_quantizer() {
   const char* raw = std::getenv("METRALE_CUDA_QUANTIZER");
   const std::string_view value = raw ? raw : "";
-  if (value.empty() || value == "proven") return CudaQuantizer::proven;
-  if (value == "lean") return CudaQuantizer::lean;
+  if (value.empty() || value == "lean") return CudaQuantizer::lean;
+  if (value == "proven") return CudaQuantizer::proven;
   fail(Status::invalid_argument,
-       "METRALE_CUDA_QUANTIZER = '{}', expected proven (the default), lean, or unset", value);
+       "METRALE_CUDA_QUANTIZER = '{}', expected lean (the default), proven, or unset", value);
 }
 
 }  // namespace metrale::core

@@ -14,10 +14,11 @@
 //                         a CUDA-backend call on that kernel family (sm90-decode, sm90-tiled),
 //                         configuration index and (decode) K split, instead of the dispatcher's
 //                         choice. The CUDA backend checks the names against its families.
-//   METRALE_CUDA_QUANTIZER tuning and tests only: "lean" quantizes (pack_bf16_weight_to_nvfp4_t on
-//                         the CUDA backend) with the lean quantize kernel, opt-in until a GPU run
-//                         has measured it against the proven one; unset, "" or "proven": the
-//                         proven kernel (the default). Both write the same bits.
+//   METRALE_CUDA_QUANTIZER tuning and tests only: the CUDA quantizer's quantize kernel
+//                         (pack_bf16_weight_to_nvfp4_t on the CUDA backend): unset, "" or
+//                         "lean", the lean kernel (the default since it measured 0.79-0.85x the
+//                         earlier kernel's time, docs/perf.md); "proven", the earlier kernel,
+//                         kept for A/B runs. Both write the same bits.
 #pragma once
 
 #include <cstddef>

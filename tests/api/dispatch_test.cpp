@@ -170,21 +170,21 @@ TEST(Dispatch, MoeCheckInputsSwitch) {
   EXPECT_FALSE(core::moe_check_inputs());
 }
 
-// METRALE_CUDA_QUANTIZER: proven (the default: unset or empty too) or lean, anything else
+// METRALE_CUDA_QUANTIZER: lean (the default: unset or empty too) or proven, anything else
 // refused by name (the GPU pack tests run both kernels: tests/cuda/ops_sweep_test.cpp).
 TEST(Dispatch, CudaQuantizerSwitch) {
-  for (const char* proven : {"proven", ""}) {
-    ScopedEnv env("METRALE_CUDA_QUANTIZER", proven);
-    EXPECT_EQ(core::cuda_quantizer(), core::CudaQuantizer::proven);
-  }
-  {
-    ScopedEnv env("METRALE_CUDA_QUANTIZER", "lean");
+  for (const char* lean : {"lean", ""}) {
+    ScopedEnv env("METRALE_CUDA_QUANTIZER", lean);
     EXPECT_EQ(core::cuda_quantizer(), core::CudaQuantizer::lean);
   }
-  expect_refused_by_name("METRALE_CUDA_QUANTIZER", "Lean", "expected proven",
+  {
+    ScopedEnv env("METRALE_CUDA_QUANTIZER", "proven");
+    EXPECT_EQ(core::cuda_quantizer(), core::CudaQuantizer::proven);
+  }
+  expect_refused_by_name("METRALE_CUDA_QUANTIZER", "Lean", "expected lean",
                          [] { core::cuda_quantizer(); });
   ScopedEnv unset("METRALE_CUDA_QUANTIZER", std::nullopt);
-  EXPECT_EQ(core::cuda_quantizer(), core::CudaQuantizer::proven);
+  EXPECT_EQ(core::cuda_quantizer(), core::CudaQuantizer::lean);
 }
 
 }  // namespace

@@ -1,7 +1,9 @@
-// The lean quantize pass: the same bits as quantize.cu's quantize_kernel (the proven kernel, the
-// default) in fewer instructions a tile (a full tile's common path, cuobjdump sm_90a: 544 a
-// thread, the proven kernel's 788). Opt-in (METRALE_CUDA_QUANTIZER=lean) until a GPU run has
-// measured both. The same tile, walk, scale stores and NaN refusal as the proven kernel
+// The lean quantize pass: the same bits as quantize.cu's quantize_kernel (the earlier, proven
+// kernel) in fewer instructions a tile (a full tile's common path, cuobjdump sm_90a: 544 a
+// thread, the proven kernel's 788). The default: on an H100 it took 0.79-0.85x the proven
+// kernel's time, 73.0 M warp instructions to 104.2 M (docs/perf.md, twenty-second session);
+// METRALE_CUDA_QUANTIZER=proven keeps that one for A/B runs. The same tile, walk, scale stores
+// and NaN refusal as the proven kernel
 // (quantize_tile.cuh); what differs, each where the proven kernel spent its instructions:
 //   - codes by a two-lane binary search (search_codes.hpp), 16 instructions a word and 3 a row
 //     to gather its bytes, where the thermometer code took ~24 a word;

@@ -1,5 +1,5 @@
-// What the quantizer's two quantize kernels share (quantize.cu's proven one, the default, and
-// quantize_lean.cu's, opt-in): the scratch the device passes back, the CTA tile and its
+// What the quantizer's two quantize kernels share (quantize_lean.cu's, the default, and
+// quantize.cu's earlier, proven one): the scratch the device passes back, the CTA tile and its
 // parameters, the walk over the tiles and the tile's scale stores (the block scale's arithmetic
 // is scale_table.hpp's block_scale_byte).
 // Device code; the host reads PackScratch and fills QuantizeParams.
