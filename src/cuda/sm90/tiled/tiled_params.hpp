@@ -43,7 +43,9 @@ struct TileConfig {
 // (kBf16WideTile). Reached only when forced: 5; 6, the CTA-synchronised 128-token tile (the
 // default until the sixth session); 9, 7 in 128-token chunks (measured 1.04-1.22x slower than 7
 // at T = 4096); 10 and 11, 4 and 8 with a decoder warpgroup (dws_kernel.cuh: the NVFP4 weights
-// decoded once a stage into shared memory, both wgmma operands from there; not yet measured),
+// decoded once a stage into shared memory, both wgmma operands from there; measured 1.05-1.20x
+// and 1.14-1.40x the time of 4 and 8 on every preset at T = 4096 and 16384, an H100: the
+// decoder's shared-memory round trip stalls it, docs/perf.md, twenty-second session),
 // 10 with a decoded ring of 3, 11 with 3 stages to make room for a ring of 2 (bf16 weights on
 // them run 4's and 8's kernels: there is nothing to decode).
 constexpr TileConfig kTiles[] = {
