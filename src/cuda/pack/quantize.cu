@@ -15,9 +15,9 @@
 //     sizes, nothing else): finding the index needs the read that quantizes.
 // The quantize pass runs on one of two kernels that write the same bits: quantize_lean.cu's, the
 // default (fewer instructions a tile: 0.79-0.85x the time on an H100), or quantize_kernel below,
-// the earlier one (METRALE_CUDA_QUANTIZER=proven, for A/B runs). The scratch is 16 bytes of the call's
-// workspace. A host sync cannot be captured into a CUDA graph, so a capturing stream is refused
-// before anything is enqueued.
+// the earlier one (METRALE_CUDA_QUANTIZER=proven, for A/B runs). The scratch is 16 bytes of the
+// call's workspace. A host sync cannot be captured into a CUDA graph, so a capturing stream is
+// refused before anything is enqueued.
 #include <cuda_runtime.h>
 
 #include <cstdint>

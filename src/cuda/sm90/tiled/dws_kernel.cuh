@@ -1,6 +1,7 @@
 // The warp-specialised NVFP4 tiles with a decoder warpgroup (sm_90a; tiles 10 and 11 of kTiles,
 // reached only when forced). Measured slower than the tiles whose consumers decode (1.05-1.40x the
-// time of 4 and 8, an H100, docs/perf.md, twenty-second session): kept, forced, as that record. ws_kernel.cuh's consumers decode their own A fragments each stage:
+// time of 4 and 8, an H100, docs/perf.md, twenty-second session): kept, forced, as that record.
+// ws_kernel.cuh's consumers decode their own A fragments each stage:
 // measured on tile 8 (ncu, docs/perf.md, fifteenth session), ~130 of a consumer warp's ~210-233
 // instructions a stage are that decode, the two threads of a quad that share a word each decode
 // all of it, and the tensor pipe waits for the consumers' instruction stream. Here the weights are
