@@ -34,7 +34,6 @@
 #include <cuda_bf16.h>
 
 #include <cstdint>
-#include <utility>
 
 #include "cuda/sm90/decode/fp4_bits.cuh"
 #include "cuda/sm90/primitives.cuh"
@@ -132,63 +131,47 @@ __device__ __forceinline__ void decode_stage(const GroupedParams& p, const std::
 
 // Step 3c. Issues one stage's k16 wgmmas into the accumulators: A from registers (NVFP4) or from
 // a bf16 weight tile `weights_at` bytes past `act` (this warpgroup's 64 rows: stage_weights_at,
-// or a decoded tile of dws_kernel.cuh); B is the stage's activation tile, kWidth tokens per
-// wgmma, the first kChunks of them. The chunks' accumulators, side by side, are the m64nNk16
+// or a decoded tile of dws_kernel.cuh); B is the stage's activation tile, Config::chunk tokens
+// per wgmma, the first kChunks of them. The chunks' accumulators, side by side, are the m64nNk16
 // layout of the whole tile. One straight run of wgmmas per chunk count: with a runtime test
 // between the chunks the compiler split a stage's wgmmas into batches and waited on its own
 // stage's first batch before issuing the next (docs/perf.md, "2026-12-04").
-template <class Config, bool kNvfp4, int kChunks, int kWidth = Config::chunk>
+template <class Config, bool kNvfp4, int kChunks>
 __device__ __forceinline__ void issue_chunks(uint32_t act, const uint32_t (&frag)[4][4],
                                              float (&acc)[Config::tokens / 2],
                                              uint32_t weights_at) {
+  constexpr int kChunk = Config::chunk;
   // One descriptor a stage; each wgmma's is a 32-bit add to it (descriptor_plus), where one built
   // from its address took four operations (mask, shift, or, add).
   const uint64_t stage = sw128_descriptor(act);
   wgmma_fence();
 #pragma unroll
   for (int c = 0; c < kChunks; ++c) {
-    float(&part)[kWidth / 2] = *reinterpret_cast<float(*)[kWidth / 2]>(&acc[c * kWidth / 2]);
+    float(&part)[kChunk / 2] = *reinterpret_cast<float(*)[kChunk / 2]>(&acc[c * kChunk / 2]);
 #pragma unroll
     for (int s = 0; s < 4; ++s) {
-      const uint64_t b = descriptor_plus(stage, c * kWidth * kSwizzleRowBytes + s * 32);
+      const uint64_t b = descriptor_plus(stage, c * kChunk * kSwizzleRowBytes + s * 32);
       if constexpr (kNvfp4) {
-        Wgmma<kWidth>::rs(part, frag[s], b, 1);
+        Wgmma<kChunk>::rs(part, frag[s], b, 1);
       } else {
-        Wgmma<kWidth>::ss(part, descriptor_plus(stage, weights_at + s * 32), b, 1);
+        Wgmma<kChunk>::ss(part, descriptor_plus(stage, weights_at + s * 32), b, 1);
       }
     }
   }
   wgmma_commit();
 }
 
-// A fitted tile (more than two chunks a tile: chunks of 16 or 32 tokens) issues one wgmma a k16
-// step as wide as the chunks covering its rows, from one straight run per width: an expert's
-// partial tile of 139 rows runs 160 tokens wide, where 128-token chunks ran 256.
-template <class Config, bool kNvfp4, int... kIs>
-__device__ __forceinline__ void issue_fitted(uint32_t act, const uint32_t (&frag)[4][4],
-                                             float (&acc)[Config::tokens / 2], uint32_t weights_at,
-                                             int chunks, std::integer_sequence<int, kIs...>) {
-  (void)((chunks == kIs + 1 &&
-          (issue_chunks<Config, kNvfp4, 1, (kIs + 1) * Config::chunk>(act, frag, acc, weights_at),
-           true)) ||
-         ...);
-}
-
 // The chunks covering the tile's rows (`chunks`, at least one): a partial tile skips the
-// chunks past its rows. Tiles of one or two chunks run each chunk as a wgmma; more: fitted.
+// chunks past its rows. Tiles have one or two chunks.
 template <class Config, bool kNvfp4>
 __device__ __forceinline__ void issue_stage(uint32_t act, const uint32_t (&frag)[4][4],
                                             float (&acc)[Config::tokens / 2], uint32_t weights_at,
                                             int chunks) {
   constexpr int kAll = Config::tokens / Config::chunk;
-  if constexpr (kAll > 2) {
-    return issue_fitted<Config, kNvfp4>(act, frag, acc, weights_at, chunks,
-                                        std::make_integer_sequence<int, kAll>{});
-  } else {
-    if constexpr (kAll == 2)
-      if (chunks < 2) return issue_chunks<Config, kNvfp4, 1>(act, frag, acc, weights_at);
-    issue_chunks<Config, kNvfp4, kAll>(act, frag, acc, weights_at);
-  }
+  static_assert(kAll == 1 || kAll == 2, "a tile is one or two chunks");
+  if constexpr (kAll == 2)
+    if (chunks < 2) return issue_chunks<Config, kNvfp4, 1>(act, frag, acc, weights_at);
+  issue_chunks<Config, kNvfp4, kAll>(act, frag, acc, weights_at);
 }
 
 // The bytes from a stage's start to this warpgroup's 64 rows of its bf16 weight tile (unused for

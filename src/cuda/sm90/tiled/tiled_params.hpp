@@ -19,8 +19,7 @@ struct TileConfig {
   int weight_rows;   // output channels per CTA, 64 per consumer warpgroup
   int stages;        // cp.async pipeline depth
   bool specialized;  // a producer warpgroup, two consumers, mbarriers (ws_kernel.cuh)
-  int chunk;         // tokens per wgmma: a k16 step issues tokens / chunk, none past the rows;
-                     // past two chunks a tile, one wgmma of the chunks covering the rows
+  int chunk;         // tokens per wgmma: a k16 step issues tokens / chunk, none past the rows
   int decoded;       // NVFP4: a decoder warpgroup and a ring of this many decoded bf16 weight
                      // tiles (dws_kernel.cuh); 0: none
 };
@@ -48,16 +47,12 @@ struct TileConfig {
 // and 1.14-1.40x the time of 4 and 8 on every preset at T = 4096 and 16384, an H100: the
 // decoder's shared-memory round trip stalls it, docs/perf.md, twenty-second session),
 // 10 with a decoded ring of 3, 11 with 3 stages to make room for a ring of 2 (bf16 weights on
-// them run 4's and 8's kernels: there is nothing to decode); 12 and 13, 4 and 8 fitted: a k16
-// step is one wgmma as wide as the tile's rows rounded up to 16 (12) or 32 (13) tokens, where 4
-// and 8 round up to 128 (issue_fitted: at T = 4096 an expert holds 128 +- 11 rows on DeepSeek-V3
-// and gpt-oss, 80 +- 9 on Qwen3-Next, so its last tile is on average half empty).
+// them run 4's and 8's kernels: there is nothing to decode).
 constexpr TileConfig kTiles[] = {
     {8, 64, 8, false, 8, 0},      {16, 64, 8, false, 16, 0},    {32, 64, 6, false, 32, 0},
     {64, 128, 4, false, 64, 0},   {128, 128, 4, true, 128, 0},  {256, 128, 4, true, 256, 0},
     {128, 128, 4, false, 128, 0}, {256, 128, 4, false, 256, 0}, {256, 128, 4, true, 128, 0},
     {256, 128, 4, false, 128, 0}, {128, 128, 4, true, 128, 3},  {256, 128, 3, true, 128, 2},
-    {128, 128, 4, true, 16, 0},   {256, 128, 4, true, 32, 0},
 };
 constexpr int kTileCount = sizeof(kTiles) / sizeof(kTiles[0]);
 // The tiles the family picks by itself (pick_tile, choose_tile), narrowest first; the others are
