@@ -247,6 +247,28 @@ TEST(TiledFamily, DecoderTilesAreForcedTwinsOfTheChosenWideTiles) {
   EXPECT_EQ(decoder_tiles, 2);
 }
 
+// The tiles whose chunks issue their four k16 wgmmas in one asm statement (step_batch) are
+// reached only when forced and are the family's own tiles otherwise (same tokens, weight rows,
+// stages, roles and chunk), so that a measurement compares the issue alone. Host logic.
+TEST(TiledFamily, StepBatchTilesAreForcedTwinsOfChosenTiles) {
+  int batched = 0;
+  for (int c : cuda::sm90::kChosenTiles) EXPECT_FALSE(cuda::sm90::kTiles[c].step_batch) << c;
+  for (const cuda::sm90::TileConfig& t : cuda::sm90::kTiles) {
+    if (!t.step_batch) continue;
+    ++batched;
+    EXPECT_TRUE(std::any_of(std::begin(cuda::sm90::kChosenTiles),
+                            std::end(cuda::sm90::kChosenTiles),
+                            [&](int c) {
+                              const cuda::sm90::TileConfig& o = cuda::sm90::kTiles[c];
+                              return o.specialized == t.specialized && o.tokens == t.tokens &&
+                                     o.weight_rows == t.weight_rows && o.stages == t.stages &&
+                                     o.chunk == t.chunk && o.decoded == t.decoded;
+                            }))
+        << t.tokens << " tokens";
+  }
+  EXPECT_EQ(batched, 1);
+}
+
 // Where the decoder puts a weight row's value of k in a decoded tile (decoded_chunk_offset, and
 // pairs_by_k's order within a chunk), against the 128-byte swizzle as wgmma reads a K-major bf16
 // tile through sw128_descriptor: the linear offset 128 row + 2 k with its bits 4..6 XORed with

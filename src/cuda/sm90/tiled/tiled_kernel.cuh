@@ -148,13 +148,18 @@ __device__ __forceinline__ void issue_chunks(uint32_t act, const uint32_t (&frag
 #pragma unroll
   for (int c = 0; c < kChunks; ++c) {
     float(&part)[kChunk / 2] = *reinterpret_cast<float(*)[kChunk / 2]>(&acc[c * kChunk / 2]);
+    if constexpr (kNvfp4 && Config::step_batch) {
+      // The four k16 steps in one statement: their descriptors added in PTX (rs4).
+      Wgmma<kChunk>::rs4(part, frag, descriptor_plus(stage, c * kChunk * kSwizzleRowBytes), 1);
+    } else {
 #pragma unroll
-    for (int s = 0; s < 4; ++s) {
-      const uint64_t b = descriptor_plus(stage, c * kChunk * kSwizzleRowBytes + s * 32);
-      if constexpr (kNvfp4) {
-        Wgmma<kChunk>::rs(part, frag[s], b, 1);
-      } else {
-        Wgmma<kChunk>::ss(part, descriptor_plus(stage, weights_at + s * 32), b, 1);
+      for (int s = 0; s < 4; ++s) {
+        const uint64_t b = descriptor_plus(stage, c * kChunk * kSwizzleRowBytes + s * 32);
+        if constexpr (kNvfp4) {
+          Wgmma<kChunk>::rs(part, frag[s], b, 1);
+        } else {
+          Wgmma<kChunk>::ss(part, descriptor_plus(stage, weights_at + s * 32), b, 1);
+        }
       }
     }
   }

@@ -22,6 +22,7 @@ struct TileConfig {
   int chunk;         // tokens per wgmma: a k16 step issues tokens / chunk, none past the rows
   int decoded;       // NVFP4: a decoder warpgroup and a ring of this many decoded bf16 weight
                      // tiles (dws_kernel.cuh); 0: none
+  bool step_batch = false;  // NVFP4: a chunk's four k16 wgmmas in one asm statement (rs4)
 };
 
 // Tiles by expected rows per expert; pick_tile (tiled_family.cpp) takes the smallest holding twice
@@ -47,12 +48,16 @@ struct TileConfig {
 // and 1.14-1.40x the time of 4 and 8 on every preset at T = 4096 and 16384, an H100: the
 // decoder's shared-memory round trip stalls it, docs/perf.md, twenty-second session),
 // 10 with a decoded ring of 3, 11 with 3 stages to make room for a ring of 2 (bf16 weights on
-// them run 4's and 8's kernels: there is nothing to decode).
+// them run 4's and 8's kernels: there is nothing to decode); 12, 8 with each chunk's four k16
+// wgmmas in one asm statement (`Wgmma::rs4`, the descriptors added in PTX: the decode family's
+// form since the thirteenth session), to measure the stage's ~48 uniform instructions (docs/
+// perf.md, twenty-third session).
 constexpr TileConfig kTiles[] = {
-    {8, 64, 8, false, 8, 0},      {16, 64, 8, false, 16, 0},    {32, 64, 6, false, 32, 0},
-    {64, 128, 4, false, 64, 0},   {128, 128, 4, true, 128, 0},  {256, 128, 4, true, 256, 0},
-    {128, 128, 4, false, 128, 0}, {256, 128, 4, false, 256, 0}, {256, 128, 4, true, 128, 0},
-    {256, 128, 4, false, 128, 0}, {128, 128, 4, true, 128, 3},  {256, 128, 3, true, 128, 2},
+    {8, 64, 8, false, 8, 0},           {16, 64, 8, false, 16, 0},    {32, 64, 6, false, 32, 0},
+    {64, 128, 4, false, 64, 0},        {128, 128, 4, true, 128, 0},  {256, 128, 4, true, 256, 0},
+    {128, 128, 4, false, 128, 0},      {256, 128, 4, false, 256, 0}, {256, 128, 4, true, 128, 0},
+    {256, 128, 4, false, 128, 0},      {128, 128, 4, true, 128, 3},  {256, 128, 3, true, 128, 2},
+    {256, 128, 4, true, 128, 0, true},
 };
 constexpr int kTileCount = sizeof(kTiles) / sizeof(kTiles[0]);
 // The tiles the family picks by itself (pick_tile, choose_tile), narrowest first; the others are
@@ -83,6 +88,7 @@ struct Tile {
   static constexpr bool specialized = kTiles[kIndex].specialized;
   static constexpr int chunk = kTiles[kIndex].chunk;
   static constexpr int decoded = kTiles[kIndex].decoded;
+  static constexpr bool step_batch = kTiles[kIndex].step_batch;
   static constexpr bool cluster_fold = folds_in_cluster(kTiles[kIndex]);
   static_assert(tokens % chunk == 0 && chunk % 8 == 0, "whole chunks of whole swizzle atoms");
   static_assert(decoded == 0 || specialized,
