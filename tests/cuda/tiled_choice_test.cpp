@@ -1,0 +1,322 @@
+// Which tile the tiled family picks, host logic that runs anywhere the CUDA backend is built:
+// the forced-only tiles are twins of the family's own; the rule that decides for the widest tile,
+// against the measured choices; the tiles chosen over expert sizes, for bf16 weights, for K
+// splits, on device offsets, for single GEMMs and past the grid's row limit; the raster order.
+#include <algorithm>
+#include <iterator>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "cuda_test_support.hpp"
+
+#ifdef METRALE_HAS_CUDA
+#include "check/check.hpp"
+#include "check/routing.hpp"
+#include "cuda/family.hpp"
+#include "cuda/sm90/tiled/tiled_params.hpp"
+#endif
+
+namespace metrale::cuda_test {
+namespace {
+
+#ifdef METRALE_HAS_CUDA
+
+// The decoder tiles are reached only when forced, and are the family's own 128- and 256-token
+// tiles with a decoder (same tokens, weight rows and wgmma chunk), so that a measurement compares
+// the decode alone. Host logic.
+TEST(TiledFamily, DecoderTilesAreForcedTwinsOfTheChosenWideTiles) {
+  int decoder_tiles = 0;
+  for (int c : cuda::sm90::kChosenTiles) EXPECT_EQ(cuda::sm90::kTiles[c].decoded, 0) << c;
+  for (const cuda::sm90::TileConfig& t : cuda::sm90::kTiles) {
+    if (t.decoded == 0) continue;
+    ++decoder_tiles;
+    EXPECT_TRUE(t.specialized);
+    EXPECT_TRUE(std::any_of(std::begin(cuda::sm90::kChosenTiles),
+                            std::end(cuda::sm90::kChosenTiles),
+                            [&](int c) {
+                              const cuda::sm90::TileConfig& o = cuda::sm90::kTiles[c];
+                              return o.specialized && o.tokens == t.tokens &&
+                                     o.weight_rows == t.weight_rows && o.chunk == t.chunk;
+                            }))
+        << t.tokens << " tokens";
+  }
+  EXPECT_EQ(decoder_tiles, 2);
+}
+
+// The tiles whose chunks issue their four k16 wgmmas in one asm statement (step_batch) are
+// reached only when forced and are the family's own tiles otherwise (same tokens, weight rows,
+// stages, roles and chunk), so that a measurement compares the issue alone. Host logic.
+TEST(TiledFamily, StepBatchTilesAreForcedTwinsOfChosenTiles) {
+  int batched = 0;
+  for (int c : cuda::sm90::kChosenTiles) EXPECT_FALSE(cuda::sm90::kTiles[c].step_batch) << c;
+  for (const cuda::sm90::TileConfig& t : cuda::sm90::kTiles) {
+    if (!t.step_batch) continue;
+    ++batched;
+    EXPECT_TRUE(std::any_of(std::begin(cuda::sm90::kChosenTiles),
+                            std::end(cuda::sm90::kChosenTiles),
+                            [&](int c) {
+                              const cuda::sm90::TileConfig& o = cuda::sm90::kTiles[c];
+                              return o.specialized == t.specialized && o.tokens == t.tokens &&
+                                     o.weight_rows == t.weight_rows && o.stages == t.stages &&
+                                     o.chunk == t.chunk && o.decoded == t.decoded;
+                            }))
+        << t.tokens << " tokens";
+  }
+  EXPECT_EQ(batched, 1);
+}
+
+// The widest tile's grid rule against the choices measured on the H200 (132 SMs; docs/perf.md,
+// "the 256-token tile"): the bench's dense shapes (N = channel tiles x 128) at M = 512 and 4096,
+// and the grouped gate_up of Qwen3-Next and DeepSeek-V3 at T = 4096. Host logic: runs anywhere.
+TEST(TiledFamily, WideTileRuleMatchesTheMeasuredChoices) {
+  struct Measured {
+    const char* shape;
+    long channel_tiles, wide_row_tiles, narrow_row_tiles;
+    bool wide_was_faster;
+  };
+  const Measured measured[] = {
+      {"Qwen3 dense M=512 (N=1536): 28.5 us wide, 19.6 narrow", 12, 2, 4, false},
+      {"DeepSeek-V3 dense M=512 (N=4096): 73.4 vs 57.9", 32, 2, 4, false},
+      {"Qwen3-Next dense M=512 (N=1024): 27.1 vs 18.5", 8, 2, 4, false},
+      {"gpt-oss dense M=512 (N=5760): 36.9 vs 53.1", 45, 2, 4, true},
+      {"Mixtral dense M=512 (N=28672): 246 vs 321", 224, 2, 4, true},
+      {"DeepSeek-V3 dense M=4096: 373 vs 485", 32, 16, 32, true},
+      {"Qwen3-Next dense M=4096: 30.4 vs 36.5", 8, 16, 32, true},
+      {"Mixtral dense M=4096: 1724 vs 2608", 224, 16, 32, true},
+      // 512 experts of about 80 rows: one tile each either way.
+      {"Qwen3-Next gate_up T=4096 (2 x 4 channel tiles): 1071 vs 847", 8, 512, 520, false},
+      // 256 experts of about 128 rows: about half need a second 128-token tile.
+      {"DeepSeek-V3 gate_up T=4096 (2 x 16 channel tiles): 6406 vs 7369", 32, 256, 390, true},
+  };
+  using cuda::sm90::TileLoad;
+  using cuda::sm90::tile_time;
+  for (const Measured& m : measured) {
+    // Measured with full-width tiles (before tile_width).
+    const long wide = m.channel_tiles * m.wide_row_tiles;
+    const long narrow = m.channel_tiles * m.narrow_row_tiles;
+    EXPECT_EQ(cuda::sm90::wide_tile_pays(TileLoad{wide, wide * tile_time(256)},
+                                         TileLoad{narrow, narrow * tile_time(128)}, 132),
+              m.wide_was_faster)
+        << m.shape;
+  }
+}
+
+// The family's own choice, over expert sizes from one row to past the widest tile, on host and
+// device offsets: one of kChosenTiles; the warp-specialised persistent kernel for the 128- and
+// 256-token tiles, the CTA-synchronised one below (docs/perf.md, "2026-12-02, sixth session").
+// Host logic: runs anywhere.
+TEST(TiledFamily, ChoosesWarpSpecialisedTilesFrom128Tokens) {
+  const cuda::Family* tiled = cuda::find_family("sm90-tiled");
+  ASSERT_NE(tiled, nullptr);
+  for (int c : cuda::sm90::kChosenTiles)
+    EXPECT_EQ(cuda::sm90::kTiles[c].specialized, cuda::sm90::kTiles[c].tokens >= 128) << c;
+  for (int rows : {1, 7, 33, 100, 129, 300, 4096}) {
+    for (bool on_device : {false, true}) {
+      const std::int32_t offsets[3] = {0, rows, 2 * rows};
+      cuda::Problem problem;
+      problem.args.groups = ExpertGroups{offsets, on_device, 2, 2 * rows, rows};
+      problem.args.n = 1024;
+      problem.args.k = 1024;
+      problem.args.proj_count = 2;
+      const cuda::Plan plan = tiled->plan(problem, cuda::RowWindow{});
+      EXPECT_NE(std::find(std::begin(cuda::sm90::kChosenTiles), std::end(cuda::sm90::kChosenTiles),
+                          plan.config),
+                std::end(cuda::sm90::kChosenTiles))
+          << rows << " rows, device " << on_device;
+      const bool specialized = cuda::sm90::kTiles[plan.config].specialized;
+      EXPECT_EQ(specialized, rows >= 33) << rows << " rows, device " << on_device;
+      EXPECT_EQ(tiled->describe(plan).find("warp-specialised") != std::string::npos, specialized)
+          << rows << " rows, device " << on_device;
+    }
+  }
+}
+
+// The bench's dense GEMM of a preset as a one-expert problem: M = offsets[1] rows, N = 2 inter,
+// K = hidden, NVFP4 weights (set nvfp4 = false for bf16). `offsets` must outlive the problem.
+cuda::Problem dense_problem(const check::ModelPreset& model, const std::int32_t (&offsets)[2]) {
+  cuda::Problem problem;
+  problem.args.groups = ExpertGroups{offsets, false, 1, offsets[1], offsets[1]};
+  problem.args.n = 2 * model.inter;
+  problem.args.k = model.hidden;
+  problem.args.proj_count = 1;
+  return problem;
+}
+
+// bf16 weights (the dense GEMM) take the CTA-synchronised 256-token tile wherever NVFP4 weights
+// of the same shape take the warp-specialised one, and the same tile elsewhere. Over the bench's
+// dense shapes (M = T, N = 2 inter, K = hidden). Host logic.
+TEST(TiledFamily, Bf16WeightsTakeTheCtaSynchronisedWideTile) {
+  const cuda::Family* tiled = cuda::find_family("sm90-tiled");
+  ASSERT_NE(tiled, nullptr);
+  ASSERT_FALSE(cuda::sm90::kTiles[cuda::sm90::kBf16WideTile].specialized);
+  ASSERT_EQ(cuda::sm90::kTiles[cuda::sm90::kBf16WideTile].tokens,
+            cuda::sm90::kTiles[std::end(cuda::sm90::kChosenTiles)[-1]].tokens);
+  int wide = 0;
+  for (const check::ModelPreset& model : check::model_presets())
+    for (int tokens : {512, 4096, 16384}) {
+      const std::int32_t offsets[2] = {0, tokens};
+      cuda::Problem problem = dense_problem(model, offsets);
+      const int nvfp4 = tiled->plan(problem, cuda::RowWindow{}).config;
+      problem.nvfp4 = false;
+      const cuda::Plan bf16 = tiled->plan(problem, cuda::RowWindow{});
+      const bool widest = nvfp4 == std::end(cuda::sm90::kChosenTiles)[-1];
+      wide += widest;
+      const int expected = widest ? cuda::sm90::kBf16WideTile : nvfp4;
+      if (bf16.splits > 1) {  // a K split runs on the CTA-synchronised tile of the same shape
+        EXPECT_FALSE(cuda::sm90::kTiles[bf16.config].specialized) << model.display;
+        EXPECT_EQ(cuda::sm90::kTiles[bf16.config].tokens, cuda::sm90::kTiles[expected].tokens)
+            << model.display << " T = " << tokens;
+      } else {
+        EXPECT_EQ(bf16.config, expected) << model.display << " T = " << tokens;
+      }
+    }
+  EXPECT_GT(wide, 0);  // the shapes reach the wide tile
+}
+
+// Which bf16 GEMMs split K (split_small_grid), on 132 multiprocessors (an H200; the host count
+// without a device): those whose tiles fill at most half of them, at least 8 k-tiles a range,
+// at most 8 ranges (a cluster): the bench's dense M = 512 of Qwen3-30B (48 tiles of 128 x 128:
+// 2 ranges) and Qwen3-Next (32 tiles: 4 ranges; at M = 64 too, two row tiles of 32), the
+// 8- and 16-token tiles of M = 1 and 8 (Qwen3-30B: 24 tiles, 4 ranges; DeepSeek-V3: 64 tiles, 2
+// ranges; gpt-oss: 90 tiles, none), nothing at 4096 rows; NVFP4 weights never. On a device, fewer
+// ranges where the tiles' clusters would not all run at once. Host logic, but the counts are the
+// current device's.
+TEST(TiledFamily, SmallBf16GridsSplitK) {
+  const cuda::Family* tiled = cuda::find_family("sm90-tiled");
+  ASSERT_NE(tiled, nullptr);
+  if (cuda::device_sm_count() != 132) GTEST_SKIP() << "the expectations are for 132 SMs";
+  struct Expected {
+    const char* model;
+    int tokens, splits;
+  };
+  const Expected expected[] = {
+      {"Qwen3-30B-A3B", 512, 2}, {"Qwen3-Next-80B-A3B", 512, 4}, {"DeepSeek-V3", 512, 1},
+      {"Mixtral-8x7B", 512, 1},  {"Qwen3-30B-A3B", 4096, 1},     {"Qwen3-Next-80B-A3B", 4096, 1},
+      {"Qwen3-30B-A3B", 8, 4},   {"Qwen3-Next-80B-A3B", 64, 4},  {"Qwen3-30B-A3B", 1, 4},
+      {"DeepSeek-V3", 1, 2},     {"gpt-oss-120b", 1, 1}};
+  const bool device_answers = cuda::sm90::bf16_split_clusters(0, 2) > 0;
+  for (const Expected& e : expected) {
+    const check::ModelPreset* model = nullptr;
+    for (const check::ModelPreset& m : check::model_presets())
+      if (m.display == std::string(e.model)) model = &m;
+    ASSERT_NE(model, nullptr) << e.model;
+    const std::int32_t offsets[2] = {0, e.tokens};
+    cuda::Problem problem = dense_problem(*model, offsets);
+    EXPECT_LE(tiled->plan(problem, cuda::RowWindow{}).splits, 1) << e.model << " NVFP4";
+    problem.nvfp4 = false;
+    const cuda::Plan plan = tiled->plan(problem, cuda::RowWindow{});
+    // On a device, fewer ranges where the clusters would not run in one wave.
+    if (device_answers)
+      EXPECT_LE(std::max(plan.splits, 1), e.splits) << e.model << " T = " << e.tokens;
+    else
+      EXPECT_EQ(std::max(plan.splits, 1), e.splits) << e.model << " T = " << e.tokens;
+    EXPECT_TRUE(plan.splits <= 1 || !cuda::sm90::kTiles[plan.config].specialized) << e.model;
+  }
+}
+
+// Device offsets cannot be read on the host, so the family prices their experts as uniform
+// routing would spread them; on such a routing it must choose the tile host offsets get. Over the
+// presets at every T where the tiled family takes device offsets (more than kDecodeMaxMeanRows
+// rows an expert on average; host offsets give it the experts past kDecodeMaxRows). Pricing
+// every expert at the mean chose the 128-token tile for DeepSeek-V3 and gpt-oss at T = 4096 and
+// Mixtral at 512, where host offsets get the faster 256-token one (docs/perf.md, "2026-12-02,
+// sixth session"). Host logic.
+TEST(TiledFamily, DeviceOffsetsChooseAsHostOffsetsOnUniformRouting) {
+  const cuda::Family* tiled = cuda::find_family("sm90-tiled");
+  ASSERT_NE(tiled, nullptr);
+  for (const check::ModelPreset& model : check::model_presets())
+    for (int tokens : {512, 1024, 4096, 16384}) {
+      const check::RoutingPlan routing =
+          check::make_routing({tokens, model.experts, model.top_k, RoutingKind::uniform}, 11);
+      if (routing.m_total <= cuda::kDecodeMaxMeanRows * model.experts) continue;  // decode's
+      for (bool gate_up : {true, false}) {
+        cuda::Problem problem;
+        problem.args.n = gate_up ? model.inter : model.hidden;
+        problem.args.k = gate_up ? model.hidden : model.inter;
+        problem.args.proj_count = gate_up ? 2 : 1;
+        problem.args.groups = ExpertGroups{routing.offsets.data(), false, model.experts,
+                                           routing.m_total, routing.max_rows};
+        const int host = tiled->plan(problem, cuda::RowWindow{cuda::kDecodeMaxRows + 1}).config;
+        problem.args.groups.offsets_on_device = true;
+        problem.args.groups.max_rows_per_expert = tokens;  // the MoE layer's bound
+        const int device = tiled->plan(problem, cuda::RowWindow{}).config;
+        EXPECT_EQ(device, host) << model.display << (gate_up ? " gate_up" : " down")
+                                << " T = " << tokens;
+      }
+    }
+}
+
+// The order the tiles run in (raster_tile): every tile of channel_tiles x row_tiles exactly once,
+// and the first band's tiles (the first to run) within its row tiles, on grids with a partial
+// last band and with fewer rows than a band; bands of one row tile are row by row, channel
+// fastest. Host logic.
+TEST(TiledFamily, RasterVisitsEveryTileOnceBandByBand) {
+  for (int band : {1, cuda::sm90::kRasterRows})
+    for (int channels : {1, 3, 12, 45, 224})
+      for (int rows : {1, 5, 8, 9, 16, 67}) {
+        std::vector<int> seen(static_cast<std::size_t>(channels) * rows, 0);
+        for (int t = 0; t < channels * rows; ++t) {
+          const cuda::sm90::TileCoord at = cuda::sm90::raster_tile(t, channels, rows, band);
+          ASSERT_TRUE(at.channel >= 0 && at.channel < channels && at.row >= 0 && at.row < rows)
+              << channels << " x " << rows << " tile " << t << " band " << band;
+          ++seen[static_cast<std::size_t>(at.row) * channels + at.channel];
+          if (t < channels * std::min(rows, band)) {
+            EXPECT_LT(at.row, band) << t;
+          }
+          if (band == 1) {
+            EXPECT_TRUE(at.channel == t % channels && at.row == t / channels) << t;
+          }
+        }
+        EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), channels * rows)
+            << channels << " x " << rows << " band " << band;
+      }
+}
+
+// A single GEMM of 33 to 64 rows takes two 32-token row tiles while its weights fit in L2 (the
+// second reads them from there), else one 64-token tile; fewer rows keep the mean rule (twice the
+// rows: 8, 16, 32 or 64 tokens). Over the bench's dense shapes. Host logic (the L2 size is the
+// current device's; without one, the H200's).
+TEST(TiledFamily, SingleGemmTilesByItsExactRows) {
+  const cuda::Family* tiled = cuda::find_family("sm90-tiled");
+  ASSERT_NE(tiled, nullptr);
+  for (const check::ModelPreset& model : check::model_presets())
+    for (int rows : {1, 4, 5, 8, 9, 16, 17, 32, 33, 64}) {
+      const std::int32_t offsets[2] = {0, rows};
+      cuda::Problem problem = dense_problem(model, offsets);
+      problem.nvfp4 = false;
+      const cuda::sm90::TileConfig& tile =
+          cuda::sm90::kTiles[tiled->plan(problem, cuda::RowWindow{}).config];
+      const bool fits_l2 = 2.0 * problem.args.n * problem.args.k <= cuda::device_l2_bytes();
+      const int tokens = rows <= 4    ? 8
+                         : rows <= 8  ? 16
+                         : rows <= 16 ? 32
+                         : rows <= 32 ? 64
+                                      : (fits_l2 ? 32 : 64);
+      EXPECT_EQ(tile.tokens, tokens) << model.display << ", " << rows << " rows";
+      EXPECT_FALSE(tile.specialized) << model.display << ", " << rows << " rows";
+    }
+}
+
+// A CTA-synchronised grid holds at most 65535 row tiles (grid.y): a dense bf16 GEMM past that
+// (more than 16.7 M rows on the 256-token tile) runs on the same tile's persistent twin instead
+// of being refused; one row tile fewer keeps the CTA-synchronised tile. Host logic.
+TEST(TiledFamily, Bf16RowsPastTheGridTakeThePersistentTwin) {
+  const cuda::Family* tiled = cuda::find_family("sm90-tiled");
+  ASSERT_NE(tiled, nullptr);
+  const cuda::sm90::TileConfig& wide = cuda::sm90::kTiles[cuda::sm90::kBf16WideTile];
+  for (const int rows : {65535 * wide.tokens, 65535 * wide.tokens + 1}) {
+    const std::int32_t offsets[2] = {0, rows};
+    cuda::Problem problem = dense_problem(check::model_presets().front(), offsets);
+    problem.nvfp4 = false;
+    const cuda::Plan plan = tiled->plan(problem, cuda::RowWindow{});
+    const cuda::sm90::TileConfig& tile = cuda::sm90::kTiles[plan.config];
+    EXPECT_EQ(tile.tokens, wide.tokens) << rows << " rows";
+    EXPECT_EQ(tile.weight_rows, wide.weight_rows) << rows << " rows";
+    EXPECT_EQ(tile.specialized, rows > 65535 * wide.tokens) << rows << " rows";
+  }
+}
+
+#endif  // METRALE_HAS_CUDA
+}  // namespace
+}  // namespace metrale::cuda_test
