@@ -22,6 +22,13 @@ namespace {
 
 #ifdef METRALE_HAS_CUDA
 
+// Whether one of the tiles the family picks is `same` (a predicate on its TileConfig).
+template <class Same>
+bool a_chosen_tile_is(Same same) {
+  return std::any_of(std::begin(cuda::sm90::kChosenTiles), std::end(cuda::sm90::kChosenTiles),
+                     [&](int c) { return same(cuda::sm90::kTiles[c]); });
+}
+
 // The decoder tiles are reached only when forced, and are the family's own 128- and 256-token
 // tiles with a decoder (same tokens, weight rows and wgmma chunk), so that a measurement compares
 // the decode alone. Host logic.
@@ -32,14 +39,11 @@ TEST(TiledFamily, DecoderTilesAreForcedTwinsOfTheChosenWideTiles) {
     if (t.decoded == 0) continue;
     ++decoder_tiles;
     EXPECT_TRUE(t.specialized);
-    EXPECT_TRUE(std::any_of(std::begin(cuda::sm90::kChosenTiles),
-                            std::end(cuda::sm90::kChosenTiles),
-                            [&](int c) {
-                              const cuda::sm90::TileConfig& o = cuda::sm90::kTiles[c];
-                              return o.specialized && o.tokens == t.tokens &&
-                                     o.weight_rows == t.weight_rows && o.chunk == t.chunk;
-                            }))
-        << t.tokens << " tokens";
+    EXPECT_TRUE(a_chosen_tile_is([&](const cuda::sm90::TileConfig& o) {
+      return o.specialized && o.tokens == t.tokens && o.weight_rows == t.weight_rows &&
+             o.chunk == t.chunk;
+    })) << t.tokens
+        << " tokens";
   }
   EXPECT_EQ(decoder_tiles, 2);
 }
@@ -53,15 +57,12 @@ TEST(TiledFamily, StepBatchTilesAreForcedTwinsOfChosenTiles) {
   for (const cuda::sm90::TileConfig& t : cuda::sm90::kTiles) {
     if (!t.step_batch) continue;
     ++batched;
-    EXPECT_TRUE(std::any_of(std::begin(cuda::sm90::kChosenTiles),
-                            std::end(cuda::sm90::kChosenTiles),
-                            [&](int c) {
-                              const cuda::sm90::TileConfig& o = cuda::sm90::kTiles[c];
-                              return o.specialized == t.specialized && o.tokens == t.tokens &&
-                                     o.weight_rows == t.weight_rows && o.stages == t.stages &&
-                                     o.chunk == t.chunk && o.decoded == t.decoded;
-                            }))
-        << t.tokens << " tokens";
+    EXPECT_TRUE(a_chosen_tile_is([&](const cuda::sm90::TileConfig& o) {
+      return o.specialized == t.specialized && o.tokens == t.tokens &&
+             o.weight_rows == t.weight_rows && o.stages == t.stages && o.chunk == t.chunk &&
+             o.decoded == t.decoded;
+    })) << t.tokens
+        << " tokens";
   }
   EXPECT_EQ(batched, 1);
 }

@@ -126,19 +126,6 @@ struct ClusterLaunch {
   ClusterLaunch(const ClusterLaunch&) = delete;  // config points at cluster
 };
 
-// The entry of kTiles that is `decoded`'s tile without its decoder warpgroup (same tokens, weight
-// rows, chunk and roles): what bf16 weights, with nothing to decode, run on a decoder tile.
-constexpr int undecoded_twin(int decoded) {
-  const TileConfig& t = kTiles[decoded];
-  for (int i = 0; i < kTileCount; ++i) {
-    const TileConfig& c = kTiles[i];
-    if (c.decoded == 0 && c.specialized == t.specialized && c.tokens == t.tokens &&
-        c.weight_rows == t.weight_rows && c.chunk == t.chunk)
-      return i;
-  }
-  return -1;
-}
-
 template <class Config, bool kNvfp4, bool kPrepacked>
 cudaError_t launch_config(const GroupedParams& params, dim3 grid, cudaStream_t stream) {
   constexpr bool kDecoder = kNvfp4 && Config::decoded > 0;
@@ -191,14 +178,14 @@ auto with_tile(int tile, F&& f) {
 }
 
 // kPrepacked: NVFP4 weights in format/prepack.hpp's layout (their own instantiations).
-// bf16 weights on a decoder tile run its undecoded twin's kernel.
+// bf16 weights on a forced-only NVFP4 variant run its tile's kernel (bf16_twin).
 template <bool kNvfp4, bool kPrepacked = false>
 cudaError_t launch_format(int tile, const GroupedParams& params, dim3 grid, cudaStream_t stream) {
   return with_tile(tile, [&](auto config) {
     using Config = decltype(config);
-    if constexpr (!kNvfp4 && Config::decoded > 0) {
-      constexpr int kTwin = undecoded_twin(Config::index);
-      static_assert(kTwin >= 0, "a decoder tile has its tile without the decoder");
+    if constexpr (!kNvfp4 && nvfp4_variant(kTiles[Config::index])) {
+      constexpr int kTwin = bf16_twin(Config::index);
+      static_assert(!nvfp4_variant(kTiles[kTwin]), "an NVFP4 variant has its tile without it");
       return launch_config<Tile<kTwin>, false, false>(params, grid, stream);
     } else {
       return launch_config<Config, kNvfp4, kPrepacked>(params, grid, stream);

@@ -47,11 +47,11 @@ struct TileConfig {
 // decoded once a stage into shared memory, both wgmma operands from there; measured 1.05-1.20x
 // and 1.14-1.40x the time of 4 and 8 on every preset at T = 4096 and 16384, an H100: the
 // decoder's shared-memory round trip stalls it, docs/perf.md, twenty-second session),
-// 10 with a decoded ring of 3, 11 with 3 stages to make room for a ring of 2 (bf16 weights on
-// them run 4's and 8's kernels: there is nothing to decode); 12, 8 with each chunk's four k16
-// wgmmas in one asm statement (`Wgmma::rs4`, the descriptors added in PTX: the decode family's
-// form since the thirteenth session), to measure the stage's ~48 uniform instructions (docs/
-// perf.md, twenty-third session).
+// 10 with a decoded ring of 3, 11 with 3 stages to make room for a ring of 2; 12, 8 with each
+// chunk's four k16 wgmmas in one asm statement (`Wgmma::rs4`, the descriptors added in PTX: the
+// decode family's form since the thirteenth session), to measure the stage's ~48 uniform
+// instructions (docs/perf.md, twenty-third session). bf16 weights on 10-12 run 4's and 8's
+// kernels (bf16_twin: nothing to decode, no A fragments to issue from).
 constexpr TileConfig kTiles[] = {
     {8, 64, 8, false, 8, 0},           {16, 64, 8, false, 16, 0},    {32, 64, 6, false, 32, 0},
     {64, 128, 4, false, 64, 0},        {128, 128, 4, true, 128, 0},  {256, 128, 4, true, 256, 0},
@@ -75,6 +75,24 @@ constexpr int kBf16WideTile = 7;
 // at 2 ranges, 35.9 at 4; through the workspace 16.7 at 2; docs/perf.md, "2026-12-03").
 constexpr bool folds_in_cluster(const TileConfig& t) {
   return t.tokens < 128;
+}
+
+// What sets a forced-only NVFP4 variant apart from its tile (a decoder warpgroup, a chunk's
+// wgmmas in one statement) means nothing to bf16 weights: they run the tile itself, bf16_twin.
+constexpr bool nvfp4_variant(const TileConfig& t) {
+  return t.decoded > 0 || t.step_batch;
+}
+// The entry of kTiles that bf16 weights run for `config`: for an NVFP4 variant the same tile
+// without it (same tokens, weight rows, chunk and roles), else `config` itself.
+constexpr int bf16_twin(int config) {
+  const TileConfig& t = kTiles[config];
+  for (int i = 0; nvfp4_variant(t) && i < kTileCount; ++i) {
+    const TileConfig& c = kTiles[i];
+    if (!nvfp4_variant(c) && c.specialized == t.specialized && c.tokens == t.tokens &&
+        c.weight_rows == t.weight_rows && c.chunk == t.chunk)
+      return i;
+  }
+  return config;
 }
 
 // A kTiles entry as a type: what the kernel templates take (nvcc's launch stubs cannot carry
