@@ -12,18 +12,35 @@
 
 namespace metrale::cuda::sm90 {
 
+// The block-scale pairs {row r0, row r0 + 8} of a stage's four k16 steps (byte s of scales0 and
+// scales1 is step s), `convert`ed once a quad instead of once a thread: thread t of the quad
+// converts step t's pair, and four shuffles hand each thread all four (where each thread converted
+// all four itself, ~6 operations each). The whole warp must call it.
+template <class Convert>
+__device__ __forceinline__ void quad_scale_pairs(uint32_t scales0, uint32_t scales1, int t,
+                                                 Convert convert, uint32_t (&pairs)[4]) {
+  const uint32_t own = convert(__byte_perm(scales0, scales1, t | ((t + 4) << 4)));
+#pragma unroll
+  for (int s = 0; s < 4; ++s) pairs[s] = __shfl_sync(0xffffffffu, own, s, 4);
+}
+
 // Step 3b on prepacked weights: the A fragments of a stage's four k16 steps for rows r0 (words0,
 // scales0) and r0 + 8 (words1, scales1), thread t of its quad. Codes 2t, 2t + 1 of a step's first
 // word (and, for k + 8, of its second) sit in half t/2 of the word, slots 2 (t%2) and 2 (t%2) + 1.
 // The two words' halves gathered into one word (one PRMT), the thread's two pairs {slot j of the
 // first word, slot j of the second} come out of e2m1_picked_pairs; re-paired by k (two PRMTs),
-// they are its fragments.
+// they are its fragments. kQuadScales: the block scales converted by quad_scale_pairs.
+template <bool kQuadScales>
 __device__ __forceinline__ void decode_prepacked_stage(const uint32_t (&words0)[8],
                                                        const uint32_t (&words1)[8],
                                                        uint32_t scales0, uint32_t scales1, int t,
                                                        uint32_t (&frag)[4][4]) {
   const uint32_t half_pick = t / 2 ? 0x7632u : 0x5410u;
   const decode::CodePairPicks pick = decode::code_pair_picks(t % 2);
+  uint32_t quad[4];
+  if constexpr (kQuadScales)
+    quad_scale_pairs(
+        scales0, scales1, t, [](uint32_t b) { return decode::e4m3x2_to_scaled_bf16x2(b); }, quad);
 #pragma unroll
   for (int s = 0; s < 4; ++s) {
     uint32_t even0, odd0, even1, odd1;
@@ -32,7 +49,9 @@ __device__ __forceinline__ void decode_prepacked_stage(const uint32_t (&words0)[
     decode::e2m1_picked_pairs(__byte_perm(words1[2 * s], words1[2 * s + 1], half_pick), pick, even1,
                               odd1);
     const uint32_t pair =
-        decode::e4m3x2_to_scaled_bf16x2(__byte_perm(scales0, scales1, s | ((s + 4) << 4)));
+        kQuadScales
+            ? quad[s]
+            : decode::e4m3x2_to_scaled_bf16x2(__byte_perm(scales0, scales1, s | ((s + 4) << 4)));
     const uint32_t scale_r0 = decode::broadcast_low(pair), scale_r1 = decode::broadcast_high(pair);
     frag[s][0] = bf16x2_mul(__byte_perm(even0, odd0, 0x5410), scale_r0);
     frag[s][1] = bf16x2_mul(__byte_perm(even1, odd1, 0x5410), scale_r1);

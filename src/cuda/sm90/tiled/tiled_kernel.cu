@@ -159,7 +159,7 @@ cudaError_t launch_config(const GroupedParams& params, dim3 grid, cudaStream_t s
 // Calls f(Tile<tile>{}) for a runtime index into kTiles.
 template <class F>
 auto with_tile(int tile, F&& f) {
-  static_assert(kTileCount == 13, "one case per kTiles entry");
+  static_assert(kTileCount == 15, "one case per kTiles entry");
   switch (tile) {
     case 0: return f(Tile<0>{});
     case 1: return f(Tile<1>{});
@@ -173,7 +173,9 @@ auto with_tile(int tile, F&& f) {
     case 9: return f(Tile<9>{});
     case 10: return f(Tile<10>{});
     case 11: return f(Tile<11>{});
-    default: return f(Tile<12>{});
+    case 12: return f(Tile<12>{});
+    case 13: return f(Tile<13>{});
+    default: return f(Tile<14>{});
   }
 }
 

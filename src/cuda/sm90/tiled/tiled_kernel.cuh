@@ -89,7 +89,8 @@ __device__ __forceinline__ float weight_scale_2(const ExpertEntry& entry) {
 // Step 3b (NVFP4). Decodes this thread's A fragments for the four k16 steps of one stage: the
 // codes of rows r0 and r0 + 8, e2m1 -> bf16 by table, times the block scale (exact in bf16).
 // Each thread converts the two block scales of each step itself (measured: a shared conversion
-// one stage ahead was 5% slower, docs/perf.md).
+// one stage ahead was 5% slower, docs/perf.md), or, on Config::quad_scales tiles, one step's of
+// the four, shared in its quad by shuffles (quad_scale_pairs).
 // `thread`: the caller's index among the consumer warpgroups (threadIdx.x when all of the CTA
 // consumes).
 // kPrepacked: the weights in format/prepack.hpp's layout (decode_prepacked_stage).
@@ -110,17 +111,23 @@ __device__ __forceinline__ void decode_stage(const GroupedParams& p, const std::
   const uint32_t scales0 = stage_scales<Config>(p, scales, scale_at.first);
   const uint32_t scales1 = stage_scales<Config>(p, scales, scale_at.second);
   if constexpr (kPrepacked) {
-    decode_prepacked_stage(words0, words1, scales0, scales1, t, frag);
+    decode_prepacked_stage<Config::quad_scales>(words0, words1, scales0, scales1, t, frag);
     return;
   }
   const uint32_t pick = t | ((t + 4) << 4);
+  uint32_t quad[4];
+  if constexpr (Config::quad_scales)
+    quad_scale_pairs(
+        scales0, scales1, t, [](uint32_t b) { return e4m3x2_to_bf16x2(b); }, quad);
 #pragma unroll
   for (int s = 0; s < 4; ++s) {
     // Bytes t and t + 4 of the step's 8 code bytes hold k = 2t, 2t+1 and 2t+8, 2t+9.
     const uint32_t lo = __byte_perm(words0[2 * s], words1[2 * s], pick);
     const uint32_t hi = __byte_perm(words0[2 * s + 1], words1[2 * s + 1], pick);
     decode_e2m1x8(__byte_perm(lo, hi, 0x5410), frag[s]);
-    const uint32_t pair = e4m3x2_to_bf16x2(__byte_perm(scales0, scales1, s | ((s + 4) << 4)));
+    const uint32_t pair = Config::quad_scales
+                              ? quad[s]
+                              : e4m3x2_to_bf16x2(__byte_perm(scales0, scales1, s | ((s + 4) << 4)));
     const uint32_t scale_r0 = __byte_perm(pair, 0, 0x1010), scale_r1 = __byte_perm(pair, 0, 0x3232);
     frag[s][0] = bf16x2_mul(frag[s][0], scale_r0);
     frag[s][1] = bf16x2_mul(frag[s][1], scale_r1);

@@ -22,7 +22,8 @@ struct TileConfig {
   int chunk;         // tokens per wgmma: a k16 step issues tokens / chunk, none past the rows
   int decoded;       // NVFP4: a decoder warpgroup and a ring of this many decoded bf16 weight
                      // tiles (dws_kernel.cuh); 0: none
-  bool step_batch = false;  // NVFP4: a chunk's four k16 wgmmas in one asm statement (rs4)
+  bool step_batch = false;   // NVFP4: a chunk's four k16 wgmmas in one asm statement (rs4)
+  bool quad_scales = false;  // NVFP4: a stage's block scales converted once a quad, shuffled
 };
 
 // Tiles by expected rows per expert; pick_tile (tiled_family.cpp) takes the smallest holding twice
@@ -50,14 +51,27 @@ struct TileConfig {
 // 10 with a decoded ring of 3, 11 with 3 stages to make room for a ring of 2; 12, 8 with each
 // chunk's four k16 wgmmas in one asm statement (`Wgmma::rs4`, the descriptors added in PTX: the
 // decode family's form since the thirteenth session), to measure the stage's ~48 uniform
-// instructions (docs/perf.md, twenty-third session). bf16 weights on 10-12 run 4's and 8's
+// instructions (docs/perf.md, twenty-third session); 13, 8 with each stage's block scales
+// converted once a quad (quad_scale_pairs: a thread converts one step's pair of the four, the
+// quad shuffles them) and 14, 12 and 13 together, to measure the ~28 operations a stage and thread
+// the scales cost (docs/perf.md, twenty-fourth session). bf16 weights on 10-14 run 4's and 8's
 // kernels (bf16_twin: nothing to decode, no A fragments to issue from).
 constexpr TileConfig kTiles[] = {
-    {8, 64, 8, false, 8, 0},           {16, 64, 8, false, 16, 0},    {32, 64, 6, false, 32, 0},
-    {64, 128, 4, false, 64, 0},        {128, 128, 4, true, 128, 0},  {256, 128, 4, true, 256, 0},
-    {128, 128, 4, false, 128, 0},      {256, 128, 4, false, 256, 0}, {256, 128, 4, true, 128, 0},
-    {256, 128, 4, false, 128, 0},      {128, 128, 4, true, 128, 3},  {256, 128, 3, true, 128, 2},
+    {8, 64, 8, false, 8, 0},
+    {16, 64, 8, false, 16, 0},
+    {32, 64, 6, false, 32, 0},
+    {64, 128, 4, false, 64, 0},
+    {128, 128, 4, true, 128, 0},
+    {256, 128, 4, true, 256, 0},
+    {128, 128, 4, false, 128, 0},
+    {256, 128, 4, false, 256, 0},
+    {256, 128, 4, true, 128, 0},
+    {256, 128, 4, false, 128, 0},
+    {128, 128, 4, true, 128, 3},
+    {256, 128, 3, true, 128, 2},
     {256, 128, 4, true, 128, 0, true},
+    {256, 128, 4, true, 128, 0, false, true},
+    {256, 128, 4, true, 128, 0, true, true},
 };
 constexpr int kTileCount = sizeof(kTiles) / sizeof(kTiles[0]);
 // The tiles the family picks by itself (pick_tile, choose_tile), narrowest first; the others are
@@ -78,9 +92,10 @@ constexpr bool folds_in_cluster(const TileConfig& t) {
 }
 
 // What sets a forced-only NVFP4 variant apart from its tile (a decoder warpgroup, a chunk's
-// wgmmas in one statement) means nothing to bf16 weights: they run the tile itself, bf16_twin.
+// wgmmas in one statement, quad-shared scales) means nothing to bf16 weights: they run the tile
+// itself, bf16_twin.
 constexpr bool nvfp4_variant(const TileConfig& t) {
-  return t.decoded > 0 || t.step_batch;
+  return t.decoded > 0 || t.step_batch || t.quad_scales;
 }
 // The entry of kTiles that bf16 weights run for `config`: for an NVFP4 variant the same tile
 // without it (same tokens, weight rows, chunk and roles), else `config` itself.
@@ -107,6 +122,7 @@ struct Tile {
   static constexpr int chunk = kTiles[kIndex].chunk;
   static constexpr int decoded = kTiles[kIndex].decoded;
   static constexpr bool step_batch = kTiles[kIndex].step_batch;
+  static constexpr bool quad_scales = kTiles[kIndex].quad_scales;
   static constexpr bool cluster_fold = folds_in_cluster(kTiles[kIndex]);
   static_assert(tokens % chunk == 0 && chunk % 8 == 0, "whole chunks of whole swizzle atoms");
   static_assert(decoded == 0 || specialized,
