@@ -4,8 +4,9 @@
 # the release tree, then run `metrale bench` once per METRALE_CUDA_KERNEL value ('' = the
 # dispatcher's own choice), alternating A, B, ..., A, B, ..., and print each row's times side by
 # side, with each choice's time over A's. A choice written VARIABLE=VALUE sets that variable
-# instead (e.g. METRALE_CUDA_QUANTIZER=lean for the quantizer). The choices end at the first
-# argument that starts with '-' (the bench's).
+# instead (e.g. METRALE_CUDA_QUANTIZER=lean for the quantizer); one of several words separated by
+# spaces sets each ('sm90-tiled:15 METRALE_PREPACKED_LAYOUT=fragments'). The choices end at the
+# first argument that starts with '-' (the bench's).
 #
 #   scripts/gpu_ab.sh OUTDIR KERNEL_A KERNEL_B [KERNEL_C ...] [BENCH_ARGS...]
 #   e.g. scripts/gpu_ab.sh /tmp/ab sm90-tiled:4 sm90-tiled:6 --ops gate_up down --tokens 4096
@@ -37,9 +38,11 @@ if ! release_build "$OUT/build.log" --target metrale_cli; then
 fi
 for round in $(seq 1 "${ROUNDS:-2}"); do
   for side in "${SIDES[@]}"; do
-    choice=${KERNEL[$side]}
-    [[ $choice == *=* ]] || choice=METRALE_CUDA_KERNEL=$choice
-    env "$choice" build/release/bin/metrale bench --impls metrale "$@" \
+    assignments=(METRALE_CUDA_KERNEL=)
+    for word in ${KERNEL[$side]}; do
+      [[ $word == *=* ]] && assignments+=("$word") || assignments+=("METRALE_CUDA_KERNEL=$word")
+    done
+    env "${assignments[@]}" build/release/bin/metrale bench --impls metrale "$@" \
       --json "$OUT/$side$round.json" >"$OUT/$side$round.log" 2>&1 ||
       echo "bench $side$round failed: see $OUT/$side$round.log"
   done

@@ -81,4 +81,14 @@ CudaQuantizer cuda_quantizer() {
        "METRALE_CUDA_QUANTIZER = '{}', expected lean (the default), proven, or unset", value);
 }
 
+PrepackedLayout prepacked_layout() {
+  const char* raw = std::getenv("METRALE_PREPACKED_LAYOUT");
+  const std::string_view value = raw ? raw : "";
+  if (value.empty() || value == "halves") return PrepackedLayout::halves;
+  if (value == "fragments") return PrepackedLayout::fragments;
+  fail(Status::invalid_argument,
+       "METRALE_PREPACKED_LAYOUT = '{}', expected halves (the default), fragments, or unset",
+       value);
+}
+
 }  // namespace metrale::core

@@ -19,6 +19,12 @@
 //                         "lean", the lean kernel (the default since it measured 0.79-0.85x the
 //                         earlier kernel's time, docs/perf.md); "proven", the earlier kernel,
 //                         kept for A/B runs. Both write the same bits.
+//   METRALE_PREPACKED_LAYOUT tuning and tests only: what "prepacked" NVFP4 weights mean in this
+//                         process: unset, "" or "halves", format/prepack.hpp's layout (the
+//                         default); "fragments", format/fragment_order.hpp's experiment, which
+//                         the prepack conversions then write and read, the CPU backend decodes,
+//                         and only the tiled family's forced tile 15 runs (every other kernel
+//                         refuses such weights).
 #pragma once
 
 #include <cstddef>
@@ -46,5 +52,8 @@ std::optional<ForcedKernel> forced_cuda_kernel();
 // The CUDA quantizer's quantize kernel (METRALE_CUDA_QUANTIZER).
 enum class CudaQuantizer { proven, lean };
 CudaQuantizer cuda_quantizer();
+// What prepacked NVFP4 weights mean (METRALE_PREPACKED_LAYOUT).
+enum class PrepackedLayout { halves, fragments };
+PrepackedLayout prepacked_layout();
 
 }  // namespace metrale::core

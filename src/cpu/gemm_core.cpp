@@ -8,10 +8,12 @@
 #include <array>
 #include <vector>
 
+#include "core/config.hpp"
 #include "cpu/parallel.hpp"
 #include "format/bf16.hpp"
 #include "format/e2m1.hpp"
 #include "format/e4m3.hpp"
+#include "format/fragment_order.hpp"
 #include "format/layouts.hpp"
 #include "format/prepack.hpp"
 
@@ -61,16 +63,27 @@ DecodeRows bf16_rows(const bf16_bits* weight, std::int32_t k) {
 DecodeRows nvfp4_rows(const std::uint8_t* packed, const std::uint8_t* scale, ScaleLayout layout,
                       WeightLayout weights, std::int32_t n, std::int32_t k) {
   const std::size_t N = static_cast<std::size_t>(n), K = static_cast<std::size_t>(k);
+  // Prepacked weights in the fragment order move codes between a group's halves: a row is
+  // converted back to the seeds' layout whole, then decoded as packed weights.
+  const bool fragments = weights == WeightLayout::prepacked &&
+                         core::prepacked_layout() == core::PrepackedLayout::fragments;
+  const bool halves = weights == WeightLayout::prepacked && !fragments;
   return [=](std::size_t first, std::size_t count, float* dst) {
     const auto& pairs = e2m1_pair_table();
     std::uint8_t seeds[8];  // a prepacked block's bytes in the seeds' layout
+    std::vector<std::uint8_t> row_seeds(fragments ? K / 2 : 0);
     for (std::size_t row = first; row < first + count; ++row) {
+      const std::uint8_t* row_bytes = packed + format::packed_nk_offset(row, 0, K);
+      if (fragments) {
+        format::convert_fragment_row<false>(row_bytes, row_seeds.data(), K);
+        row_bytes = row_seeds.data();
+      }
       for (std::size_t b = 0; b < K / 16; ++b) {
         const std::size_t at = layout == ScaleLayout::sfb ? format::sfb_offset(row, b, K)
                                                           : format::k16_by_n_offset(row, b, N);
         const float sf = format::e4m3_to_float(scale[at]);
-        const std::uint8_t* bytes = packed + format::packed_nk_offset(row, b * 8, K);
-        if (weights == WeightLayout::prepacked) {
+        const std::uint8_t* bytes = row_bytes + b * 8;
+        if (halves) {
           // A block is four halves.
           format::convert_halves(bytes, seeds, 4, format::unprepack_half);
           bytes = seeds;

@@ -12,11 +12,13 @@
 
 #include <fmt/format.h>
 
+#include "core/config.hpp"
 #include "cpu/cpu_backend.hpp"
 #include "cpu/footprint.hpp"
 #include "cpu/parallel.hpp"
 #include "format/bf16.hpp"
 #include "format/e2m1.hpp"
+#include "format/fragment_order.hpp"
 #include "format/layouts.hpp"
 #include "format/nvfp4_recipe.hpp"
 #include "format/prepack.hpp"
@@ -119,10 +121,24 @@ void prepack_nvfp4(const PrepackNvfp4& args) {
   const double bytes = static_cast<double>(args.n) * (args.k / 2);
   require_host_memory(fmt::format("N = {}, K = {}", args.n, args.k),
                       {{"src", bytes}, {"dst", args.src == args.dst ? 0.0 : bytes}});
+  const bool to_prepacked = args.dir == PrepackDir::to_prepacked;
+  if (core::prepacked_layout() == core::PrepackedLayout::fragments) {
+    const std::size_t k = static_cast<std::size_t>(args.k), row_bytes = k / 2;
+    parallel_for(static_cast<std::size_t>(args.n), 64, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t row = begin; row < end; ++row) {
+        const std::uint8_t* src = args.src + row * row_bytes;
+        std::uint8_t* dst = args.dst + row * row_bytes;
+        if (to_prepacked)
+          format::convert_fragment_row<true>(src, dst, k);
+        else
+          format::convert_fragment_row<false>(src, dst, k);
+      }
+    });
+    return;
+  }
   const std::size_t halves =
       static_cast<std::size_t>(args.n) * static_cast<std::size_t>(args.k) / 4;
-  const auto convert =
-      args.dir == PrepackDir::to_prepacked ? format::prepack_half : format::unprepack_half;
+  const auto convert = to_prepacked ? format::prepack_half : format::unprepack_half;
   parallel_for(halves, std::size_t{1} << 16, [&](std::size_t begin, std::size_t end) {
     format::convert_halves(args.src + 2 * begin, args.dst + 2 * begin, end - begin, convert);
   });

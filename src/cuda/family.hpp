@@ -17,6 +17,7 @@
 #include <span>
 #include <string>
 
+#include "core/config.hpp"
 #include "core/workspace.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "metrale/metrale.hpp"
@@ -136,6 +137,11 @@ bool scales_aligned_16(const Problem& problem);
 // Whether the weights are in format/prepack.hpp's layout (each family decodes both layouts).
 inline bool prepacked(const GroupedNvfp4& args) {
   return args.weight_layout == WeightLayout::prepacked;
+}
+// Whether prepacked weights are in the fragment order (an experiment: METRALE_PREPACKED_LAYOUT=
+// fragments, format/fragment_order.hpp), which only the tiled family's tile 15 reads.
+inline bool fragment_order(const GroupedNvfp4& args) {
+  return prepacked(args) && core::prepacked_layout() == core::PrepackedLayout::fragments;
 }
 
 // Function attributes (dynamic shared memory) are per device: a kernel configured on device 0 is

@@ -4,7 +4,8 @@
 // gate_up (SFB scales, rows gathered by token id), down, and the MoE layer (both scale layouts,
 // biases, the clamped activation, an expert map) on prepacked weights equal the same calls on
 // the packed weights bit for bit, and prepacked bytes read as packed do not (the layout is read,
-// not ignored).
+// not ignored). The fragment order (METRALE_PREPACKED_LAYOUT=fragments, an experiment): the
+// conversions go back to the input, and the grouped operations on it equal the packed layout.
 #include "format/prepack.hpp"
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include "check/scoped_kernel.hpp"
 #include "cpu/cpu_test_util.hpp"
 #include "cpu/moe_fixture.hpp"
 #include "metrale/metrale.hpp"
@@ -150,6 +152,25 @@ TEST(CpuPrepack, GroupedOpsEqualThePackedLayout) {
     EXPECT_NE(c.run(op, true, WeightLayout::packed), packed) << "prepacked bytes read as packed";
     for (int p = 0; p < op.proj_count; ++p)
       EXPECT_EQ(std::count(packed[p].begin(), packed[p].end(), kPoison), 0) << "every row written";
+  }
+}
+
+// The fragment order moves codes within each 64-code group of a row (format/fragment_order.hpp):
+// the CPU backend's conversion and its decode follow METRALE_PREPACKED_LAYOUT.
+TEST(CpuPrepack, FragmentOrderGoesBackAndGroupedOpsEqualThePackedLayout) {
+  const check::ScopedVariable layout("METRALE_PREPACKED_LAYOUT", "fragments");
+  for (int k : {16, 96, 2880}) {
+    SCOPED_TRACE(testing::Message() << "K = " << k);
+    const auto packed = test::random_bytes(static_cast<std::size_t>(3) * k / 2, 5u + k);
+    const auto ordered = convert(packed, 3, k, PrepackDir::to_prepacked);
+    if (k >= 64) EXPECT_NE(ordered, by_halves(packed)) << "codes move between halves";
+    EXPECT_EQ(convert(ordered, 3, k, PrepackDir::to_packed), packed);
+  }
+  const GroupedCase c;  // prepacks its weights in the fragment order
+  for (const GroupedOp& op : kOps) {
+    SCOPED_TRACE(op.name);
+    const auto packed = c.run(op, false, WeightLayout::packed);
+    EXPECT_EQ(c.run(op, true, WeightLayout::prepacked), packed);
   }
 }
 

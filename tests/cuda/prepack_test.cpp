@@ -2,7 +2,8 @@
 // another buffer, in place, and unprepacked back to the input, for N from 1 row to past a CTA's
 // worth and K from one block to a real model's, at byte offsets 0 and 4 (the 32-bit word kernel)
 // and 1 and 2 (the half-at-a-time fallback), the bytes around the weight and the guard bands
-// untouched.
+// untouched; in both prepacked layouts (METRALE_PREPACKED_LAYOUT: the halves' default, and the
+// fragment order, a group a thread, at K with and without a 32-code tail).
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -14,6 +15,7 @@
 
 #ifdef METRALE_HAS_CUDA
 #include "check/buffers.hpp"
+#include "check/scoped_kernel.hpp"
 #endif
 
 namespace metrale::cuda_test {
@@ -62,23 +64,27 @@ Result run(const Placed& src, const Placed& dst, int n, int k, PrepackDir dir) {
 
 TEST(CudaPrepack, EqualsTheCpuOracle) {
   METRALE_SKIP_WITHOUT_GPU();
-  for (int n : {1, 3, 129, 1000})
-    for (int k : {16, 48, 2880})
-      for (std::size_t offset : {0, 1, 2, 4}) {
-        SCOPED_TRACE(testing::Message() << "N = " << n << ", K = " << k << ", offset " << offset);
-        const auto packed = test::random_bytes(static_cast<std::size_t>(n) * k / 2, 3u * n + k);
-        const auto want = cpu_prepack(packed, n, k);
-        const Placed src(packed, offset, "packed");
-        const Placed dst(std::vector<std::uint8_t>(packed.size(), kPoison), offset, "prepacked");
-        const Result r = run(src, dst, n, k, PrepackDir::to_prepacked);
-        ASSERT_TRUE(r.ok()) << r.message;
-        EXPECT_EQ(dst.download(), want);
-        EXPECT_EQ(src.download(), packed) << "the source is only read";
-        ASSERT_TRUE(run(dst, dst, n, k, PrepackDir::to_packed).ok()) << "unprepack in place";
-        EXPECT_EQ(dst.download(), packed);
-        ASSERT_TRUE(run(src, src, n, k, PrepackDir::to_prepacked).ok()) << "prepack in place";
-        EXPECT_EQ(src.download(), want);
-      }
+  for (const char* layout : {"", "fragments"}) {
+    const check::ScopedVariable prepacked_layout("METRALE_PREPACKED_LAYOUT", layout);
+    for (int n : {1, 3, 129, 1000})
+      for (int k : {16, 48, 2880, 2880 + 32})
+        for (std::size_t offset : {0, 1, 2, 4}) {
+          SCOPED_TRACE(testing::Message() << "layout '" << layout << "', N = " << n << ", K = " << k
+                                          << ", offset " << offset);
+          const auto packed = test::random_bytes(static_cast<std::size_t>(n) * k / 2, 3u * n + k);
+          const auto want = cpu_prepack(packed, n, k);
+          const Placed src(packed, offset, "packed");
+          const Placed dst(std::vector<std::uint8_t>(packed.size(), kPoison), offset, "prepacked");
+          const Result r = run(src, dst, n, k, PrepackDir::to_prepacked);
+          ASSERT_TRUE(r.ok()) << r.message;
+          EXPECT_EQ(dst.download(), want);
+          EXPECT_EQ(src.download(), packed) << "the source is only read";
+          ASSERT_TRUE(run(dst, dst, n, k, PrepackDir::to_packed).ok()) << "unprepack in place";
+          EXPECT_EQ(dst.download(), packed);
+          ASSERT_TRUE(run(src, src, n, k, PrepackDir::to_prepacked).ok()) << "prepack in place";
+          EXPECT_EQ(src.download(), want);
+        }
+  }
 }
 
 TEST(CudaPrepack, SecondRunIsIdentical) {

@@ -177,6 +177,8 @@ void apply_model(Case& c, const ModelPreset& model, std::int32_t tokens) {
 std::string reproduce_command(const Case& c) {
   std::string cmd = c.cuda_kernel.empty() ? "" : fmt::format("METRALE_CUDA_KERNEL={} ", c.cuda_kernel);
   if (!c.cuda_quantizer.empty()) cmd += fmt::format("METRALE_CUDA_QUANTIZER={} ", c.cuda_quantizer);
+  if (!c.prepacked_layout.empty())
+    cmd += fmt::format("METRALE_PREPACKED_LAYOUT={} ", c.prepacked_layout);
   cmd += fmt::format("metrale check --op {} --backend {} --mode {} --seed {}", op_name(c.op),
                      backend_name(c.backend), mode_name(c.mode), c.seed);
   if (is_routed(c.op)) {

@@ -96,6 +96,9 @@ struct Case {
   // pack: the CUDA quantizer's kernel as METRALE_CUDA_QUANTIZER would ("lean", "proven");
   // empty: the default.
   std::string cuda_quantizer;
+  // What prepacked weights mean for this case, as METRALE_PREPACKED_LAYOUT would ("fragments",
+  // the experiment only sm90-tiled:15 reads); empty: the default.
+  std::string prepacked_layout;
 };
 
 inline constexpr std::int64_t kOracleMacBudget = std::int64_t{1} << 31;

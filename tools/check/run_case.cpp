@@ -112,6 +112,7 @@ Report run_case(const Case& c) {
   try {
     const ScopedCudaKernel forced(c.cuda_kernel);
     const ScopedCudaQuantizer quantizer(c.cuda_quantizer);
+    const ScopedVariable layout("METRALE_PREPACKED_LAYOUT", c.prepacked_layout);
     if (c.op == Op::bf16_gemm || c.op == Op::nvfp4_gemm) {
       report = detail::run_gemm_case(c);
     } else if (is_grouped(c.op)) {

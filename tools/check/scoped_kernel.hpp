@@ -1,6 +1,7 @@
 // An environment variable set for a scope: how the check harness forces a kernel family
-// (Case::cuda_kernel, METRALE_CUDA_KERNEL) or the quantizer's kernel (Case::cuda_quantizer,
-// METRALE_CUDA_QUANTIZER) for one case, and how a test forces one around its own calls.
+// (Case::cuda_kernel, METRALE_CUDA_KERNEL), the quantizer's kernel (Case::cuda_quantizer,
+// METRALE_CUDA_QUANTIZER) or the prepacked layout (Case::prepacked_layout,
+// METRALE_PREPACKED_LAYOUT) for one case, and how a test forces one around its own calls.
 #pragma once
 
 #include <cstdlib>

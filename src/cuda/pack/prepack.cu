@@ -6,14 +6,18 @@
 // the packing operations take any byte pointer) a half at a time, read and written as two bytes.
 // Each thread reads its unit before it writes it, so src == dst converts in place. Offline work
 // (once per weight at load), memory bound; simple beats clever. Any arch.
+// With METRALE_PREPACKED_LAYOUT=fragments (an experiment, format/fragment_order.hpp) codes move
+// within each 64-code group of a row: one thread converts a group (or a row's tail) at a time.
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
+#include "core/config.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/pack/pack_launch.hpp"
 #include "cuda/require_device.hpp"
+#include "format/fragment_order.hpp"
 #include "format/prepack.hpp"
 
 namespace metrale::cuda {
@@ -68,6 +72,41 @@ void launch(const PrepackNvfp4& args, std::int64_t bytes, cudaStream_t stream) {
   METRALE_CUDA_CHECK_LAUNCH(prepack_halves);
 }
 
+// The fragment order: unit i is group i % units_per_row of row i / units_per_row, the last unit
+// of a row its K % 64 tail's halves when there is one (format::convert_fragment_row's parts).
+template <PrepackDir kDir>
+__global__ void __launch_bounds__(kThreads)
+    prepack_fragment_groups(const std::uint8_t* src, std::uint8_t* dst, std::int64_t rows, int k) {
+  constexpr bool kTo = kDir == PrepackDir::to_prepacked;
+  const int whole = k / format::kFragmentGroupCodes;
+  const int per_row = whole + (k % format::kFragmentGroupCodes != 0 ? 1 : 0);
+  const std::int64_t units = rows * per_row, row_bytes = k / 2;
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < units;
+       i += stride) {
+    const std::int64_t row = i / per_row;
+    const int group = static_cast<int>(i % per_row);
+    const std::int64_t at = row * row_bytes + group * format::kFragmentGroupBytes;
+    if (group < whole) {
+      format::convert_fragment_group<kTo>(src + at, dst + at);
+    } else {
+      format::convert_halves(
+          src + at, dst + at, (k % format::kFragmentGroupCodes) / 4, [](std::uint16_t half) {
+            return kTo ? format::prepack_half(half) : format::unprepack_half(half);
+          });
+    }
+  }
+}
+
+template <PrepackDir kDir>
+void launch_fragments(const PrepackNvfp4& args, cudaStream_t stream) {
+  const int per_row = (args.k + format::kFragmentGroupCodes - 1) / format::kFragmentGroupCodes;
+  const std::int64_t units = static_cast<std::int64_t>(args.n) * per_row;
+  const unsigned grid = pack::grid_size(static_cast<std::size_t>(units), kThreads, 8);
+  prepack_fragment_groups<kDir><<<grid, kThreads, 0, stream>>>(args.src, args.dst, args.n, args.k);
+  METRALE_CUDA_CHECK_LAUNCH(prepack_fragment_groups);
+}
+
 }  // namespace
 
 void prepack_nvfp4(const PrepackNvfp4& args, void* stream) {
@@ -76,6 +115,13 @@ void prepack_nvfp4(const PrepackNvfp4& args, void* stream) {
   const std::int64_t bytes = static_cast<std::int64_t>(args.n) * (args.k / 2);
   if (bytes <= 0) return;
   const auto s = static_cast<cudaStream_t>(stream);
+  if (core::prepacked_layout() == core::PrepackedLayout::fragments) {
+    if (args.dir == PrepackDir::to_prepacked)
+      launch_fragments<PrepackDir::to_prepacked>(args, s);
+    else
+      launch_fragments<PrepackDir::to_packed>(args, s);
+    return;
+  }
   if (args.dir == PrepackDir::to_prepacked) {
     launch<PrepackDir::to_prepacked>(args, bytes, s);
   } else {

@@ -60,4 +60,42 @@ __device__ __forceinline__ void decode_prepacked_stage(const uint32_t (&words0)[
   }
 }
 
+// Step 3b on prepacked weights in the fragment order (format/fragment_order.hpp; an experiment):
+// thread t's 16 codes of a row's stage are bytes 8t .. 8t + 7 (row0 for r0, row1 for r0 + 8),
+// two words whose four pairs are its fragment pairs in natural K order: pair 2h + m of word u is
+// step 2u + h's columns {2t, 2t + 1} (m = 0) or {2t + 8, 2t + 9} (m = 1). Ten operations a word
+// and four multiplies a step, where decode_prepacked_stage gathers and re-pairs.
+template <bool kQuadScales>
+__device__ __forceinline__ void decode_fragment_stage(uint2 row0, uint2 row1, uint32_t scales0,
+                                                      uint32_t scales1, int t,
+                                                      uint32_t (&frag)[4][4]) {
+  uint32_t scale_pairs[4];
+  if constexpr (kQuadScales) {
+    quad_scale_pairs(
+        scales0, scales1, t, [](uint32_t b) { return decode::e4m3x2_to_scaled_bf16x2(b); },
+        scale_pairs);
+  } else {
+#pragma unroll
+    for (int s = 0; s < 4; ++s)
+      scale_pairs[s] =
+          decode::e4m3x2_to_scaled_bf16x2(__byte_perm(scales0, scales1, s | ((s + 4) << 4)));
+  }
+#pragma unroll
+  for (int u = 0; u < 2; ++u) {
+    uint32_t p0[4], p1[4];
+    decode::e2m1_pairs_prepacked(u == 0 ? row0.x : row0.y, p0);
+    decode::e2m1_pairs_prepacked(u == 0 ? row1.x : row1.y, p1);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int s = 2 * u + h;
+      const uint32_t scale_r0 = decode::broadcast_low(scale_pairs[s]);
+      const uint32_t scale_r1 = decode::broadcast_high(scale_pairs[s]);
+      frag[s][0] = bf16x2_mul(p0[2 * h], scale_r0);
+      frag[s][1] = bf16x2_mul(p1[2 * h], scale_r1);
+      frag[s][2] = bf16x2_mul(p0[2 * h + 1], scale_r0);
+      frag[s][3] = bf16x2_mul(p1[2 * h + 1], scale_r1);
+    }
+  }
+}
+
 }  // namespace metrale::cuda::sm90

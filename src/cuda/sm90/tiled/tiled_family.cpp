@@ -338,6 +338,14 @@ class TiledFamily final : public Family {
       fail(Status::unsupported,
            "{}: a K split (splits = {}) folds within a thread-block cluster: at most {} ranges",
            problem.op, splits, kMaxSplits);
+    if (problem.nvfp4 && kTiles[plan.config].fragments != fragment_order(a))
+      fail(Status::unsupported,
+           "{}: prepacked weights in the fragment order (METRALE_PREPACKED_LAYOUT=fragments) are "
+           "read by the forced tile sm90-tiled:{} and by no other; configuration {} on {} weights",
+           problem.op, kFragmentTile, plan.config,
+           fragment_order(a) ? "fragment-order"
+           : prepacked(a)    ? "prepacked"
+                             : "packed");
     const int channels = channel_tiles(a, kTiles[plan.config]);
     dim3 grid(channels, tiles, a.proj_count * splits);
     if (kTiles[plan.config].specialized)  // persistent: at most one CTA per multiprocessor

@@ -159,7 +159,7 @@ cudaError_t launch_config(const GroupedParams& params, dim3 grid, cudaStream_t s
 // Calls f(Tile<tile>{}) for a runtime index into kTiles.
 template <class F>
 auto with_tile(int tile, F&& f) {
-  static_assert(kTileCount == 15, "one case per kTiles entry");
+  static_assert(kTileCount == 16, "one case per kTiles entry");
   switch (tile) {
     case 0: return f(Tile<0>{});
     case 1: return f(Tile<1>{});
@@ -175,7 +175,8 @@ auto with_tile(int tile, F&& f) {
     case 11: return f(Tile<11>{});
     case 12: return f(Tile<12>{});
     case 13: return f(Tile<13>{});
-    default: return f(Tile<14>{});
+    case 14: return f(Tile<14>{});
+    default: return f(Tile<15>{});
   }
 }
 
@@ -189,6 +190,8 @@ cudaError_t launch_format(int tile, const GroupedParams& params, dim3 grid, cuda
       constexpr int kTwin = bf16_twin(Config::index);
       static_assert(!nvfp4_variant(kTiles[kTwin]), "an NVFP4 variant has its tile without it");
       return launch_config<Tile<kTwin>, false, false>(params, grid, stream);
+    } else if constexpr (kNvfp4 && !kPrepacked && Config::fragments) {
+      return cudaErrorInvalidValue;  // refused on the host first (TiledFamily::launch)
     } else {
       return launch_config<Config, kNvfp4, kPrepacked>(params, grid, stream);
     }

@@ -93,14 +93,30 @@ __device__ __forceinline__ float weight_scale_2(const ExpertEntry& entry) {
 // the four, shared in its quad by shuffles (quad_scale_pairs).
 // `thread`: the caller's index among the consumer warpgroups (threadIdx.x when all of the CTA
 // consumes).
-// kPrepacked: the weights in format/prepack.hpp's layout (decode_prepacked_stage).
+// kPrepacked: the weights in format/prepack.hpp's layout (decode_prepacked_stage), or, on
+// Config::fragments tiles, in the fragment order (decode_fragment_stage) but for `halves_tail`,
+// the stage of a row's K % 64 tail.
 template <class Config, bool kPrepacked>
 __device__ __forceinline__ void decode_stage(const GroupedParams& p, const std::uint8_t* stage_ptr,
                                              const ScaleRows& scale_at, uint32_t (&frag)[4][4],
-                                             unsigned thread = threadIdx.x) {
+                                             unsigned thread = threadIdx.x,
+                                             bool halves_tail = false) {
   using Shape = KernelShape<Config, true>;
   const int t = thread % 4, r0 = fragment_row(thread);
   const std::uint8_t* weights = stage_ptr + Shape::kActBytes;
+  // The fragment order (Config::fragments, prepacked weights only): 8 bytes a row; a row's
+  // K % 64 tail keeps the halves' layout (format/fragment_order.hpp), read below.
+  if constexpr (kPrepacked && Config::fragments) {
+    if (!halves_tail) {
+      const std::uint8_t* scales = weights + Shape::kWeightBytes;
+      decode_fragment_stage<Config::quad_scales>(
+          *reinterpret_cast<const uint2*>(weights + r0 * 32 + 8 * t),
+          *reinterpret_cast<const uint2*>(weights + (r0 + 8) * 32 + 8 * t),
+          stage_scales<Config>(p, scales, scale_at.first),
+          stage_scales<Config>(p, scales, scale_at.second), t, frag);
+      return;
+    }
+  }
   uint32_t words0[8], words1[8];
   *reinterpret_cast<uint4*>(&words0[0]) = *reinterpret_cast<const uint4*>(weights + r0 * 32);
   *reinterpret_cast<uint4*>(&words0[4]) = *reinterpret_cast<const uint4*>(weights + r0 * 32 + 16);

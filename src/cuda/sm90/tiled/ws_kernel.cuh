@@ -230,7 +230,8 @@ __device__ __forceinline__ void consume(const GroupedParams& p, WsShared<Config>
       ::cuda::ptx::fence_proxy_async(::cuda::ptx::space_shared);
       if constexpr (kNvfp4)
         decode_stage<Config, kPrepacked>(p, base_ptr + slot * Shape::kStageBytes, scale_at, into,
-                                         thread);
+                                         thread,
+                                         Config::fragments && kt == k_tiles - 1 && p.k % kBlockK);
     };
     auto release = [&](int kt) {
       if (thread % 128 == 0) (void)::cuda::ptx::mbarrier_arrive(&sh.empty[(first + kt) % kStages]);
