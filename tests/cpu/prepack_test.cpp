@@ -163,7 +163,9 @@ TEST(CpuPrepack, FragmentOrderGoesBackAndGroupedOpsEqualThePackedLayout) {
     SCOPED_TRACE(testing::Message() << "K = " << k);
     const auto packed = test::random_bytes(static_cast<std::size_t>(3) * k / 2, 5u + k);
     const auto ordered = convert(packed, 3, k, PrepackDir::to_prepacked);
-    if (k >= 64) EXPECT_NE(ordered, by_halves(packed)) << "codes move between halves";
+    if (k >= 64) {
+      EXPECT_NE(ordered, by_halves(packed)) << "codes move between halves";
+    }
     EXPECT_EQ(convert(ordered, 3, k, PrepackDir::to_packed), packed);
   }
   const GroupedCase c;  // prepacks its weights in the fragment order
