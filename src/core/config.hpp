@@ -22,9 +22,9 @@
 //   METRALE_PREPACKED_LAYOUT tuning and tests only: what "prepacked" NVFP4 weights mean in this
 //                         process: unset, "" or "halves", format/prepack.hpp's layout (the
 //                         default); "fragments", format/fragment_order.hpp's experiment, which
-//                         the prepack conversions then write and read, the CPU backend decodes,
-//                         and only the tiled family's forced tile 15 runs (every other kernel
-//                         refuses such weights).
+//                         the prepack conversions then write and read, the CPU backend decodes
+//                         and the tiled family reads (not its decoder-warpgroup tiles); the
+//                         decode family refuses it, so the tiled family takes every expert.
 #pragma once
 
 #include <cstddef>

@@ -139,7 +139,8 @@ inline bool prepacked(const GroupedNvfp4& args) {
   return args.weight_layout == WeightLayout::prepacked;
 }
 // Whether prepacked weights are in the fragment order (an experiment: METRALE_PREPACKED_LAYOUT=
-// fragments, format/fragment_order.hpp), which only the tiled family's tile 15 reads.
+// fragments, format/fragment_order.hpp), which the tiled family reads (not its decoder-warpgroup
+// tiles) and the decode family does not yet.
 inline bool fragment_order(const GroupedNvfp4& args) {
   return prepacked(args) && core::prepacked_layout() == core::PrepackedLayout::fragments;
 }

@@ -50,21 +50,19 @@ TEST(TiledFamily, DecoderTilesAreForcedTwinsOfTheChosenWideTiles) {
 
 // The tiles that differ from one of the family's own tiles in how a consumer issues its work
 // alone (a chunk's four k16 wgmmas in one asm statement, step_batch; block scales converted once
-// a quad, quad_scales; the fragment order's decode, fragments) are reached only when forced and are
+// a quad, quad_scales) are reached only when forced and are
 // that tile otherwise (same tokens, weight rows, stages, roles and chunk), so that a measurement
 // compares the issue alone. Host logic.
 TEST(TiledFamily, IssueVariantTilesAreForcedTwinsOfChosenTiles) {
-  int batched = 0, quad = 0, fragments = 0;
+  int batched = 0, quad = 0;
   for (int c : cuda::sm90::kChosenTiles) {
     EXPECT_FALSE(cuda::sm90::kTiles[c].step_batch) << c;
     EXPECT_FALSE(cuda::sm90::kTiles[c].quad_scales) << c;
-    EXPECT_FALSE(cuda::sm90::kTiles[c].fragments) << c;
   }
   for (const cuda::sm90::TileConfig& t : cuda::sm90::kTiles) {
-    if (!t.step_batch && !t.quad_scales && !t.fragments) continue;
+    if (!t.step_batch && !t.quad_scales) continue;
     batched += t.step_batch;
     quad += t.quad_scales;
-    fragments += t.fragments;
     EXPECT_TRUE(a_chosen_tile_is([&](const cuda::sm90::TileConfig& o) {
       return o.specialized == t.specialized && o.tokens == t.tokens &&
              o.weight_rows == t.weight_rows && o.stages == t.stages && o.chunk == t.chunk &&
@@ -72,9 +70,8 @@ TEST(TiledFamily, IssueVariantTilesAreForcedTwinsOfChosenTiles) {
     })) << t.tokens
         << " tokens";
   }
-  EXPECT_EQ(batched, 3);    // 12, 14 and 15
-  EXPECT_EQ(quad, 3);       // 13, 14 and 15
-  EXPECT_EQ(fragments, 1);  // 15
+  EXPECT_EQ(batched, 2);  // 12 and 14
+  EXPECT_EQ(quad, 2);     // 13 and 14
 }
 
 // The widest tile's grid rule against the choices measured on the H200 (132 SMs; docs/perf.md,

@@ -4,8 +4,9 @@
 // partial one last), N and K off the tile edges; the dense NVFP4 and bf16 GEMMs at M past each
 // token width. The dispatcher reaches only some tiles for a given shape; this reaches them all.
 // The persistent warp-specialised tiles with several tiles per CTA, and under tile churn; partial
-// tiles at each token width; the decoder-warpgroup tiles. The fragment-order tile (15) on
-// prepacked weights in that order (K = 1056 and 96: a 32-code tail). Which tile the family picks:
+// tiles at each token width; the decoder-warpgroup tiles. Every tile on prepacked weights in the
+// fragment order (METRALE_PREPACKED_LAYOUT=fragments, an experiment), the decoder-warpgroup ones
+// refusing them, and the dispatcher's own choice on them. Which tile the family picks:
 // tiled_choice_test.cpp; the decoded tile's layout: decoded_tile_test.cpp.
 #include <algorithm>
 #include <chrono>
@@ -39,16 +40,6 @@ int tiled_configs() {
   return cuda::find_family("sm90-tiled")->config_count();
 }
 
-// Forces case `c` onto tile `config`. The fragment-order tile (kFragmentTile) reads prepacked
-// weights in the fragment order and nothing else NVFP4, so its cases get those weights.
-void force_tile(check::Case& c, int config) {
-  c.cuda_kernel = fmt::format("sm90-tiled:{}", config);
-  if (cuda::sm90::kTiles[config].fragments) {
-    c.prepacked = true;
-    c.prepacked_layout = "fragments";
-  }
-}
-
 // Grouped gate/up and down at tile `config` in exact mode, on host and device offsets (seeds
 // `seed` onward); counts the failing cases in `failures` and says whether to go on.
 bool grouped_exact(int config, int n, int k, const check::Routing& routing, std::uint64_t seed,
@@ -56,7 +47,7 @@ bool grouped_exact(int config, int n, int k, const check::Routing& routing, std:
   for (Op op : {Op::grouped_gate_up_fused, Op::grouped_down})
     for (bool device_offsets : {false, true}) {
       check::Case c = grouped_case(op, Mode::exact, n, k, routing, seed++);
-      force_tile(c, config);
+      c.cuda_kernel = fmt::format("sm90-tiled:{}", config);
       c.device_offsets = device_offsets;
       if (!expect_pass(c) && ++failures >= kMaxReportedFailures) return false;
     }
@@ -80,8 +71,6 @@ TEST(TiledFamily, EveryTileDenseExact) {
   for (int config = 0; config < tiled_configs(); ++config)
     for (Op op : {Op::nvfp4_gemm, Op::bf16_gemm})
       for (int m : {1, 129, 300}) {
-        // The dense NVFP4 GEMM takes packed weights only: the fragment-order tile refuses them.
-        if (op == Op::nvfp4_gemm && cuda::sm90::kTiles[config].fragments) continue;
         check::Case c = gemm_case(op, Mode::exact, m, 65, 96, 9200 + config * 7 + m);
         c.cuda_kernel = fmt::format("sm90-tiled:{}", config);
         if (!expect_pass(c) && ++failures >= kMaxReportedFailures) return;
@@ -164,9 +153,7 @@ TEST(TiledFamily, WarpSpecialisedTilesFinishUnderTileChurn) {
   check::GroupedDevice device = check::upload_grouped(host);
   const GroupedNvfp4 args = check::device_args(host, device, true, host.routing.m_total);
   for (int config = 0; config < tiled_configs(); ++config) {
-    // The fragment-order tile runs 14's roles and barriers (its decode alone differs) and
-    // refuses these packed weights: the tile loops above and the sanitizer subset run it.
-    if (!cuda::sm90::kTiles[config].specialized || cuda::sm90::kTiles[config].fragments) continue;
+    if (!cuda::sm90::kTiles[config].specialized) continue;
     const std::string kernel = fmt::format("sm90-tiled:{}", config);
     const check::ScopedCudaKernel forced(kernel);
     ASSERT_TRUE(nvfp4_grouped(args, kCuda).ok()) << kernel;
@@ -233,6 +220,56 @@ TEST(TiledFamily, DecoderWarpgroupTilesExactAndRealistic) {
             if (!expect_pass(c) && ++failures >= kMaxReportedFailures) return;
           }
   }
+}
+
+// Prepacked weights in the fragment order (format/fragment_order.hpp; an experiment): every tile
+// but the decoder-warpgroup ones reads them, exact bit for bit against the oracle (which decodes
+// the same order), on K with a 32-code tail (1056: its last stage in the halves' layout) and
+// without (1024), host and device offsets, one wide expert and a skewed routing.
+check::Case fragment_case(Op op, int k, const check::Routing& routing, std::uint64_t seed) {
+  check::Case c = grouped_case(op, Mode::exact, 200, k, routing, seed);
+  c.prepacked = true;
+  c.prepacked_layout = "fragments";
+  return c;
+}
+
+TEST(TiledFamily, EveryTileOnTheFragmentOrderExact) {
+  METRALE_SKIP_WITHOUT_GPU();
+  const check::Routing routings[] = {{300, 4, 1, RoutingKind::one_expert},
+                                     {97, 8, 2, RoutingKind::skew}};
+  std::uint64_t seed = 9900;
+  int failures = 0;
+  for (int config = 0; config < tiled_configs(); ++config) {
+    if (cuda::sm90::kTiles[config].decoded > 0) continue;
+    for (const check::Routing& routing : routings)
+      for (int k : {1056, 1024})
+        for (Op op : {Op::grouped_gate_up_fused, Op::grouped_down})
+          for (bool device_offsets : {false, true}) {
+            check::Case c = fragment_case(op, k, routing, ++seed);
+            c.cuda_kernel = fmt::format("sm90-tiled:{}", config);
+            c.device_offsets = device_offsets;
+            if (!expect_pass(c) && ++failures >= kMaxReportedFailures) return;
+          }
+  }
+}
+
+// The decoder-warpgroup tiles refuse the fragment order, naming it; the dispatcher's own choice
+// (the decode family refuses it, so the tiled family takes every expert) reads it at decode and
+// prefill sizes.
+TEST(TiledFamily, FragmentOrderRefusedByDecoderTilesAndChosenOtherwise) {
+  METRALE_SKIP_WITHOUT_GPU();
+  for (int config = 0; config < tiled_configs(); ++config) {
+    if (cuda::sm90::kTiles[config].decoded == 0) continue;
+    check::Case c = fragment_case(Op::grouped_down, 1024, {64, 4, 2, RoutingKind::uniform}, 9990);
+    c.cuda_kernel = fmt::format("sm90-tiled:{}", config);
+    const check::Report r = check::run_case(c);
+    EXPECT_FALSE(r.passed()) << config;
+    EXPECT_NE(r.detail.find("METRALE_PREPACKED_LAYOUT=fragments"), std::string::npos) << r.detail;
+  }
+  std::uint64_t seed = 9995;
+  for (int tokens : {1, 8, 600})
+    for (Op op : {Op::grouped_gate_up_fused, Op::grouped_down})
+      expect_pass(fragment_case(op, 1056, {tokens, 16, 4, RoutingKind::uniform}, ++seed));
 }
 
 #endif  // METRALE_HAS_CUDA

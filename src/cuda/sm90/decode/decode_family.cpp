@@ -110,8 +110,8 @@ class DecodeFamily final : public Family {
     const GroupedNvfp4& a = problem.args;
     if (!problem.nvfp4) return "bf16 weights: the decode family streams NVFP4 weights only";
     if (fragment_order(a))
-      return "prepacked weights in the fragment order (METRALE_PREPACKED_LAYOUT=fragments): only "
-             "the forced tile sm90-tiled:15 reads them";
+      return "prepacked weights in the fragment order (METRALE_PREPACKED_LAYOUT=fragments): the "
+             "tiled family reads them, the decode family does not yet";
     if (a.k % kKMultiple != 0)
       return fmt::format("K = {} is not a multiple of {} (weight rows are copied in 16-byte "
                          "pieces of codes)",

@@ -338,14 +338,11 @@ class TiledFamily final : public Family {
       fail(Status::unsupported,
            "{}: a K split (splits = {}) folds within a thread-block cluster: at most {} ranges",
            problem.op, splits, kMaxSplits);
-    if (problem.nvfp4 && kTiles[plan.config].fragments != fragment_order(a))
+    if (problem.nvfp4 && fragment_order(a) && kTiles[plan.config].decoded > 0)
       fail(Status::unsupported,
-           "{}: prepacked weights in the fragment order (METRALE_PREPACKED_LAYOUT=fragments) are "
-           "read by the forced tile sm90-tiled:{} and by no other; configuration {} on {} weights",
-           problem.op, kFragmentTile, plan.config,
-           fragment_order(a) ? "fragment-order"
-           : prepacked(a)    ? "prepacked"
-                             : "packed");
+           "{}: configuration {} ({}) does not read prepacked weights in the fragment order "
+           "(METRALE_PREPACKED_LAYOUT=fragments)",
+           problem.op, plan.config, describe(plan));
     const int channels = channel_tiles(a, kTiles[plan.config]);
     dim3 grid(channels, tiles, a.proj_count * splits);
     if (kTiles[plan.config].specialized)  // persistent: at most one CTA per multiprocessor
@@ -394,9 +391,10 @@ class TiledFamily final : public Family {
       p.single.offsets[0] = offsets.values[0];
       p.single.offsets[1] = offsets.values[1];
     }
-    const TiledWeights weights = !problem.nvfp4 ? TiledWeights::bf16
-                                 : prepacked(a) ? TiledWeights::nvfp4_prepacked
-                                                : TiledWeights::nvfp4;
+    const TiledWeights weights = !problem.nvfp4      ? TiledWeights::bf16
+                                 : fragment_order(a) ? TiledWeights::nvfp4_fragments
+                                 : prepacked(a)      ? TiledWeights::nvfp4_prepacked
+                                                     : TiledWeights::nvfp4;
     METRALE_CUDA_CHECK(launch_grouped_gemm(plan.config, weights, p, grid, stream));
   }
 };

@@ -126,7 +126,7 @@ struct ClusterLaunch {
   ClusterLaunch(const ClusterLaunch&) = delete;  // config points at cluster
 };
 
-template <class Config, bool kNvfp4, bool kPrepacked>
+template <class Config, bool kNvfp4, bool kPrepacked, bool kFragments = false>
 cudaError_t launch_config(const GroupedParams& params, dim3 grid, cudaStream_t stream) {
   constexpr bool kDecoder = kNvfp4 && Config::decoded > 0;
   using Shape = std::conditional_t<kDecoder, DwsShape<Config>,
@@ -136,9 +136,9 @@ cudaError_t launch_config(const GroupedParams& params, dim3 grid, cudaStream_t s
     if constexpr (kDecoder)
       return &grouped_gemm_dws_kernel<Config, kPrepacked>;
     else if constexpr (Config::specialized)
-      return &grouped_gemm_ws_kernel<Config, kNvfp4, kPrepacked>;
+      return &grouped_gemm_ws_kernel<Config, kNvfp4, kPrepacked, kFragments>;
     else
-      return &grouped_gemm_kernel<Config, kNvfp4, kPrepacked>;
+      return &grouped_gemm_kernel<Config, kNvfp4, kPrepacked, kFragments>;
   }();
   if (const cudaError_t err =
           configure_once_per_device(reinterpret_cast<const void*>(kernel), Shape::kSmemBytes);
@@ -159,7 +159,7 @@ cudaError_t launch_config(const GroupedParams& params, dim3 grid, cudaStream_t s
 // Calls f(Tile<tile>{}) for a runtime index into kTiles.
 template <class F>
 auto with_tile(int tile, F&& f) {
-  static_assert(kTileCount == 16, "one case per kTiles entry");
+  static_assert(kTileCount == 15, "one case per kTiles entry");
   switch (tile) {
     case 0: return f(Tile<0>{});
     case 1: return f(Tile<1>{});
@@ -175,14 +175,15 @@ auto with_tile(int tile, F&& f) {
     case 11: return f(Tile<11>{});
     case 12: return f(Tile<12>{});
     case 13: return f(Tile<13>{});
-    case 14: return f(Tile<14>{});
-    default: return f(Tile<15>{});
+    default: return f(Tile<14>{});
   }
 }
 
-// kPrepacked: NVFP4 weights in format/prepack.hpp's layout (their own instantiations).
-// bf16 weights on a forced-only NVFP4 variant run its tile's kernel (bf16_twin).
-template <bool kNvfp4, bool kPrepacked = false>
+// kPrepacked: NVFP4 weights in format/prepack.hpp's layout; kFragments: prepacked in the
+// fragment order (format/fragment_order.hpp); each their own instantiations. bf16 weights on a
+// forced-only NVFP4 variant run its tile's kernel (bf16_twin). The decoder-warpgroup tiles read
+// no fragment order (refused on the host, TiledFamily::launch).
+template <bool kNvfp4, bool kPrepacked = false, bool kFragments = false>
 cudaError_t launch_format(int tile, const GroupedParams& params, dim3 grid, cudaStream_t stream) {
   return with_tile(tile, [&](auto config) {
     using Config = decltype(config);
@@ -190,10 +191,10 @@ cudaError_t launch_format(int tile, const GroupedParams& params, dim3 grid, cuda
       constexpr int kTwin = bf16_twin(Config::index);
       static_assert(!nvfp4_variant(kTiles[kTwin]), "an NVFP4 variant has its tile without it");
       return launch_config<Tile<kTwin>, false, false>(params, grid, stream);
-    } else if constexpr (kNvfp4 && !kPrepacked && Config::fragments) {
-      return cudaErrorInvalidValue;  // refused on the host first (TiledFamily::launch)
+    } else if constexpr (kFragments && Config::decoded > 0) {
+      return cudaErrorInvalidValue;
     } else {
-      return launch_config<Config, kNvfp4, kPrepacked>(params, grid, stream);
+      return launch_config<Config, kNvfp4, kPrepacked, kFragments>(params, grid, stream);
     }
   });
 }
@@ -230,7 +231,9 @@ cudaError_t launch_grouped_gemm(int tile, TiledWeights weights, const GroupedPar
   switch (weights) {
     case TiledWeights::bf16: return launch_format<false>(tile, params, grid, stream);
     case TiledWeights::nvfp4: return launch_format<true>(tile, params, grid, stream);
-    default: return launch_format<true, true>(tile, params, grid, stream);
+    case TiledWeights::nvfp4_prepacked:
+      return launch_format<true, true>(tile, params, grid, stream);
+    default: return launch_format<true, true, true>(tile, params, grid, stream);
   }
 }
 

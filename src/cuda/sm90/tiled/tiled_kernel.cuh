@@ -86,6 +86,13 @@ __device__ __forceinline__ float weight_scale_2(const ExpertEntry& entry) {
   return kPrepacked ? entry.scale_2 * decode::kEpilogueFactor : entry.scale_2;
 }
 
+// Whether stage kt (of k_tiles, NVFP4 weights: one K range) of weights in the fragment order is
+// a row's K % 64 tail, which keeps the prepacked halves' layout (format/fragment_order.hpp).
+template <bool kFragments>
+__device__ __forceinline__ bool halves_tail_stage(const GroupedParams& p, int kt, int k_tiles) {
+  return kFragments && kt == k_tiles - 1 && p.k % kBlockK != 0;
+}
+
 // Step 3b (NVFP4). Decodes this thread's A fragments for the four k16 steps of one stage: the
 // codes of rows r0 and r0 + 8, e2m1 -> bf16 by table, times the block scale (exact in bf16).
 // Each thread converts the two block scales of each step itself (measured: a shared conversion
@@ -93,10 +100,10 @@ __device__ __forceinline__ float weight_scale_2(const ExpertEntry& entry) {
 // the four, shared in its quad by shuffles (quad_scale_pairs).
 // `thread`: the caller's index among the consumer warpgroups (threadIdx.x when all of the CTA
 // consumes).
-// kPrepacked: the weights in format/prepack.hpp's layout (decode_prepacked_stage), or, on
-// Config::fragments tiles, in the fragment order (decode_fragment_stage) but for `halves_tail`,
-// the stage of a row's K % 64 tail.
-template <class Config, bool kPrepacked>
+// kPrepacked: the weights in format/prepack.hpp's layout (decode_prepacked_stage); kFragments:
+// prepacked in the fragment order (decode_fragment_stage) but for `halves_tail`, the stage of a
+// row's K % 64 tail (halves_tail_stage).
+template <class Config, bool kPrepacked, bool kFragments = false>
 __device__ __forceinline__ void decode_stage(const GroupedParams& p, const std::uint8_t* stage_ptr,
                                              const ScaleRows& scale_at, uint32_t (&frag)[4][4],
                                              unsigned thread = threadIdx.x,
@@ -104,9 +111,9 @@ __device__ __forceinline__ void decode_stage(const GroupedParams& p, const std::
   using Shape = KernelShape<Config, true>;
   const int t = thread % 4, r0 = fragment_row(thread);
   const std::uint8_t* weights = stage_ptr + Shape::kActBytes;
-  // The fragment order (Config::fragments, prepacked weights only): 8 bytes a row; a row's
-  // K % 64 tail keeps the halves' layout (format/fragment_order.hpp), read below.
-  if constexpr (kPrepacked && Config::fragments) {
+  // The fragment order: 8 bytes a row; a row's K % 64 tail keeps the halves' layout
+  // (format/fragment_order.hpp), read below.
+  if constexpr (kFragments) {
     if (!halves_tail) {
       const std::uint8_t* scales = weights + Shape::kWeightBytes;
       decode_fragment_stage<Config::quad_scales>(
@@ -252,7 +259,7 @@ __device__ __forceinline__ void run_stages(int k_tiles, uint32_t (&frag)[2][4][4
   release_operands(frag, acc);
 }
 
-template <class Config, bool kNvfp4, bool kPrepacked>
+template <class Config, bool kNvfp4, bool kPrepacked, bool kFragments = false>
 __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
     grouped_gemm_kernel(const __grid_constant__ GroupedParams p) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -302,7 +309,9 @@ __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
   __syncthreads();
   const ScaleRows scale_at = scale_rows<Config>(p, n0, threadIdx.x);
-  if constexpr (kNvfp4) decode_stage<Config, kPrepacked>(p, base_ptr, scale_at, frag[0]);
+  if constexpr (kNvfp4)
+    decode_stage<Config, kPrepacked, kFragments>(p, base_ptr, scale_at, frag[0], threadIdx.x,
+                                                 halves_tail_stage<kFragments>(p, 0, k_tiles));
   const int chunks = row_chunks(row_end - row_begin, Config::chunk);
   auto step = [&](int kt, uint32_t(&current)[4][4], uint32_t(&other)[4][4]) {
     issue_stage<Config, kNvfp4>(base + kt % Config::stages * Shape::kStageBytes, current, acc,
@@ -324,8 +333,9 @@ __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
     cp_async_commit();
     if constexpr (kNvfp4)
       if (kt + 1 < k_tiles)
-        decode_stage<Config, kPrepacked>(
-            p, base_ptr + (kt + 1) % Config::stages * Shape::kStageBytes, scale_at, other);
+        decode_stage<Config, kPrepacked, kFragments>(
+            p, base_ptr + (kt + 1) % Config::stages * Shape::kStageBytes, scale_at, other,
+            threadIdx.x, halves_tail_stage<kFragments>(p, kt + 1, k_tiles));
   };
   run_stages(k_tiles, frag, acc, step);
 

@@ -24,8 +24,6 @@ struct TileConfig {
                      // tiles (dws_kernel.cuh); 0: none
   bool step_batch = false;   // NVFP4: a chunk's four k16 wgmmas in one asm statement (rs4)
   bool quad_scales = false;  // NVFP4: a stage's block scales converted once a quad, shuffled
-  bool fragments = false;    // NVFP4: prepacked weights are in the fragment order (an experiment,
-                             // METRALE_PREPACKED_LAYOUT=fragments; format/fragment_order.hpp)
 };
 
 // Tiles by expected rows per expert; pick_tile (tiled_family.cpp) takes the smallest holding twice
@@ -56,10 +54,8 @@ struct TileConfig {
 // instructions (docs/perf.md, twenty-third session); 13, 8 with each stage's block scales
 // converted once a quad (quad_scale_pairs: a thread converts one step's pair of the four, the
 // quad shuffles them) and 14, 12 and 13 together, to measure the ~28 operations a stage and thread
-// the scales cost (docs/perf.md, twenty-fourth session); 15, 14 on prepacked weights in the
-// fragment order (format/fragment_order.hpp, METRALE_PREPACKED_LAYOUT=fragments: the only
-// kernel that reads them; it refuses weights in any other layout). bf16 weights on 10-15 run 4's
-// and 8's kernels (bf16_twin: nothing to decode, no A fragments to issue from).
+// the scales cost (docs/perf.md, twenty-fourth session). bf16 weights on 10-14 run 4's and 8's
+// kernels (bf16_twin: nothing to decode, no A fragments to issue from).
 constexpr TileConfig kTiles[] = {
     {8, 64, 8, false, 8, 0},
     {16, 64, 8, false, 16, 0},
@@ -76,12 +72,8 @@ constexpr TileConfig kTiles[] = {
     {256, 128, 4, true, 128, 0, true},
     {256, 128, 4, true, 128, 0, false, true},
     {256, 128, 4, true, 128, 0, true, true},
-    {256, 128, 4, true, 128, 0, true, true, true},
 };
 constexpr int kTileCount = sizeof(kTiles) / sizeof(kTiles[0]);
-// The tile that reads prepacked weights in the fragment order (and nothing else NVFP4).
-constexpr int kFragmentTile = 15;
-static_assert(kTiles[kFragmentTile].fragments, "kFragmentTile names the fragment-order tile");
 // The tiles the family picks by itself (pick_tile, choose_tile), narrowest first; the others are
 // reached only by METRALE_CUDA_KERNEL=sm90-tiled:<index>.
 constexpr int kChosenTiles[] = {0, 1, 2, 3, 4, 8};
@@ -100,10 +92,10 @@ constexpr bool folds_in_cluster(const TileConfig& t) {
 }
 
 // What sets a forced-only NVFP4 variant apart from its tile (a decoder warpgroup, a chunk's
-// wgmmas in one statement, quad-shared scales, the fragment order) means nothing to bf16 weights:
+// wgmmas in one statement, quad-shared scales) means nothing to bf16 weights:
 // they run the tile itself, bf16_twin.
 constexpr bool nvfp4_variant(const TileConfig& t) {
-  return t.decoded > 0 || t.step_batch || t.quad_scales || t.fragments;
+  return t.decoded > 0 || t.step_batch || t.quad_scales;
 }
 // The entry of kTiles that bf16 weights run for `config`: for an NVFP4 variant the same tile
 // without it (same tokens, weight rows, chunk and roles), else `config` itself.
@@ -131,7 +123,6 @@ struct Tile {
   static constexpr int decoded = kTiles[kIndex].decoded;
   static constexpr bool step_batch = kTiles[kIndex].step_batch;
   static constexpr bool quad_scales = kTiles[kIndex].quad_scales;
-  static constexpr bool fragments = kTiles[kIndex].fragments;
   static constexpr bool cluster_fold = folds_in_cluster(kTiles[kIndex]);
   static_assert(tokens % chunk == 0 && chunk % 8 == 0, "whole chunks of whole swizzle atoms");
   static_assert(decoded == 0 || specialized,
@@ -226,6 +217,7 @@ enum class TiledWeights {
   bf16,
   nvfp4,            // the seeds' packed bytes
   nvfp4_prepacked,  // format/prepack.hpp's layout
+  nvfp4_fragments,  // prepacked in the fragment order (format/fragment_order.hpp; an experiment)
 };
 
 // Launches tile kTiles[tile] on `weights`; returns the launch's CUDA error.
