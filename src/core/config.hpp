@@ -23,8 +23,8 @@
 //                         process: unset, "" or "halves", format/prepack.hpp's layout (the
 //                         default); "fragments", format/fragment_order.hpp's experiment, which
 //                         the prepack conversions then write and read, the CPU backend decodes
-//                         and the tiled family reads (not its decoder-warpgroup tiles); the
-//                         decode family refuses it, so the tiled family takes every expert.
+//                         and both kernel families read (not the tiled family's decoder-warpgroup
+//                         tiles; the decode family at K a multiple of 64 only).
 #pragma once
 
 #include <cstddef>

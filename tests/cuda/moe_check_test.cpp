@@ -61,13 +61,15 @@ std::vector<LayerShape> layer_shapes() {
   };
 }
 
-// prepacked: every projection's weights in prepack_nvfp4's layout, for the oracle too.
-void sweep(check::Mode mode, bool prepacked = false) {
+// prepacked: every projection's weights in prepack_nvfp4's layout, for the oracle too;
+// `layout`: what prepacked means (Case::prepacked_layout; "fragments", an experiment).
+void sweep(check::Mode mode, bool prepacked = false, const char* layout = "") {
   int failures = 0;
   std::uint64_t seed = mode == check::Mode::exact ? 900 : 950;
   for (const LayerShape& s : layer_shapes()) {
     check::Case c = moe_case(mode, s.hidden, s.inter, s.routing, s.recipe, ++seed);
     c.prepacked = prepacked;
+    c.prepacked_layout = layout;
     run_moe(c, failures);
     if (failures >= kMaxReportedFailures) return;
   }
@@ -91,6 +93,14 @@ TEST(MoeLayer, PrepackedExactSweep) {
 TEST(MoeLayer, PrepackedRealisticSweep) {
   METRALE_SKIP_WITHOUT_GPU();
   sweep(check::Mode::realistic, true);
+}
+
+// Prepacked in the fragment order (format/fragment_order.hpp): the decode family stages K in
+// natural order, its gated input (the layer's down) too; the shapes with K % 64 != 0 go to the
+// tiled family.
+TEST(MoeLayer, FragmentOrderExactSweep) {
+  METRALE_SKIP_WITHOUT_GPU();
+  sweep(check::Mode::exact, true, "fragments");
 }
 
 TEST(MoeLayer, Presets) {

@@ -254,8 +254,8 @@ TEST(TiledFamily, EveryTileOnTheFragmentOrderExact) {
 }
 
 // The decoder-warpgroup tiles refuse the fragment order, naming it; the dispatcher's own choice
-// (the decode family refuses it, so the tiled family takes every expert) reads it at decode and
-// prefill sizes.
+// reads it at decode and prefill sizes: at K = 1024 the decode family takes the few-row experts,
+// at K = 1056 (a tail the decode family does not read in this order) the tiled family takes all.
 TEST(TiledFamily, FragmentOrderRefusedByDecoderTilesAndChosenOtherwise) {
   METRALE_SKIP_WITHOUT_GPU();
   for (int config = 0; config < tiled_configs(); ++config) {
@@ -267,9 +267,10 @@ TEST(TiledFamily, FragmentOrderRefusedByDecoderTilesAndChosenOtherwise) {
     EXPECT_NE(r.detail.find("METRALE_PREPACKED_LAYOUT=fragments"), std::string::npos) << r.detail;
   }
   std::uint64_t seed = 9995;
-  for (int tokens : {1, 8, 600})
-    for (Op op : {Op::grouped_gate_up_fused, Op::grouped_down})
-      expect_pass(fragment_case(op, 1056, {tokens, 16, 4, RoutingKind::uniform}, ++seed));
+  for (int k : {1024, 1056})
+    for (int tokens : {1, 8, 600})
+      for (Op op : {Op::grouped_gate_up_fused, Op::grouped_down})
+        expect_pass(fragment_case(op, k, {tokens, 16, 4, RoutingKind::uniform}, ++seed));
 }
 
 #endif  // METRALE_HAS_CUDA

@@ -13,6 +13,7 @@
 #include "cuda/sm90/decode/decode_plan.hpp"
 #include "cuda/stage/stage_tables.hpp"
 #include "cuda/stage/workspace_carve.hpp"
+#include "format/fragment_order.hpp"
 
 namespace metrale::cuda::sm90::decode {
 namespace {
@@ -109,9 +110,12 @@ class DecodeFamily final : public Family {
   std::string why_not(const Problem& problem) const override {
     const GroupedNvfp4& a = problem.args;
     if (!problem.nvfp4) return "bf16 weights: the decode family streams NVFP4 weights only";
-    if (fragment_order(a))
-      return "prepacked weights in the fragment order (METRALE_PREPACKED_LAYOUT=fragments): the "
-             "tiled family reads them, the decode family does not yet";
+    if (fragment_order(a) && a.k % format::kFragmentGroupCodes != 0)
+      return fmt::format(
+          "K = {} is not a multiple of {}: the decode family reads prepacked "
+          "weights in the fragment order (METRALE_PREPACKED_LAYOUT=fragments) in "
+          "whole groups only",
+          a.k, format::kFragmentGroupCodes);
     if (a.k % kKMultiple != 0)
       return fmt::format("K = {} is not a multiple of {} (weight rows are copied in 16-byte "
                          "pieces of codes)",
@@ -145,6 +149,13 @@ class DecodeFamily final : public Family {
   // The plan kernel computes the gated rows into the activation copy it writes anyway.
   bool stages_glu_input(const Plan&) const override { return true; }
 
+  // The fragment order stages the activations in natural K order (launch_plan, launch_staging).
+  static DecodeWeights weights_of(const GroupedNvfp4& a) {
+    return fragment_order(a) ? DecodeWeights::fragments
+           : prepacked(a)    ? DecodeWeights::prepacked
+                             : DecodeWeights::packed;
+  }
+
   void launch(const Problem& problem, const Plan& plan, core::Buffer ws,
               cudaStream_t stream) const override {
     const GroupedNvfp4& a = problem.args;
@@ -159,15 +170,16 @@ class DecodeFamily final : public Family {
     const bool compact = list_active(a, plan.rows, listed);
     const int experts = compact ? static_cast<int>(listed.size()) : a.groups.num_experts;
     int ctas_per_sm = 0, shared_bytes = 0;
-    METRALE_CUDA_CHECK(
-        decode_occupancy(plan.config, prepacked(a), experts, compact, &ctas_per_sm, &shared_bytes));
+    METRALE_CUDA_CHECK(decode_occupancy(plan.config, weights_of(a), experts, compact, &ctas_per_sm,
+                                        &shared_bytes));
     const PlanShape shape = plan_shape(problem, plan, l, experts, ctas_per_sm);
     const DecodeParams params = decode_params(problem, l, shape);
     if (compact) {
       plan_on_host(problem, shape, listed, host_work);
       if (host_work.units == 0) return;  // no expert of the window holds rows
-      METRALE_CUDA_CHECK(launch_staging(shape, plan_grid(problem, plan, true), stream));
-      METRALE_CUDA_CHECK(launch_decode(plan.config, prepacked(a), params, &host_work,
+      METRALE_CUDA_CHECK(
+          launch_staging(shape, fragment_order(a), plan_grid(problem, plan, true), stream));
+      METRALE_CUDA_CHECK(launch_decode(plan.config, weights_of(a), params, &host_work,
                                        std::min(host_work.units, shape.grid), shared_bytes,
                                        stream));
       return;
@@ -177,7 +189,7 @@ class DecodeFamily final : public Family {
     } else {
       launch_general_plan(problem, shape, host_args, plan_grid(problem, plan, false), stream);
     }
-    METRALE_CUDA_CHECK(launch_decode(plan.config, prepacked(a), params, nullptr, shape.grid,
+    METRALE_CUDA_CHECK(launch_decode(plan.config, weights_of(a), params, nullptr, shape.grid,
                                      shared_bytes, stream));
   }
 
@@ -210,7 +222,7 @@ class DecodeFamily final : public Family {
     } else {
       args.offsets = problem.args.groups.offsets;
     }
-    METRALE_CUDA_CHECK(launch_plan(args, grid, stream));
+    METRALE_CUDA_CHECK(launch_plan(args, fragment_order(problem.args), grid, stream));
   }
 
   // The listed experts' work list by the plan kernel's rule (decode_params.hpp's choose_splits

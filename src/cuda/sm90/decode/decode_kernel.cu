@@ -1,6 +1,6 @@
 // Instantiations of the decode kernels (device- and host-planned), one per token width of
-// kTokenWidths and weight layout (the seeds' packed bytes or format/prepack.hpp's), and their
-// launch.
+// kTokenWidths and weight layout (the seeds' packed bytes, format/prepack.hpp's, or prepacked in
+// the fragment order of format/fragment_order.hpp), and their launch.
 #include <type_traits>
 
 #include "cuda/family.hpp"
@@ -15,19 +15,20 @@ int shared_bytes_for(int max_segments) {
   return Shape<kTokens>::kPipelineBytes + (max_segments + 1) * static_cast<int>(sizeof(std::int32_t));
 }
 
-template <int kTokens, bool kPrepacked>
+template <int kTokens, bool kPrepacked, bool kFragments>
 const void* kernel_of(bool host_work) {
-  return host_work ? reinterpret_cast<const void*>(&decode_kernel_host<kTokens, kPrepacked>)
-                   : reinterpret_cast<const void*>(&decode_kernel<kTokens, kPrepacked>);
+  return host_work
+             ? reinterpret_cast<const void*>(&decode_kernel_host<kTokens, kPrepacked, kFragments>)
+             : reinterpret_cast<const void*>(&decode_kernel<kTokens, kPrepacked, kFragments>);
 }
 
 // A host-planned launch copies the whole prefix block of HostWork.
-template <int kTokens, bool kPrepacked>
+template <int kTokens, bool kPrepacked, bool kFragments>
 cudaError_t occupancy(int max_segments, bool host_work, int* ctas, int* shared) {
   *shared = host_work ? Shape<kTokens>::kPipelineBytes + kHostPrefixBytes
                       : shared_bytes_for<kTokens>(max_segments);
   // Configured once per device for the largest expert table; a launch asks for what it uses.
-  const void* kernel = kernel_of<kTokens, kPrepacked>(host_work);
+  const void* kernel = kernel_of<kTokens, kPrepacked, kFragments>(host_work);
   if (const cudaError_t err = configure_once_per_device(kernel, shared_bytes_for<kTokens>(kMaxExperts));
       err != cudaSuccess)
     return err;
@@ -70,29 +71,34 @@ cudaError_t with_width(int config, Fn&& fn) {
 
 // And one per weight layout.
 template <class Fn>
-cudaError_t with_kernel(int config, bool prepacked, Fn&& fn) {
+cudaError_t with_kernel(int config, DecodeWeights weights, Fn&& fn) {
   return with_width(config, [&]<int kTokens>() {
-    return prepacked ? fn.template operator()<kTokens, true>()
-                     : fn.template operator()<kTokens, false>();
+    switch (weights) {
+      case DecodeWeights::packed: return fn.template operator()<kTokens, false, false>();
+      case DecodeWeights::prepacked: return fn.template operator()<kTokens, true, false>();
+      default: return fn.template operator()<kTokens, true, true>();
+    }
   });
 }
 
 }  // namespace
 
-cudaError_t decode_occupancy(int config, bool prepacked, int max_segments, bool host_work,
+cudaError_t decode_occupancy(int config, DecodeWeights weights, int max_segments, bool host_work,
                              int* ctas_per_sm, int* shared_bytes) {
-  return with_kernel(config, prepacked, [&]<int kTokens, bool kPrepacked>() {
-    return occupancy<kTokens, kPrepacked>(max_segments, host_work, ctas_per_sm, shared_bytes);
+  return with_kernel(config, weights, [&]<int kTokens, bool kPrepacked, bool kFragments>() {
+    return occupancy<kTokens, kPrepacked, kFragments>(max_segments, host_work, ctas_per_sm,
+                                                      shared_bytes);
   });
 }
 
-cudaError_t launch_decode(int config, bool prepacked, const DecodeParams& params,
+cudaError_t launch_decode(int config, DecodeWeights weights, const DecodeParams& params,
                           const HostWork* work, int grid, int shared_bytes, cudaStream_t stream) {
-  return with_kernel(config, prepacked, [&]<int kTokens, bool kPrepacked>() {
+  return with_kernel(config, weights, [&]<int kTokens, bool kPrepacked, bool kFragments>() {
     if (work)
-      return launch<kTokens>(&decode_kernel_host<kTokens, kPrepacked>, grid, shared_bytes, stream,
-                             params, *work);
-    return launch<kTokens>(&decode_kernel<kTokens, kPrepacked>, grid, shared_bytes, stream, params);
+      return launch<kTokens>(&decode_kernel_host<kTokens, kPrepacked, kFragments>, grid,
+                             shared_bytes, stream, params, *work);
+    return launch<kTokens>(&decode_kernel<kTokens, kPrepacked, kFragments>, grid, shared_bytes,
+                           stream, params);
   });
 }
 

@@ -71,7 +71,10 @@ __device__ __forceinline__ DecodeOffsets decode_offsets(const DecodeParams& p, i
 // Step 3: the A fragments of a sub-tile's four k16 steps. Word q of a row's 8 bytes feeds steps
 // 2q and 2q + 1 (pairs 0, 1 and 2, 3); both rows' scales are converted by one instruction.
 // kPrepacked: the weights are in format/prepack.hpp's layout (the same pairs, fewer operations).
-template <bool kPrepacked>
+// kFragments: prepacked in the fragment order (format/fragment_order.hpp), the activations in
+// natural K order: the same 8 bytes and the same pairs, but step s of the sub-tile is block s,
+// so each thread's scale pair (block c) is step c's, handed to its quad by shuffles.
+template <bool kPrepacked, bool kFragments = false>
 __device__ __forceinline__ void decode_sub_tile(const std::uint8_t* weights,
                                                 const std::uint8_t* scales, const DecodeOffsets& o,
                                                 uint32_t (&frag)[4][4]) {
@@ -80,6 +83,27 @@ __device__ __forceinline__ void decode_sub_tile(const std::uint8_t* weights,
   const uint32_t s0 = broadcast_low(pair), s1 = broadcast_high(pair);
   const uint2 row_r = *reinterpret_cast<const uint2*>(weights + o.codes);
   const uint2 row_r8 = *reinterpret_cast<const uint2*>(weights + o.codes + 8 * 32);
+  if constexpr (kFragments) {
+    uint32_t step_pair[4];
+#pragma unroll
+    for (int s = 0; s < 4; ++s) step_pair[s] = __shfl_sync(0xffffffffu, pair, s, 4);
+#pragma unroll
+    for (int q = 0; q < 2; ++q) {
+      uint32_t p0[4], p1[4];
+      e2m1_pairs_prepacked(q == 0 ? row_r.x : row_r.y, p0);
+      e2m1_pairs_prepacked(q == 0 ? row_r8.x : row_r8.y, p1);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const uint32_t r0 = broadcast_low(step_pair[2 * q + h]);
+        const uint32_t r8 = broadcast_high(step_pair[2 * q + h]);
+        frag[2 * q + h][0] = bf16x2_mul(p0[2 * h], r0);
+        frag[2 * q + h][1] = bf16x2_mul(p1[2 * h], r8);
+        frag[2 * q + h][2] = bf16x2_mul(p0[2 * h + 1], r0);
+        frag[2 * q + h][3] = bf16x2_mul(p1[2 * h + 1], r8);
+      }
+    }
+    return;
+  }
 #pragma unroll
   for (int q = 0; q < 2; ++q) {
     uint32_t p0[4], p1[4];
@@ -167,7 +191,7 @@ __device__ __forceinline__ uint32_t stage_base(std::uint8_t* smem_raw) {
 }
 
 // Steps 3-5 over this CTA's units, the loader `cursor` already kStages - 1 stages ahead.
-template <int kTokens, bool kPrepacked, class Work>
+template <int kTokens, bool kPrepacked, bool kFragments, class Work>
 __device__ __forceinline__ void run_units(const DecodeParams& p, const Work& work,
                                           LoadCursor<kTokens>& cursor, uint32_t base,
                                           std::uint8_t* base_ptr) {
@@ -195,8 +219,9 @@ __device__ __forceinline__ void run_units(const DecodeParams& p, const Work& wor
   uint32_t frag[2][4][4];
   DecodeOffsets offsets = decode_offsets(p, unit.n0);
   auto decode = [&](const std::uint8_t* stage_ptr, int j, uint32_t(&into)[4][4]) {
-    decode_sub_tile<kPrepacked>(stage_ptr + S::kWeightsAt + j * S::kWeightBytes,
-                                stage_ptr + S::kScalesAt + j * S::kScaleBytes, offsets, into);
+    decode_sub_tile<kPrepacked, kFragments>(stage_ptr + S::kWeightsAt + j * S::kWeightBytes,
+                                            stage_ptr + S::kScalesAt + j * S::kScaleBytes, offsets,
+                                            into);
   };
   cp_async_wait<S::kStages - 2>();
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // cp.async writes -> wgmma
@@ -289,7 +314,7 @@ __device__ __forceinline__ void run_units(const DecodeParams& p, const Work& wor
 }
 
 // Device-planned: the plan kernel's work list, in the workspace.
-template <int kTokens, bool kPrepacked>
+template <int kTokens, bool kPrepacked, bool kFragments = false>
 __global__ void __launch_bounds__(Shape<kTokens>::kThreads, Shape<kTokens>::kMinCtasPerSm)
     decode_kernel(const __grid_constant__ DecodeParams p) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -315,7 +340,7 @@ __global__ void __launch_bounds__(Shape<kTokens>::kThreads, Shape<kTokens>::kMin
     cursor.template step<Parts::all>(p, work, base, base_ptr);
     cp_async_commit();
   }
-  run_units<kTokens, kPrepacked>(p, work, cursor, base, base_ptr);
+  run_units<kTokens, kPrepacked, kFragments>(p, work, cursor, base, base_ptr);
 #elif defined(__CUDA_ARCH__)
   __trap();  // built for a target without wgmma: fail loudly instead of leaving `out` unwritten
 #endif
@@ -323,7 +348,7 @@ __global__ void __launch_bounds__(Shape<kTokens>::kThreads, Shape<kTokens>::kMin
 
 // Host-planned (HostWork): the CTA finds its units in its parameters and copies the first stages'
 // weights and scales while the staging kernel still runs; their activations after its writes.
-template <int kTokens, bool kPrepacked>
+template <int kTokens, bool kPrepacked, bool kFragments = false>
 __global__ void __launch_bounds__(Shape<kTokens>::kThreads, Shape<kTokens>::kMinCtasPerSm)
     decode_kernel_host(const __grid_constant__ DecodeParams p, const __grid_constant__ HostWork w) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -357,7 +382,7 @@ __global__ void __launch_bounds__(Shape<kTokens>::kThreads, Shape<kTokens>::kMin
     cursor.template step<Parts::activations>(p, work, base, base_ptr);
     cp_async_commit();  // the first group holds every early weight copy too
   }
-  run_units<kTokens, kPrepacked>(p, work, cursor, base, base_ptr);
+  run_units<kTokens, kPrepacked, kFragments>(p, work, cursor, base, base_ptr);
 #elif defined(__CUDA_ARCH__)
   __trap();
 #endif

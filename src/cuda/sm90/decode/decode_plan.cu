@@ -156,7 +156,15 @@ __device__ void plan_work(const PlanShape& a, int experts, const std::int32_t* f
 // How a plan kernel stages the activations: copied (gathered when token ids are given), or
 // computed from a gated input (PlanShape::glu). A template parameter, not a branch: the gated
 // staging's registers would otherwise change how ptxas allocates the copying kernels' planning.
-enum class Staging { copy, glu };
+// The _natural forms keep K in its natural order, for weights in the fragment order
+// (format/fragment_order.hpp: each thread's codes are its fragment pairs in that order).
+enum class Staging { copy, glu, copy_natural, glu_natural };
+constexpr bool gated(Staging s) {
+  return s == Staging::glu || s == Staging::glu_natural;
+}
+constexpr bool natural(Staging s) {
+  return s == Staging::copy_natural || s == Staging::glu_natural;
+}
 
 // act(gate, up) as the MoE layer's activation kernel computes it without biases (moe_glue.cu):
 // fp32 of the bf16 inputs, one rounding to bf16.
@@ -180,9 +188,13 @@ __device__ uint4 build_piece(const PlanShape& a, const std::uint32_t* gate, cons
   std::uint32_t out[4];
 #pragma unroll
   for (int q = 0; q < 4; ++q) {
-    const int s0 = format::decode_k_source(8 * piece + 2 * q);
-    const int s1 = format::decode_k_source(8 * piece + 2 * q + 1);
-    if constexpr (kStaging == Staging::copy) {
+    const int s0 =
+        natural(kStaging) ? 8 * piece + 2 * q : format::decode_k_source(8 * piece + 2 * q);
+    const int s1 =
+        natural(kStaging) ? 8 * piece + 2 * q + 1 : format::decode_k_source(8 * piece + 2 * q + 1);
+    if constexpr (kStaging == Staging::copy_natural) {
+      out[q] = gate[s0 / 2];
+    } else if constexpr (kStaging == Staging::copy) {
       constexpr int kLowHalf = 0x10, kHighHalf = 0x32;  // byte selectors of a bf16 in a word
       const int selector =
           (s0 % 2 ? kHighHalf : kLowHalf) | ((s1 % 2 ? kHighHalf : kLowHalf) + 0x44) << 8;
@@ -224,7 +236,7 @@ __device__ PiecePlace place_of(int i, int tiles) {
 // most 2^21 k-tiles and 2^24 pieces.
 template <Staging kStaging>
 __device__ void stage_activations(const PlanShape& a, int thread, int threads) {
-  constexpr bool kGated = kStaging == Staging::glu;
+  constexpr bool kGated = gated(kStaging);
   constexpr int kBatch = staging_batch(kGated);
   __shared__ uint4 staged[kGated ? 2 : 1][kPlanThreads];
   const int tiles = act_stride(a.k) / kKTile;
@@ -323,33 +335,47 @@ void with_items_staging(int experts, Fn& fn) {
 }
 
 template <class Fn>
-cudaError_t with_items(const PlanShape& shape, int experts, Fn&& fn) {
-  if (shape.glu.up != nullptr)
-    with_items_staging<Staging::glu>(experts, fn);
-  else
-    with_items_staging<Staging::copy>(experts, fn);
+cudaError_t with_items(const PlanShape& shape, int experts, bool natural_k, Fn&& fn) {
+  if (shape.glu.up != nullptr) {
+    if (!natural_k)
+      with_items_staging<Staging::glu>(experts, fn);
+    else
+      with_items_staging<Staging::glu_natural>(experts, fn);
+  } else {
+    if (!natural_k)
+      with_items_staging<Staging::copy>(experts, fn);
+    else
+      with_items_staging<Staging::copy_natural>(experts, fn);
+  }
   return cudaGetLastError();
 }
 
 }  // namespace
 
-cudaError_t launch_plan(const PlanArgs& args, int grid, cudaStream_t stream) {
-  return with_items(args.shape, args.shape.tables.num_experts, [&]<int kItems, Staging kStaging>() {
-    plan_kernel<kItems, kStaging, PlanArgs><<<grid, kPlanThreads, 0, stream>>>(args);
-  });
+cudaError_t launch_plan(const PlanArgs& args, bool natural_k, int grid, cudaStream_t stream) {
+  return with_items(
+      args.shape, args.shape.tables.num_experts, natural_k, [&]<int kItems, Staging kStaging>() {
+        plan_kernel<kItems, kStaging, PlanArgs><<<grid, kPlanThreads, 0, stream>>>(args);
+      });
 }
 
-cudaError_t launch_plan(const DevicePlanArgs& args, int grid, cudaStream_t stream) {
-  return with_items(args.shape, args.shape.tables.num_experts, [&]<int kItems, Staging kStaging>() {
-    plan_kernel<kItems, kStaging, DevicePlanArgs><<<grid, kPlanThreads, 0, stream>>>(args);
-  });
+cudaError_t launch_plan(const DevicePlanArgs& args, bool natural_k, int grid, cudaStream_t stream) {
+  return with_items(
+      args.shape, args.shape.tables.num_experts, natural_k, [&]<int kItems, Staging kStaging>() {
+        plan_kernel<kItems, kStaging, DevicePlanArgs><<<grid, kPlanThreads, 0, stream>>>(args);
+      });
 }
 
-cudaError_t launch_staging(const PlanShape& shape, int grid, cudaStream_t stream) {
-  if (shape.glu.up != nullptr)
+cudaError_t launch_staging(const PlanShape& shape, bool natural_k, int grid, cudaStream_t stream) {
+  const bool glu = shape.glu.up != nullptr;
+  if (glu && !natural_k)
     staging_kernel<Staging::glu><<<grid, kPlanThreads, 0, stream>>>(shape);
-  else
+  else if (!natural_k)
     staging_kernel<Staging::copy><<<grid, kPlanThreads, 0, stream>>>(shape);
+  else if (glu)
+    staging_kernel<Staging::glu_natural><<<grid, kPlanThreads, 0, stream>>>(shape);
+  else
+    staging_kernel<Staging::copy_natural><<<grid, kPlanThreads, 0, stream>>>(shape);
   return cudaGetLastError();
 }
 
