@@ -149,7 +149,8 @@ class DecodeFamily final : public Family {
   // The plan kernel computes the gated rows into the activation copy it writes anyway.
   bool stages_glu_input(const Plan&) const override { return true; }
 
-  // The fragment order stages the activations in natural K order (launch_plan, launch_staging).
+  // The main kernel's instantiation for the weights' codes; the fragment order also has the plan
+  // and staging kernels keep K in natural order (launch_plan, launch_staging: fragment_order).
   static DecodeWeights weights_of(const GroupedNvfp4& a) {
     return fragment_order(a) ? DecodeWeights::fragments
            : prepacked(a)    ? DecodeWeights::prepacked
