@@ -24,7 +24,7 @@
 //                         default); "fragments", format/fragment_order.hpp's experiment, which
 //                         the prepack conversions then write and read, the CPU backend decodes
 //                         and both kernel families read (not the tiled family's decoder-warpgroup
-//                         tiles; the decode family at K a multiple of 64 only).
+//                         tiles).
 #pragma once
 
 #include <cstddef>

@@ -139,8 +139,8 @@ inline bool prepacked(const GroupedNvfp4& args) {
   return args.weight_layout == WeightLayout::prepacked;
 }
 // Whether prepacked weights are in the fragment order (an experiment: METRALE_PREPACKED_LAYOUT=
-// fragments, format/fragment_order.hpp): the tiled family reads it (not its decoder-warpgroup
-// tiles), the decode family at K a multiple of 64 (its activations staged in natural K order).
+// fragments, format/fragment_order.hpp): both families read it (not the tiled family's
+// decoder-warpgroup tiles), the decode family with its activations staged in natural K order.
 inline bool fragment_order(const GroupedNvfp4& args) {
   return prepacked(args) && core::prepacked_layout() == core::PrepackedLayout::fragments;
 }

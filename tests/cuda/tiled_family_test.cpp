@@ -254,8 +254,8 @@ TEST(TiledFamily, EveryTileOnTheFragmentOrderExact) {
 }
 
 // The decoder-warpgroup tiles refuse the fragment order, naming it; the dispatcher's own choice
-// reads it at decode and prefill sizes: at K = 1024 the decode family takes the few-row experts,
-// at K = 1056 (a tail the decode family does not read in this order) the tiled family takes all.
+// (the decode family for the few-row experts, the tiled family for the rest) reads it at decode
+// and prefill sizes, at K with and without a 32-code tail.
 TEST(TiledFamily, FragmentOrderRefusedByDecoderTilesAndChosenOtherwise) {
   METRALE_SKIP_WITHOUT_GPU();
   for (int config = 0; config < tiled_configs(); ++config) {

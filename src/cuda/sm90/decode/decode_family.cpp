@@ -13,7 +13,6 @@
 #include "cuda/sm90/decode/decode_plan.hpp"
 #include "cuda/stage/stage_tables.hpp"
 #include "cuda/stage/workspace_carve.hpp"
-#include "format/fragment_order.hpp"
 
 namespace metrale::cuda::sm90::decode {
 namespace {
@@ -110,12 +109,6 @@ class DecodeFamily final : public Family {
   std::string why_not(const Problem& problem) const override {
     const GroupedNvfp4& a = problem.args;
     if (!problem.nvfp4) return "bf16 weights: the decode family streams NVFP4 weights only";
-    if (fragment_order(a) && a.k % format::kFragmentGroupCodes != 0)
-      return fmt::format(
-          "K = {} is not a multiple of {}: the decode family reads prepacked "
-          "weights in the fragment order (METRALE_PREPACKED_LAYOUT=fragments) in "
-          "whole groups only",
-          a.k, format::kFragmentGroupCodes);
     if (a.k % kKMultiple != 0)
       return fmt::format("K = {} is not a multiple of {} (weight rows are copied in 16-byte "
                          "pieces of codes)",

@@ -73,36 +73,40 @@ __device__ __forceinline__ DecodeOffsets decode_offsets(const DecodeParams& p, i
 // kPrepacked: the weights are in format/prepack.hpp's layout (the same pairs, fewer operations).
 // kFragments: prepacked in the fragment order (format/fragment_order.hpp), the activations in
 // natural K order: the same 8 bytes and the same pairs, but step s of the sub-tile is block s,
-// so each thread's scale pair (block c) is step c's, handed to its quad by shuffles.
+// so each thread's scale pair (block c) is step c's, handed to its quad by shuffles; but for
+// `halves_tail`, the k-tile of a row's K % 64 tail, which keeps the halves' layout (and the
+// decode order: the staging's build_piece).
 template <bool kPrepacked, bool kFragments = false>
 __device__ __forceinline__ void decode_sub_tile(const std::uint8_t* weights,
                                                 const std::uint8_t* scales, const DecodeOffsets& o,
-                                                uint32_t (&frag)[4][4]) {
+                                                uint32_t (&frag)[4][4], bool halves_tail = false) {
   const uint32_t both = scales[o.scale_r] | (static_cast<uint32_t>(scales[o.scale_r8]) << 8);
   const uint32_t pair = e4m3x2_to_scaled_bf16x2(both);
   const uint32_t s0 = broadcast_low(pair), s1 = broadcast_high(pair);
   const uint2 row_r = *reinterpret_cast<const uint2*>(weights + o.codes);
   const uint2 row_r8 = *reinterpret_cast<const uint2*>(weights + o.codes + 8 * 32);
   if constexpr (kFragments) {
-    uint32_t step_pair[4];
+    if (!halves_tail) {
+      uint32_t step_pair[4];
 #pragma unroll
-    for (int s = 0; s < 4; ++s) step_pair[s] = __shfl_sync(0xffffffffu, pair, s, 4);
+      for (int s = 0; s < 4; ++s) step_pair[s] = __shfl_sync(0xffffffffu, pair, s, 4);
 #pragma unroll
-    for (int q = 0; q < 2; ++q) {
-      uint32_t p0[4], p1[4];
-      e2m1_pairs_prepacked(q == 0 ? row_r.x : row_r.y, p0);
-      e2m1_pairs_prepacked(q == 0 ? row_r8.x : row_r8.y, p1);
+      for (int q = 0; q < 2; ++q) {
+        uint32_t p0[4], p1[4];
+        e2m1_pairs_prepacked(q == 0 ? row_r.x : row_r.y, p0);
+        e2m1_pairs_prepacked(q == 0 ? row_r8.x : row_r8.y, p1);
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const uint32_t r0 = broadcast_low(step_pair[2 * q + h]);
-        const uint32_t r8 = broadcast_high(step_pair[2 * q + h]);
-        frag[2 * q + h][0] = bf16x2_mul(p0[2 * h], r0);
-        frag[2 * q + h][1] = bf16x2_mul(p1[2 * h], r8);
-        frag[2 * q + h][2] = bf16x2_mul(p0[2 * h + 1], r0);
-        frag[2 * q + h][3] = bf16x2_mul(p1[2 * h + 1], r8);
+        for (int h = 0; h < 2; ++h) {
+          const uint32_t r0 = broadcast_low(step_pair[2 * q + h]);
+          const uint32_t r8 = broadcast_high(step_pair[2 * q + h]);
+          frag[2 * q + h][0] = bf16x2_mul(p0[2 * h], r0);
+          frag[2 * q + h][1] = bf16x2_mul(p1[2 * h], r8);
+          frag[2 * q + h][2] = bf16x2_mul(p0[2 * h + 1], r0);
+          frag[2 * q + h][3] = bf16x2_mul(p1[2 * h + 1], r8);
+        }
       }
+      return;
     }
-    return;
   }
 #pragma unroll
   for (int q = 0; q < 2; ++q) {
@@ -218,10 +222,19 @@ __device__ __forceinline__ void run_units(const DecodeParams& p, const Work& wor
   for (int i = 0; i < S::kFoldAcc; ++i) total[i] = 0.f;
   uint32_t frag[2][4][4];
   DecodeOffsets offsets = decode_offsets(p, unit.n0);
+  // The fragment order only: the k-tile of the rows the next decode reads (its K % 64 tail is in
+  // the halves' layout: decode_sub_tile); set before each decode, as `if constexpr` statements.
+  int next_ktile = kt;
   auto decode = [&](const std::uint8_t* stage_ptr, int j, uint32_t(&into)[4][4]) {
-    decode_sub_tile<kPrepacked, kFragments>(stage_ptr + S::kWeightsAt + j * S::kWeightBytes,
-                                            stage_ptr + S::kScalesAt + j * S::kScaleBytes, offsets,
-                                            into);
+    if constexpr (kFragments) {
+      decode_sub_tile<kPrepacked, kFragments>(stage_ptr + S::kWeightsAt + j * S::kWeightBytes,
+                                              stage_ptr + S::kScalesAt + j * S::kScaleBytes,
+                                              offsets, into,
+                                              p.k % kKTile != 0 && next_ktile == p.k / kKTile);
+    } else {
+      decode_sub_tile<kPrepacked>(stage_ptr + S::kWeightsAt + j * S::kWeightBytes,
+                                  stage_ptr + S::kScalesAt + j * S::kScaleBytes, offsets, into);
+    }
   };
   cp_async_wait<S::kStages - 2>();
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // cp.async writes -> wgmma
@@ -251,6 +264,7 @@ __device__ __forceinline__ void run_units(const DecodeParams& p, const Work& wor
 #pragma unroll
         for (int q = 0; q < 4; ++q) fence_operand(frag[(j + 1) % 2][s][q]);
       if (j + 1 < S::kSubTiles) {
+        if constexpr (kFragments) next_ktile = kt + j + 1;
         decode(stage_ptr, j + 1, frag[(j + 1) % 2]);
       } else {
         cp_async_wait<S::kStages - 3>();  // the next stage has landed
@@ -262,6 +276,7 @@ __device__ __forceinline__ void run_units(const DecodeParams& p, const Work& wor
               unit_in_segment<kTokens>(p, work, unit_u + gridDim.x, cursor.segments[next_slot]);
           offsets = decode_offsets(p, next_unit.n0);
         }
+        if constexpr (kFragments) next_ktile = unit_ends ? next_unit.kt_begin() : kt + S::kSubTiles;
         if (more) decode(base_ptr + next_slot * S::kStageBytes, 0, frag[0]);
       }
     }

@@ -188,13 +188,15 @@ __device__ uint4 build_piece(const PlanShape& a, const std::uint32_t* gate, cons
   std::uint32_t out[4];
 #pragma unroll
   for (int q = 0; q < 4; ++q) {
-    const int s0 =
-        natural(kStaging) ? 8 * piece + 2 * q : format::decode_k_source(8 * piece + 2 * q);
+    // In natural order but for a row's K % 64 tail (fewer valid columns), which the fragment
+    // order keeps in the halves' layout and so the decode order (format/fragment_order.hpp).
+    const bool in_order = natural(kStaging) && valid == kKTile;
+    const int s0 = in_order ? 8 * piece + 2 * q : format::decode_k_source(8 * piece + 2 * q);
     const int s1 =
-        natural(kStaging) ? 8 * piece + 2 * q + 1 : format::decode_k_source(8 * piece + 2 * q + 1);
-    if constexpr (kStaging == Staging::copy_natural) {
+        in_order ? 8 * piece + 2 * q + 1 : format::decode_k_source(8 * piece + 2 * q + 1);
+    if (kStaging == Staging::copy_natural && in_order) {
       out[q] = gate[s0 / 2];
-    } else if constexpr (kStaging == Staging::copy) {
+    } else if constexpr (kStaging == Staging::copy || kStaging == Staging::copy_natural) {
       constexpr int kLowHalf = 0x10, kHighHalf = 0x32;  // byte selectors of a bf16 in a word
       const int selector =
           (s0 % 2 ? kHighHalf : kLowHalf) | ((s1 % 2 ? kHighHalf : kLowHalf) + 0x44) << 8;
