@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "check/check.hpp"
+#include "core/config.hpp"
 #include "core/error.hpp"
 
 namespace metrale::bench {
@@ -46,7 +47,10 @@ bool registered(Impl impl) {
 }  // namespace
 
 const char* layout_label(WeightLayout layout) {
-  return layout == WeightLayout::prepacked ? " (prepacked)" : "";
+  if (layout != WeightLayout::prepacked) return "";
+  return core::prepacked_layout() == core::PrepackedLayout::fragments
+             ? " (prepacked, fragment order)"
+             : " (prepacked)";
 }
 
 const std::vector<ModelShape>& model_presets() {

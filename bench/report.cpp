@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/config.hpp"
 #include "core/error.hpp"
 
 namespace metrale::bench {
@@ -302,7 +303,10 @@ void Report::write_json(const std::string& path, const BenchConfig& config, bool
     meta["cutlass_arm"] = info.cutlass_arm;
   }
   meta["routing"] = ordered_json{{"seed", config.seed}, {"skew", config.skew}};
-  meta["metrale_weights"] = config.weights == WeightLayout::prepacked ? "prepacked" : "packed";
+  meta["metrale_weights"] = config.weights != WeightLayout::prepacked ? "packed"
+                            : core::prepacked_layout() == core::PrepackedLayout::fragments
+                                ? "prepacked (fragment order)"
+                                : "prepacked";
   meta["budget_ms_per_measurement"] = config.budget_ms;
   meta["notes"] = info.notes;
   if (!aborted.empty()) meta["aborted"] = aborted;
