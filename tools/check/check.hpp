@@ -97,7 +97,7 @@ struct Case {
   // empty: the default.
   std::string cuda_quantizer;
   // What prepacked weights mean for this case, as METRALE_PREPACKED_LAYOUT would ("fragments",
-  // the experiment only sm90-tiled:15 reads); empty: the default.
+  // the fragment-order experiment); empty: the default.
   std::string prepacked_layout;
 };
 
