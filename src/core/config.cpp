@@ -20,6 +20,17 @@ bool switch_on(const char* name, std::string_view meaning) {
   fail(Status::invalid_argument, "{} = '{}', expected 1 ({}) or 0/unset", name, value, meaning);
 }
 
+// A two-way choice: unset, "" or `first` (the default) false, `second` true, anything else
+// refused (naming both).
+bool second_choice(const char* name, std::string_view first, std::string_view second) {
+  const char* raw = std::getenv(name);
+  const std::string_view value = raw ? raw : "";
+  if (value.empty() || value == first) return false;
+  if (value == second) return true;
+  fail(Status::invalid_argument, "{} = '{}', expected {} (the default), {}, or unset", name, value,
+       first, second);
+}
+
 }  // namespace
 
 bool cutlass_gemm_enabled() {
@@ -73,22 +84,14 @@ std::optional<ForcedKernel> forced_cuda_kernel() {
 }
 
 CudaQuantizer cuda_quantizer() {
-  const char* raw = std::getenv("METRALE_CUDA_QUANTIZER");
-  const std::string_view value = raw ? raw : "";
-  if (value.empty() || value == "lean") return CudaQuantizer::lean;
-  if (value == "proven") return CudaQuantizer::proven;
-  fail(Status::invalid_argument,
-       "METRALE_CUDA_QUANTIZER = '{}', expected lean (the default), proven, or unset", value);
+  return second_choice("METRALE_CUDA_QUANTIZER", "lean", "proven") ? CudaQuantizer::proven
+                                                                   : CudaQuantizer::lean;
 }
 
 PrepackedLayout prepacked_layout() {
-  const char* raw = std::getenv("METRALE_PREPACKED_LAYOUT");
-  const std::string_view value = raw ? raw : "";
-  if (value.empty() || value == "halves") return PrepackedLayout::halves;
-  if (value == "fragments") return PrepackedLayout::fragments;
-  fail(Status::invalid_argument,
-       "METRALE_PREPACKED_LAYOUT = '{}', expected halves (the default), fragments, or unset",
-       value);
+  return second_choice("METRALE_PREPACKED_LAYOUT", "halves", "fragments")
+             ? PrepackedLayout::fragments
+             : PrepackedLayout::halves;
 }
 
 }  // namespace metrale::core

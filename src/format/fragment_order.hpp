@@ -67,19 +67,39 @@ METRALE_HD inline void convert_fragment_group(const std::uint8_t* src, std::uint
   for (int i = 0; i < kFragmentGroupBytes; ++i) dst[i] = out[i];
 }
 
-// One row of k codes (k / 2 bytes) between the seeds' layout and the fragment order: the whole
-// groups, then the tail's halves (prepack_half / unprepack_half).
+// Whether k-tile `ktile` (64 codes) of a row of k codes is its K % 64 tail, kept in the halves'
+// layout: what every reader of the fragment order decodes the old way.
+METRALE_HD constexpr bool fragment_tail(int k, int ktile) {
+  return k % kFragmentGroupCodes != 0 && ktile == k / kFragmentGroupCodes;
+}
+
+// The units a row of k codes converts in: its whole groups, then its tail if it has one.
+METRALE_HD constexpr std::size_t fragment_units(std::size_t k) {
+  return (k + kFragmentGroupCodes - 1) / kFragmentGroupCodes;
+}
+
+// Unit `unit` of a row of k codes (`src_row`, `dst_row`: the row's first byte) between the seeds'
+// layout and the fragment order: a whole group (convert_fragment_group), or the tail's halves
+// (prepack_half / unprepack_half).
+template <bool kToFragments>
+METRALE_HD inline void convert_fragment_unit(const std::uint8_t* src_row, std::uint8_t* dst_row,
+                                             std::size_t k, std::size_t unit) {
+  const std::size_t at = unit * kFragmentGroupBytes;
+  if (!fragment_tail(static_cast<int>(k), static_cast<int>(unit))) {
+    convert_fragment_group<kToFragments>(src_row + at, dst_row + at);
+    return;
+  }
+  convert_halves(src_row + at, dst_row + at, (k % kFragmentGroupCodes) / 4, [](std::uint16_t half) {
+    return kToFragments ? prepack_half(half) : unprepack_half(half);
+  });
+}
+
+// One row of k codes (k / 2 bytes) between the seeds' layout and the fragment order.
 template <bool kToFragments>
 METRALE_HD inline void convert_fragment_row(const std::uint8_t* src, std::uint8_t* dst,
                                             std::size_t k) {
-  const std::size_t groups = k / kFragmentGroupCodes;
-  for (std::size_t g = 0; g < groups; ++g)
-    convert_fragment_group<kToFragments>(src + g * kFragmentGroupBytes,
-                                         dst + g * kFragmentGroupBytes);
-  const std::size_t done = groups * kFragmentGroupBytes;
-  convert_halves(src + done, dst + done, (k % kFragmentGroupCodes) / 4, [](std::uint16_t half) {
-    return kToFragments ? prepack_half(half) : unprepack_half(half);
-  });
+  for (std::size_t unit = 0; unit < fragment_units(k); ++unit)
+    convert_fragment_unit<kToFragments>(src, dst, k, unit);
 }
 
 }  // namespace metrale::format

@@ -72,39 +72,29 @@ void launch(const PrepackNvfp4& args, std::int64_t bytes, cudaStream_t stream) {
   METRALE_CUDA_CHECK_LAUNCH(prepack_halves);
 }
 
-// The fragment order: unit i is group i % units_per_row of row i / units_per_row, the last unit
-// of a row its K % 64 tail's halves when there is one (format::convert_fragment_row's parts).
+// The fragment order: thread unit i converts unit i % units of row i / units (a whole group, or
+// the row's K % 64 tail: format::convert_fragment_unit).
 template <PrepackDir kDir>
 __global__ void __launch_bounds__(kThreads)
-    prepack_fragment_groups(const std::uint8_t* src, std::uint8_t* dst, std::int64_t rows, int k) {
-  constexpr bool kTo = kDir == PrepackDir::to_prepacked;
-  const int whole = k / format::kFragmentGroupCodes;
-  const int per_row = whole + (k % format::kFragmentGroupCodes != 0 ? 1 : 0);
-  const std::int64_t units = rows * per_row, row_bytes = k / 2;
+    prepack_fragment_units(const std::uint8_t* src, std::uint8_t* dst, std::int64_t rows, int k) {
+  const std::int64_t units = static_cast<std::int64_t>(format::fragment_units(k));
+  const std::int64_t row_bytes = k / 2;
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < units;
-       i += stride) {
-    const std::int64_t row = i / per_row;
-    const int group = static_cast<int>(i % per_row);
-    const std::int64_t at = row * row_bytes + group * format::kFragmentGroupBytes;
-    if (group < whole) {
-      format::convert_fragment_group<kTo>(src + at, dst + at);
-    } else {
-      format::convert_halves(
-          src + at, dst + at, (k % format::kFragmentGroupCodes) / 4, [](std::uint16_t half) {
-            return kTo ? format::prepack_half(half) : format::unprepack_half(half);
-          });
-    }
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+       i < rows * units; i += stride) {
+    const std::int64_t row = i / units;
+    format::convert_fragment_unit<kDir == PrepackDir::to_prepacked>(
+        src + row * row_bytes, dst + row * row_bytes, k, static_cast<std::size_t>(i % units));
   }
 }
 
 template <PrepackDir kDir>
 void launch_fragments(const PrepackNvfp4& args, cudaStream_t stream) {
-  const int per_row = (args.k + format::kFragmentGroupCodes - 1) / format::kFragmentGroupCodes;
-  const std::int64_t units = static_cast<std::int64_t>(args.n) * per_row;
+  const std::int64_t units =
+      static_cast<std::int64_t>(args.n) * static_cast<std::int64_t>(format::fragment_units(args.k));
   const unsigned grid = pack::grid_size(static_cast<std::size_t>(units), kThreads, 8);
-  prepack_fragment_groups<kDir><<<grid, kThreads, 0, stream>>>(args.src, args.dst, args.n, args.k);
-  METRALE_CUDA_CHECK_LAUNCH(prepack_fragment_groups);
+  prepack_fragment_units<kDir><<<grid, kThreads, 0, stream>>>(args.src, args.dst, args.n, args.k);
+  METRALE_CUDA_CHECK_LAUNCH(prepack_fragment_units);
 }
 
 }  // namespace

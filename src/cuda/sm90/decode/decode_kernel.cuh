@@ -37,6 +37,7 @@
 #include "cuda/sm90/primitives.cuh"
 #include "cuda/sm90/wgmma_ops.cuh"
 #include "format/bf16.hpp"
+#include "format/fragment_order.hpp"
 #include "format/layouts.hpp"
 
 namespace metrale::cuda::sm90::decode {
@@ -87,24 +88,9 @@ __device__ __forceinline__ void decode_sub_tile(const std::uint8_t* weights,
   const uint2 row_r8 = *reinterpret_cast<const uint2*>(weights + o.codes + 8 * 32);
   if constexpr (kFragments) {
     if (!halves_tail) {
-      uint32_t step_pair[4];
-#pragma unroll
-      for (int s = 0; s < 4; ++s) step_pair[s] = __shfl_sync(0xffffffffu, pair, s, 4);
-#pragma unroll
-      for (int q = 0; q < 2; ++q) {
-        uint32_t p0[4], p1[4];
-        e2m1_pairs_prepacked(q == 0 ? row_r.x : row_r.y, p0);
-        e2m1_pairs_prepacked(q == 0 ? row_r8.x : row_r8.y, p1);
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const uint32_t r0 = broadcast_low(step_pair[2 * q + h]);
-          const uint32_t r8 = broadcast_high(step_pair[2 * q + h]);
-          frag[2 * q + h][0] = bf16x2_mul(p0[2 * h], r0);
-          frag[2 * q + h][1] = bf16x2_mul(p1[2 * h], r8);
-          frag[2 * q + h][2] = bf16x2_mul(p0[2 * h + 1], r0);
-          frag[2 * q + h][3] = bf16x2_mul(p1[2 * h + 1], r8);
-        }
-      }
+      uint32_t step_pairs[4];
+      quad_shared(pair, step_pairs);
+      fragment_order_frags(row_r, row_r8, step_pairs, frag);
       return;
     }
   }
@@ -230,7 +216,7 @@ __device__ __forceinline__ void run_units(const DecodeParams& p, const Work& wor
       decode_sub_tile<kPrepacked, kFragments>(stage_ptr + S::kWeightsAt + j * S::kWeightBytes,
                                               stage_ptr + S::kScalesAt + j * S::kScaleBytes,
                                               offsets, into,
-                                              p.k % kKTile != 0 && next_ktile == p.k / kKTile);
+                                              format::fragment_tail(p.k, next_ktile));
     } else {
       decode_sub_tile<kPrepacked>(stage_ptr + S::kWeightsAt + j * S::kWeightBytes,
                                   stage_ptr + S::kScalesAt + j * S::kScaleBytes, offsets, into);

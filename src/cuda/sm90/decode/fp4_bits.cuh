@@ -118,4 +118,36 @@ __device__ __forceinline__ uint32_t broadcast_high(uint32_t x) {
   return as_word(__high2bfloat162(as_bf16x2(x)));
 }
 
+// out[s] = `own` of lane s of this lane's quad: how a quad shares four values each lane made one
+// of (a step's block-scale pair). The whole warp must call it.
+__device__ __forceinline__ void quad_shared(uint32_t own, uint32_t (&out)[4]) {
+#pragma unroll
+  for (int s = 0; s < 4; ++s) out[s] = __shfl_sync(0xffffffffu, own, s, 4);
+}
+
+// A thread's A fragments of four k16 steps from its 8 bytes of rows r0 (row0) and r0 + 8 (row1)
+// in the fragment order (format/fragment_order.hpp): pair 2h + m of word u is step 2u + h's
+// columns {2c, 2c + 1} (m = 0) or {2c + 8, 2c + 9} (m = 1), step s scaled by scale_pairs[s]
+// ({row r0, row r0 + 8}). Both families' fragment-order decode.
+__device__ __forceinline__ void fragment_order_frags(uint2 row0, uint2 row1,
+                                                     const uint32_t (&scale_pairs)[4],
+                                                     uint32_t (&frag)[4][4]) {
+#pragma unroll
+  for (int u = 0; u < 2; ++u) {
+    uint32_t p0[4], p1[4];
+    e2m1_pairs_prepacked(u == 0 ? row0.x : row0.y, p0);
+    e2m1_pairs_prepacked(u == 0 ? row1.x : row1.y, p1);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int s = 2 * u + h;
+      const uint32_t scale_r0 = broadcast_low(scale_pairs[s]);
+      const uint32_t scale_r1 = broadcast_high(scale_pairs[s]);
+      frag[s][0] = bf16x2_mul(p0[2 * h], scale_r0);
+      frag[s][1] = bf16x2_mul(p1[2 * h], scale_r1);
+      frag[s][2] = bf16x2_mul(p0[2 * h + 1], scale_r0);
+      frag[s][3] = bf16x2_mul(p1[2 * h + 1], scale_r1);
+    }
+  }
+}
+
 }  // namespace metrale::cuda::sm90::decode

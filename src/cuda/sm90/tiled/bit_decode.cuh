@@ -12,16 +12,20 @@
 
 namespace metrale::cuda::sm90 {
 
-// The block-scale pairs {row r0, row r0 + 8} of a stage's four k16 steps (byte s of scales0 and
-// scales1 is step s), `convert`ed once a quad instead of once a thread: thread t of the quad
-// converts step t's pair, and four shuffles hand each thread all four (where each thread converted
-// all four itself, ~6 operations each). The whole warp must call it.
+// The two e4m3 block scales of k16 step s, {row r0, row r0 + 8}, as the low two bytes: byte s
+// of scales0 and of scales1 (stage_scales).
+__device__ __forceinline__ uint32_t step_scale_bytes(uint32_t scales0, uint32_t scales1, int s) {
+  return __byte_perm(scales0, scales1, s | ((s + 4) << 4));
+}
+
+// The block-scale pairs of a stage's four k16 steps, `convert`ed once a quad instead of once a
+// thread: thread t of the quad converts step t's pair, and four shuffles hand each thread all
+// four (where each thread converted all four itself, ~6 operations each). The whole warp must
+// call it.
 template <class Convert>
 __device__ __forceinline__ void quad_scale_pairs(uint32_t scales0, uint32_t scales1, int t,
                                                  Convert convert, uint32_t (&pairs)[4]) {
-  const uint32_t own = convert(__byte_perm(scales0, scales1, t | ((t + 4) << 4)));
-#pragma unroll
-  for (int s = 0; s < 4; ++s) pairs[s] = __shfl_sync(0xffffffffu, own, s, 4);
+  decode::quad_shared(convert(step_scale_bytes(scales0, scales1, t)), pairs);
 }
 
 // Step 3b on prepacked weights: the A fragments of a stage's four k16 steps for rows r0 (words0,
@@ -49,9 +53,8 @@ __device__ __forceinline__ void decode_prepacked_stage(const uint32_t (&words0)[
     decode::e2m1_picked_pairs(__byte_perm(words1[2 * s], words1[2 * s + 1], half_pick), pick, even1,
                               odd1);
     const uint32_t pair =
-        kQuadScales
-            ? quad[s]
-            : decode::e4m3x2_to_scaled_bf16x2(__byte_perm(scales0, scales1, s | ((s + 4) << 4)));
+        kQuadScales ? quad[s]
+                    : decode::e4m3x2_to_scaled_bf16x2(step_scale_bytes(scales0, scales1, s));
     const uint32_t scale_r0 = decode::broadcast_low(pair), scale_r1 = decode::broadcast_high(pair);
     frag[s][0] = bf16x2_mul(__byte_perm(even0, odd0, 0x5410), scale_r0);
     frag[s][1] = bf16x2_mul(__byte_perm(even1, odd1, 0x5410), scale_r1);
@@ -62,9 +65,9 @@ __device__ __forceinline__ void decode_prepacked_stage(const uint32_t (&words0)[
 
 // Step 3b on prepacked weights in the fragment order (format/fragment_order.hpp; an experiment):
 // thread t's 16 codes of a row's stage are bytes 8t .. 8t + 7 (row0 for r0, row1 for r0 + 8),
-// two words whose four pairs are its fragment pairs in natural K order: pair 2h + m of word u is
-// step 2u + h's columns {2t, 2t + 1} (m = 0) or {2t + 8, 2t + 9} (m = 1). Ten operations a word
-// and four multiplies a step, where decode_prepacked_stage gathers and re-pairs.
+// two words whose four pairs are its fragment pairs in natural K order (fragment_order_frags).
+// Ten operations a word and four multiplies a step, where decode_prepacked_stage gathers and
+// re-pairs.
 template <bool kQuadScales>
 __device__ __forceinline__ void decode_fragment_stage(uint2 row0, uint2 row1, uint32_t scales0,
                                                       uint32_t scales1, int t,
@@ -77,25 +80,9 @@ __device__ __forceinline__ void decode_fragment_stage(uint2 row0, uint2 row1, ui
   } else {
 #pragma unroll
     for (int s = 0; s < 4; ++s)
-      scale_pairs[s] =
-          decode::e4m3x2_to_scaled_bf16x2(__byte_perm(scales0, scales1, s | ((s + 4) << 4)));
+      scale_pairs[s] = decode::e4m3x2_to_scaled_bf16x2(step_scale_bytes(scales0, scales1, s));
   }
-#pragma unroll
-  for (int u = 0; u < 2; ++u) {
-    uint32_t p0[4], p1[4];
-    decode::e2m1_pairs_prepacked(u == 0 ? row0.x : row0.y, p0);
-    decode::e2m1_pairs_prepacked(u == 0 ? row1.x : row1.y, p1);
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int s = 2 * u + h;
-      const uint32_t scale_r0 = decode::broadcast_low(scale_pairs[s]);
-      const uint32_t scale_r1 = decode::broadcast_high(scale_pairs[s]);
-      frag[s][0] = bf16x2_mul(p0[2 * h], scale_r0);
-      frag[s][1] = bf16x2_mul(p1[2 * h], scale_r1);
-      frag[s][2] = bf16x2_mul(p0[2 * h + 1], scale_r0);
-      frag[s][3] = bf16x2_mul(p1[2 * h + 1], scale_r1);
-    }
-  }
+  decode::fragment_order_frags(row0, row1, scale_pairs, frag);
 }
 
 }  // namespace metrale::cuda::sm90

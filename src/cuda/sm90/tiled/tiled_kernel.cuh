@@ -44,6 +44,7 @@
 #include "cuda/sm90/tiled/tiled_locate.cuh"
 #include "cuda/sm90/tiled/tiled_params.hpp"
 #include "cuda/sm90/wgmma_ops.cuh"
+#include "format/fragment_order.hpp"
 #include "format/layouts.hpp"
 
 namespace metrale::cuda::sm90 {
@@ -86,11 +87,11 @@ __device__ __forceinline__ float weight_scale_2(const ExpertEntry& entry) {
   return kPrepacked ? entry.scale_2 * decode::kEpilogueFactor : entry.scale_2;
 }
 
-// Whether stage kt (of k_tiles, NVFP4 weights: one K range) of weights in the fragment order is
-// a row's K % 64 tail, which keeps the prepacked halves' layout (format/fragment_order.hpp).
+// Whether stage kt (NVFP4 weights: one K range, so k-tile kt) of weights in the fragment order
+// is a row's K % 64 tail, which keeps the prepacked halves' layout (format/fragment_order.hpp).
 template <bool kFragments>
-__device__ __forceinline__ bool halves_tail_stage(const GroupedParams& p, int kt, int k_tiles) {
-  return kFragments && kt == k_tiles - 1 && p.k % kBlockK != 0;
+__device__ __forceinline__ bool halves_tail_stage(const GroupedParams& p, int kt) {
+  return kFragments && format::fragment_tail(p.k, kt);
 }
 
 // Step 3b (NVFP4). Decodes this thread's A fragments for the four k16 steps of one stage: the
@@ -148,9 +149,8 @@ __device__ __forceinline__ void decode_stage(const GroupedParams& p, const std::
     const uint32_t lo = __byte_perm(words0[2 * s], words1[2 * s], pick);
     const uint32_t hi = __byte_perm(words0[2 * s + 1], words1[2 * s + 1], pick);
     decode_e2m1x8(__byte_perm(lo, hi, 0x5410), frag[s]);
-    const uint32_t pair = Config::quad_scales
-                              ? quad[s]
-                              : e4m3x2_to_bf16x2(__byte_perm(scales0, scales1, s | ((s + 4) << 4)));
+    const uint32_t pair =
+        Config::quad_scales ? quad[s] : e4m3x2_to_bf16x2(step_scale_bytes(scales0, scales1, s));
     const uint32_t scale_r0 = __byte_perm(pair, 0, 0x1010), scale_r1 = __byte_perm(pair, 0, 0x3232);
     frag[s][0] = bf16x2_mul(frag[s][0], scale_r0);
     frag[s][1] = bf16x2_mul(frag[s][1], scale_r1);
@@ -311,7 +311,7 @@ __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
   const ScaleRows scale_at = scale_rows<Config>(p, n0, threadIdx.x);
   if constexpr (kNvfp4)
     decode_stage<Config, kPrepacked, kFragments>(p, base_ptr, scale_at, frag[0], threadIdx.x,
-                                                 halves_tail_stage<kFragments>(p, 0, k_tiles));
+                                                 halves_tail_stage<kFragments>(p, 0));
   const int chunks = row_chunks(row_end - row_begin, Config::chunk);
   auto step = [&](int kt, uint32_t(&current)[4][4], uint32_t(&other)[4][4]) {
     issue_stage<Config, kNvfp4>(base + kt % Config::stages * Shape::kStageBytes, current, acc,
@@ -335,7 +335,7 @@ __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
       if (kt + 1 < k_tiles)
         decode_stage<Config, kPrepacked, kFragments>(
             p, base_ptr + (kt + 1) % Config::stages * Shape::kStageBytes, scale_at, other,
-            threadIdx.x, halves_tail_stage<kFragments>(p, kt + 1, k_tiles));
+            threadIdx.x, halves_tail_stage<kFragments>(p, kt + 1));
   };
   run_stages(k_tiles, frag, acc, step);
 

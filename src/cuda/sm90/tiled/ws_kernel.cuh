@@ -231,7 +231,7 @@ __device__ __forceinline__ void consume(const GroupedParams& p, WsShared<Config>
       if constexpr (kNvfp4)
         decode_stage<Config, kPrepacked, kFragments>(p, base_ptr + slot * Shape::kStageBytes,
                                                      scale_at, into, thread,
-                                                     halves_tail_stage<kFragments>(p, kt, k_tiles));
+                                                     halves_tail_stage<kFragments>(p, kt));
     };
     auto release = [&](int kt) {
       if (thread % 128 == 0) (void)::cuda::ptx::mbarrier_arrive(&sh.empty[(first + kt) % kStages]);
