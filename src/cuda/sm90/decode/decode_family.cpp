@@ -13,6 +13,7 @@
 #include "cuda/sm90/decode/decode_plan.hpp"
 #include "cuda/stage/stage_tables.hpp"
 #include "cuda/stage/workspace_carve.hpp"
+#include "format/fragment_order.hpp"
 
 namespace metrale::cuda::sm90::decode {
 namespace {
@@ -145,9 +146,10 @@ class DecodeFamily final : public Family {
   // The main kernel's instantiation for the weights' codes; the fragment order also has the plan
   // and staging kernels keep K in natural order (launch_plan, launch_staging: fragment_order).
   static DecodeWeights weights_of(const GroupedNvfp4& a) {
-    return fragment_order(a) ? DecodeWeights::fragments
-           : prepacked(a)    ? DecodeWeights::prepacked
-                             : DecodeWeights::packed;
+    if (fragment_order(a))
+      return a.k % format::kFragmentGroupCodes != 0 ? DecodeWeights::fragments_tail
+                                                    : DecodeWeights::fragments;
+    return prepacked(a) ? DecodeWeights::prepacked : DecodeWeights::packed;
   }
 
   void launch(const Problem& problem, const Plan& plan, core::Buffer ws,

@@ -1,6 +1,7 @@
 // Instantiations of the decode kernels (device- and host-planned), one per token width of
 // kTokenWidths and weight layout (the seeds' packed bytes, format/prepack.hpp's, or prepacked in
-// the fragment order of format/fragment_order.hpp), and their launch.
+// the fragment order of format/fragment_order.hpp, with or without a K % 64 tail), and their
+// launch.
 #include <type_traits>
 
 #include "cuda/family.hpp"
@@ -15,20 +16,21 @@ int shared_bytes_for(int max_segments) {
   return Shape<kTokens>::kPipelineBytes + (max_segments + 1) * static_cast<int>(sizeof(std::int32_t));
 }
 
-template <int kTokens, bool kPrepacked, bool kFragments>
+template <int kTokens, bool kPrepacked, bool kFragments, bool kTail>
 const void* kernel_of(bool host_work) {
-  return host_work
-             ? reinterpret_cast<const void*>(&decode_kernel_host<kTokens, kPrepacked, kFragments>)
-             : reinterpret_cast<const void*>(&decode_kernel<kTokens, kPrepacked, kFragments>);
+  return host_work ? reinterpret_cast<const void*>(
+                         &decode_kernel_host<kTokens, kPrepacked, kFragments, kTail>)
+                   : reinterpret_cast<const void*>(
+                         &decode_kernel<kTokens, kPrepacked, kFragments, kTail>);
 }
 
 // A host-planned launch copies the whole prefix block of HostWork.
-template <int kTokens, bool kPrepacked, bool kFragments>
+template <int kTokens, bool kPrepacked, bool kFragments, bool kTail>
 cudaError_t occupancy(int max_segments, bool host_work, int* ctas, int* shared) {
   *shared = host_work ? Shape<kTokens>::kPipelineBytes + kHostPrefixBytes
                       : shared_bytes_for<kTokens>(max_segments);
   // Configured once per device for the largest expert table; a launch asks for what it uses.
-  const void* kernel = kernel_of<kTokens, kPrepacked, kFragments>(host_work);
+  const void* kernel = kernel_of<kTokens, kPrepacked, kFragments, kTail>(host_work);
   if (const cudaError_t err = configure_once_per_device(kernel, shared_bytes_for<kTokens>(kMaxExperts));
       err != cudaSuccess)
     return err;
@@ -74,9 +76,10 @@ template <class Fn>
 cudaError_t with_kernel(int config, DecodeWeights weights, Fn&& fn) {
   return with_width(config, [&]<int kTokens>() {
     switch (weights) {
-      case DecodeWeights::packed: return fn.template operator()<kTokens, false, false>();
-      case DecodeWeights::prepacked: return fn.template operator()<kTokens, true, false>();
-      default: return fn.template operator()<kTokens, true, true>();
+      case DecodeWeights::packed: return fn.template operator()<kTokens, false, false, false>();
+      case DecodeWeights::prepacked: return fn.template operator()<kTokens, true, false, false>();
+      case DecodeWeights::fragments: return fn.template operator()<kTokens, true, true, false>();
+      default: return fn.template operator()<kTokens, true, true, true>();
     }
   });
 }
@@ -85,21 +88,23 @@ cudaError_t with_kernel(int config, DecodeWeights weights, Fn&& fn) {
 
 cudaError_t decode_occupancy(int config, DecodeWeights weights, int max_segments, bool host_work,
                              int* ctas_per_sm, int* shared_bytes) {
-  return with_kernel(config, weights, [&]<int kTokens, bool kPrepacked, bool kFragments>() {
-    return occupancy<kTokens, kPrepacked, kFragments>(max_segments, host_work, ctas_per_sm,
-                                                      shared_bytes);
-  });
+  return with_kernel(config, weights,
+                     [&]<int kTokens, bool kPrepacked, bool kFragments, bool kTail>() {
+                       return occupancy<kTokens, kPrepacked, kFragments, kTail>(
+                           max_segments, host_work, ctas_per_sm, shared_bytes);
+                     });
 }
 
 cudaError_t launch_decode(int config, DecodeWeights weights, const DecodeParams& params,
                           const HostWork* work, int grid, int shared_bytes, cudaStream_t stream) {
-  return with_kernel(config, weights, [&]<int kTokens, bool kPrepacked, bool kFragments>() {
-    if (work)
-      return launch<kTokens>(&decode_kernel_host<kTokens, kPrepacked, kFragments>, grid,
-                             shared_bytes, stream, params, *work);
-    return launch<kTokens>(&decode_kernel<kTokens, kPrepacked, kFragments>, grid, shared_bytes,
-                           stream, params);
-  });
+  return with_kernel(
+      config, weights, [&]<int kTokens, bool kPrepacked, bool kFragments, bool kTail>() {
+        if (work)
+          return launch<kTokens>(&decode_kernel_host<kTokens, kPrepacked, kFragments, kTail>, grid,
+                                 shared_bytes, stream, params, *work);
+        return launch<kTokens>(&decode_kernel<kTokens, kPrepacked, kFragments, kTail>, grid,
+                               shared_bytes, stream, params);
+      });
 }
 
 }  // namespace metrale::cuda::sm90::decode

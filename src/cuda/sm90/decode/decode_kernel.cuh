@@ -181,7 +181,7 @@ __device__ __forceinline__ uint32_t stage_base(std::uint8_t* smem_raw) {
 }
 
 // Steps 3-5 over this CTA's units, the loader `cursor` already kStages - 1 stages ahead.
-template <int kTokens, bool kPrepacked, bool kFragments, class Work>
+template <int kTokens, bool kPrepacked, bool kFragments, bool kTail, class Work>
 __device__ __forceinline__ void run_units(const DecodeParams& p, const Work& work,
                                           LoadCursor<kTokens>& cursor, uint32_t base,
                                           std::uint8_t* base_ptr) {
@@ -208,15 +208,17 @@ __device__ __forceinline__ void run_units(const DecodeParams& p, const Work& wor
   for (int i = 0; i < S::kFoldAcc; ++i) total[i] = 0.f;
   uint32_t frag[2][4][4];
   DecodeOffsets offsets = decode_offsets(p, unit.n0);
-  // The fragment order only: the k-tile of the rows the next decode reads (its K % 64 tail is in
-  // the halves' layout: decode_sub_tile); set before each decode, as `if constexpr` statements.
+  // kTail (the fragment order on rows with a K % 64 tail, in the halves' layout: decode_sub_tile)
+  // only: the k-tile of the rows the next decode reads, set before each decode. Kept out of the
+  // other kernels: its tests and moves cost ~8 instructions a sub-tile, ~3 % of a decode-bound
+  // call (docs/perf.md, twenty-fifth session).
   int next_ktile = kt;
   auto decode = [&](const std::uint8_t* stage_ptr, int j, uint32_t(&into)[4][4]) {
     if constexpr (kFragments) {
       decode_sub_tile<kPrepacked, kFragments>(stage_ptr + S::kWeightsAt + j * S::kWeightBytes,
                                               stage_ptr + S::kScalesAt + j * S::kScaleBytes,
                                               offsets, into,
-                                              format::fragment_tail(p.k, next_ktile));
+                                              kTail && format::fragment_tail(p.k, next_ktile));
     } else {
       decode_sub_tile<kPrepacked>(stage_ptr + S::kWeightsAt + j * S::kWeightBytes,
                                   stage_ptr + S::kScalesAt + j * S::kScaleBytes, offsets, into);
@@ -250,7 +252,7 @@ __device__ __forceinline__ void run_units(const DecodeParams& p, const Work& wor
 #pragma unroll
         for (int q = 0; q < 4; ++q) fence_operand(frag[(j + 1) % 2][s][q]);
       if (j + 1 < S::kSubTiles) {
-        if constexpr (kFragments) next_ktile = kt + j + 1;
+        if constexpr (kTail) next_ktile = kt + j + 1;
         decode(stage_ptr, j + 1, frag[(j + 1) % 2]);
       } else {
         cp_async_wait<S::kStages - 3>();  // the next stage has landed
@@ -262,7 +264,7 @@ __device__ __forceinline__ void run_units(const DecodeParams& p, const Work& wor
               unit_in_segment<kTokens>(p, work, unit_u + gridDim.x, cursor.segments[next_slot]);
           offsets = decode_offsets(p, next_unit.n0);
         }
-        if constexpr (kFragments) next_ktile = unit_ends ? next_unit.kt_begin() : kt + S::kSubTiles;
+        if constexpr (kTail) next_ktile = unit_ends ? next_unit.kt_begin() : kt + S::kSubTiles;
         if (more) decode(base_ptr + next_slot * S::kStageBytes, 0, frag[0]);
       }
     }
@@ -315,7 +317,7 @@ __device__ __forceinline__ void run_units(const DecodeParams& p, const Work& wor
 }
 
 // Device-planned: the plan kernel's work list, in the workspace.
-template <int kTokens, bool kPrepacked, bool kFragments = false>
+template <int kTokens, bool kPrepacked, bool kFragments = false, bool kTail = false>
 __global__ void __launch_bounds__(Shape<kTokens>::kThreads, Shape<kTokens>::kMinCtasPerSm)
     decode_kernel(const __grid_constant__ DecodeParams p) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -341,7 +343,7 @@ __global__ void __launch_bounds__(Shape<kTokens>::kThreads, Shape<kTokens>::kMin
     cursor.template step<Parts::all>(p, work, base, base_ptr);
     cp_async_commit();
   }
-  run_units<kTokens, kPrepacked, kFragments>(p, work, cursor, base, base_ptr);
+  run_units<kTokens, kPrepacked, kFragments, kTail>(p, work, cursor, base, base_ptr);
 #elif defined(__CUDA_ARCH__)
   __trap();  // built for a target without wgmma: fail loudly instead of leaving `out` unwritten
 #endif
@@ -349,7 +351,7 @@ __global__ void __launch_bounds__(Shape<kTokens>::kThreads, Shape<kTokens>::kMin
 
 // Host-planned (HostWork): the CTA finds its units in its parameters and copies the first stages'
 // weights and scales while the staging kernel still runs; their activations after its writes.
-template <int kTokens, bool kPrepacked, bool kFragments = false>
+template <int kTokens, bool kPrepacked, bool kFragments = false, bool kTail = false>
 __global__ void __launch_bounds__(Shape<kTokens>::kThreads, Shape<kTokens>::kMinCtasPerSm)
     decode_kernel_host(const __grid_constant__ DecodeParams p, const __grid_constant__ HostWork w) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -383,7 +385,7 @@ __global__ void __launch_bounds__(Shape<kTokens>::kThreads, Shape<kTokens>::kMin
     cursor.template step<Parts::activations>(p, work, base, base_ptr);
     cp_async_commit();  // the first group holds every early weight copy too
   }
-  run_units<kTokens, kPrepacked, kFragments>(p, work, cursor, base, base_ptr);
+  run_units<kTokens, kPrepacked, kFragments, kTail>(p, work, cursor, base, base_ptr);
 #elif defined(__CUDA_ARCH__)
   __trap();
 #endif

@@ -18,8 +18,9 @@ cudaError_t launch_plan(const DevicePlanArgs& args, bool natural_k, int grid, cu
 cudaError_t launch_staging(const PlanShape& shape, bool natural_k, int grid, cudaStream_t stream);
 
 // The weights' codes: the seeds' packed bytes, format/prepack.hpp's prepacked halves, or
-// prepacked in the fragment order (format/fragment_order.hpp; an experiment).
-enum class DecodeWeights { packed, prepacked, fragments };
+// prepacked in the fragment order (format/fragment_order.hpp; an experiment), whose rows' K % 64
+// tail, if any (fragments_tail), keeps the halves' layout.
+enum class DecodeWeights { packed, prepacked, fragments, fragments_tail };
 
 // Resident CTAs per SM of configuration `config` on `weights`, device- or host-planned, with the
 // unit table for `max_segments` experts; the dynamic shared memory it launches with goes to
