@@ -50,7 +50,7 @@ const char* layout_label(WeightLayout layout) {
   if (layout != WeightLayout::prepacked) return "";
   return core::prepacked_layout() == core::PrepackedLayout::fragments
              ? " (prepacked, fragment order)"
-             : " (prepacked)";
+             : " (prepacked, halves)";
 }
 
 const std::vector<ModelShape>& model_presets() {

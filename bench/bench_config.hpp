@@ -68,8 +68,9 @@ inline constexpr bool kBf16GroupedBuilt = false;
 
 const char* op_name(Op op);
 const char* impl_label(Impl impl);  // "metrale", "cuBLASLt", "bf16-grouped (CUTLASS)", ...
-// What a metrale row's kernel label adds for its weight layout: "" (packed), " (prepacked)", or
-// " (prepacked, fragment order)" under METRALE_PREPACKED_LAYOUT=fragments.
+// What a metrale row's kernel label adds for its weight layout: "" (packed),
+// " (prepacked, fragment order)" (the default), or " (prepacked, halves)" under
+// METRALE_PREPACKED_LAYOUT=halves.
 const char* layout_label(WeightLayout layout);
 Op parse_op(const std::string& name);
 Impl parse_impl(const std::string& name);

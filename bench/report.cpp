@@ -306,7 +306,7 @@ void Report::write_json(const std::string& path, const BenchConfig& config, bool
   meta["metrale_weights"] = config.weights != WeightLayout::prepacked ? "packed"
                             : core::prepacked_layout() == core::PrepackedLayout::fragments
                                 ? "prepacked (fragment order)"
-                                : "prepacked";
+                                : "prepacked (halves)";
   meta["budget_ms_per_measurement"] = config.budget_ms;
   meta["notes"] = info.notes;
   if (!aborted.empty()) meta["aborted"] = aborted;

@@ -323,8 +323,10 @@ METRALE_API metrale_status metrale_pack_bf16_weight_to_nvfp4_ex(const void* weig
                                                                 const metrale_exec* exec);
 
 /* The prepacked weight layout (docs/api.md, "Prepacked weights"): packed [N, K/2] bytes with the
- * bits of each 16-bit half (four codes) moved to where the CUDA kernels decode them in fewer
- * operations (src/format/prepack.hpp has the table). Same byte count; block scales, scale_2 and
+ * codes of each 64-code group of a row in the order the CUDA kernels' fragments take them
+ * (src/format/fragment_order.hpp) and the bits of each 16-bit half (four codes) moved to where
+ * they decode in fewer operations (src/format/prepack.hpp has the table); under
+ * METRALE_PREPACKED_LAYOUT=halves the bits alone. Same byte count; block scales, scale_2 and
  * the scale layouts are unchanged. An offline step: prepack each expert's weight once at load,
  * then pass METRALE_WEIGHTS_PREPACKED with the scale layout. metrale_unprepack_nvfp4_ex is the
  * inverse. N > 0, K > 0 a multiple of 16; the source and destination are the same buffer (in

@@ -106,7 +106,8 @@ struct TransposePacked {
 // How the packed [N, K/2] bytes of an NVFP4 weight hold their codes.
 enum class WeightLayout : std::int32_t {
   packed = 0,     // the seeds': two e2m1 codes a byte, even k in the low nibble
-  prepacked = 1,  // what prepack_nvfp4 writes (src/format/prepack.hpp): the GPU decodes it faster
+  prepacked = 1,  // what prepack_nvfp4 writes (docs/api.md, "Prepacked weights"): the GPU
+                  // decodes it faster
 };
 
 enum class PrepackDir : std::int32_t {

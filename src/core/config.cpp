@@ -89,9 +89,9 @@ CudaQuantizer cuda_quantizer() {
 }
 
 PrepackedLayout prepacked_layout() {
-  return second_choice("METRALE_PREPACKED_LAYOUT", "halves", "fragments")
-             ? PrepackedLayout::fragments
-             : PrepackedLayout::halves;
+  return second_choice("METRALE_PREPACKED_LAYOUT", "fragments", "halves")
+             ? PrepackedLayout::halves
+             : PrepackedLayout::fragments;
 }
 
 }  // namespace metrale::core

@@ -20,11 +20,13 @@
 //                         earlier kernel's time, docs/perf.md); "proven", the earlier kernel,
 //                         kept for A/B runs. Both write the same bits.
 //   METRALE_PREPACKED_LAYOUT tuning and tests only: what "prepacked" NVFP4 weights mean in this
-//                         process: unset, "" or "halves", format/prepack.hpp's layout (the
-//                         default); "fragments", format/fragment_order.hpp's experiment, which
-//                         the prepack conversions then write and read, the CPU backend decodes
-//                         and both kernel families read (not the tiled family's decoder-warpgroup
-//                         tiles).
+//                         process: unset, "" or "fragments", format/fragment_order.hpp's order
+//                         (the default since the twenty-fifth session: 0.95x the time at
+//                         T = 4096, 1.01x at T <= 64, docs/perf.md); "halves", format/prepack.hpp's
+//                         halves alone, kept for A/B runs and for the tiled family's
+//                         decoder-warpgroup tiles, which read only it. The prepack conversions
+//                         write and read the chosen one, the CPU backend and both kernel families
+//                         decode it.
 #pragma once
 
 #include <cstddef>

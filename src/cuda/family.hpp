@@ -134,13 +134,15 @@ long device_l2_bytes();
 // Whether every expert's block-scale pointer is 16-byte aligned (vector loads of [K/16, N] rows).
 bool scales_aligned_16(const Problem& problem);
 
-// Whether the weights are in format/prepack.hpp's layout (each family decodes both layouts).
+// Whether the weights are prepacked (format/prepack.hpp's bits; each family decodes both
+// layouts).
 inline bool prepacked(const GroupedNvfp4& args) {
   return args.weight_layout == WeightLayout::prepacked;
 }
-// Whether prepacked weights are in the fragment order (an experiment: METRALE_PREPACKED_LAYOUT=
-// fragments, format/fragment_order.hpp): both families read it (not the tiled family's
-// decoder-warpgroup tiles), the decode family with its activations staged in natural K order.
+// Whether prepacked weights are also in the fragment order (format/fragment_order.hpp; the
+// default, the halves alone under METRALE_PREPACKED_LAYOUT=halves): both families read it (not
+// the tiled family's decoder-warpgroup tiles), the decode family with its activations staged in
+// natural K order.
 inline bool fragment_order(const GroupedNvfp4& args) {
   return prepacked(args) && core::prepacked_layout() == core::PrepackedLayout::fragments;
 }

@@ -1,5 +1,6 @@
-// The fragment order of prepacked NVFP4 weights: an experiment, reached only when asked for
-// (METRALE_PREPACKED_LAYOUT=fragments, core/config.hpp; docs/perf.md, twenty-fourth session).
+// The fragment order of prepacked NVFP4 weights: what prepack_nvfp4 writes and the kernels read
+// (unless METRALE_PREPACKED_LAYOUT=halves, core/config.hpp; docs/perf.md, twenty-fourth and
+// twenty-fifth sessions).
 //
 // The prepacked layout (prepack.hpp) moves bits only within each 16-bit half, so codes keep their
 // natural K order: a wgmma A fragment's thread then gathers its codes from two words and re-pairs

@@ -1,16 +1,18 @@
-// Tests of the prepacked weight layout on the CPU backend: prepack_nvfp4 writes every 16-bit half
-// as format::prepack_half of the source half and unprepack restores the input, into another
-// buffer, in place and at an odd byte offset; the grouped gate_up ([K/16, N] scales), the fused
-// gate_up (SFB scales, rows gathered by token id), down, and the MoE layer (both scale layouts,
-// biases, the clamped activation, an expert map) on prepacked weights equal the same calls on
+// Tests of the prepacked weight layout on the CPU backend. On the halves' layout
+// (METRALE_PREPACKED_LAYOUT=halves): prepack_nvfp4 writes every 16-bit half as
+// format::prepack_half of the source half and unprepack restores the input, into another buffer,
+// in place and at an odd byte offset; the grouped gate_up ([K/16, N] scales), the fused gate_up
+// (SFB scales, rows gathered by token id) and down on prepacked weights equal the same calls on
 // the packed weights bit for bit, and prepacked bytes read as packed do not (the layout is read,
-// not ignored). The fragment order (METRALE_PREPACKED_LAYOUT=fragments, an experiment): the
-// conversions go back to the input, and the grouped operations on it equal the packed layout.
+// not ignored). In the fragment order (the default): the conversions go back to the input, in
+// place and at odd byte offsets too, the grouped operations and the MoE layer (both scale
+// layouts, biases, the clamped activation, an expert map) equal the packed layout.
 #include "format/prepack.hpp"
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -47,6 +49,7 @@ std::vector<std::uint8_t> by_halves(const std::vector<std::uint8_t>& packed) {
 }
 
 TEST(CpuPrepack, EveryHalfAndBackAgain) {
+  const check::ScopedVariable layout("METRALE_PREPACKED_LAYOUT", "halves");
   for (int n : {1, 3, 127, 300})
     for (int k : {16, 48, 2880}) {
       SCOPED_TRACE(testing::Message() << "N = " << n << ", K = " << k);
@@ -57,23 +60,29 @@ TEST(CpuPrepack, EveryHalfAndBackAgain) {
     }
 }
 
+// Both layouts; the fragment order's expected bytes are its conversion into another buffer
+// (checked against the order's definition by tests/format's FragmentOrder tests).
 TEST(CpuPrepack, InPlaceAndAtOddOffsets) {
   const int n = 5, k = 96;
   const auto packed = test::random_bytes(static_cast<std::size_t>(n) * k / 2, 11);
-  const auto want = by_halves(packed);
-  for (std::size_t offset : {0, 1, 2, 3}) {
-    SCOPED_TRACE(testing::Message() << "byte offset " << offset);
-    std::vector<std::uint8_t> buffer(packed.size() + 4, 0xEE);
-    std::uint8_t* at = buffer.data() + offset;
-    std::memcpy(at, packed.data(), packed.size());
-    ASSERT_TRUE(prepack_nvfp4({at, at, n, k, PrepackDir::to_prepacked}, kCpu).ok());
-    EXPECT_EQ(std::vector<std::uint8_t>(at, at + packed.size()), want);
-    ASSERT_TRUE(prepack_nvfp4({at, at, n, k, PrepackDir::to_packed}, kCpu).ok());
-    EXPECT_EQ(std::vector<std::uint8_t>(at, at + packed.size()), packed);
-    for (std::size_t i = 0; i < offset; ++i) EXPECT_EQ(buffer[i], 0xEE) << "byte before";
-    for (std::size_t i = offset + packed.size(); i < buffer.size(); ++i)
-      EXPECT_EQ(buffer[i], 0xEE) << "byte after";
-  }
+  for (const char* order : {"halves", "fragments"})
+    for (std::size_t offset : {0, 1, 2, 3}) {
+      SCOPED_TRACE(testing::Message() << order << ", byte offset " << offset);
+      const check::ScopedVariable layout("METRALE_PREPACKED_LAYOUT", order);
+      const auto want = std::string(order) == "halves"
+                            ? by_halves(packed)
+                            : convert(packed, n, k, PrepackDir::to_prepacked);
+      std::vector<std::uint8_t> buffer(packed.size() + 4, 0xEE);
+      std::uint8_t* at = buffer.data() + offset;
+      std::memcpy(at, packed.data(), packed.size());
+      ASSERT_TRUE(prepack_nvfp4({at, at, n, k, PrepackDir::to_prepacked}, kCpu).ok());
+      EXPECT_EQ(std::vector<std::uint8_t>(at, at + packed.size()), want);
+      ASSERT_TRUE(prepack_nvfp4({at, at, n, k, PrepackDir::to_packed}, kCpu).ok());
+      EXPECT_EQ(std::vector<std::uint8_t>(at, at + packed.size()), packed);
+      for (std::size_t i = 0; i < offset; ++i) EXPECT_EQ(buffer[i], 0xEE) << "byte before";
+      for (std::size_t i = offset + packed.size(); i < buffer.size(); ++i)
+        EXPECT_EQ(buffer[i], 0xEE) << "byte after";
+    }
 }
 
 // One projection's experts in both weight layouts (the scales are shared).
@@ -144,6 +153,7 @@ struct GroupedCase {
 };
 
 TEST(CpuPrepack, GroupedOpsEqualThePackedLayout) {
+  const check::ScopedVariable layout("METRALE_PREPACKED_LAYOUT", "halves");
   const GroupedCase c;
   for (const GroupedOp& op : kOps) {
     SCOPED_TRACE(op.name);
@@ -155,8 +165,9 @@ TEST(CpuPrepack, GroupedOpsEqualThePackedLayout) {
   }
 }
 
-// The fragment order moves codes within each 64-code group of a row (format/fragment_order.hpp):
-// the CPU backend's conversion and its decode follow METRALE_PREPACKED_LAYOUT.
+// The fragment order (the default) moves codes within each 64-code group of a row
+// (format/fragment_order.hpp): the CPU backend's conversion and its decode follow
+// METRALE_PREPACKED_LAYOUT.
 TEST(CpuPrepack, FragmentOrderGoesBackAndGroupedOpsEqualThePackedLayout) {
   const check::ScopedVariable layout("METRALE_PREPACKED_LAYOUT", "fragments");
   for (int k : {16, 96, 2880}) {

@@ -75,9 +75,9 @@ TEST(DecodeFamily, ForcedWidthsAndSplits) {
       }
 }
 
-// Every token width on prepacked weights (its own kernel instantiation per width), host and
-// device offsets.
-TEST(DecodeFamily, ForcedWidthsOnPrepackedWeights) {
+// Every token width on prepacked weights in the halves' layout (METRALE_PREPACKED_LAYOUT=halves;
+// its own kernel instantiation per width), host and device offsets.
+TEST(DecodeFamily, ForcedWidthsOnTheHalvesLayout) {
   METRALE_SKIP_WITHOUT_GPU();
   std::uint64_t seed = 7150;
   int failures = 0;
@@ -88,11 +88,12 @@ TEST(DecodeFamily, ForcedWidthsOnPrepackedWeights) {
         check::Case c = forced(grouped_case(op, Mode::exact, 65, 1056, routing, ++seed),
                                fmt::format("{}:{}", kDecode, config), device_offsets);
         c.prepacked = true;
+        c.prepacked_layout = "halves";
         if (!expect_pass(c) && ++failures >= kMaxReportedFailures) return;
       }
 }
 
-// Prepacked weights in the fragment order (format/fragment_order.hpp; an experiment): every
+// Prepacked weights in the fragment order (format/fragment_order.hpp; the default): every
 // token width, the three grouped operations, host and device offsets, K a multiple of 64 (1024:
 // one chunk; 3072 split in three) and with a 32-code tail (1056, 3104: its last k-tile in the
 // halves' layout and the decode order, the rest in natural order).

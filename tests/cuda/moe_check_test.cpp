@@ -62,7 +62,7 @@ std::vector<LayerShape> layer_shapes() {
 }
 
 // prepacked: every projection's weights in prepack_nvfp4's layout, for the oracle too;
-// `layout`: what prepacked means (Case::prepacked_layout; "fragments", an experiment).
+// `layout`: what prepacked means (Case::prepacked_layout; "" the default, the fragment order).
 void sweep(check::Mode mode, bool prepacked = false, const char* layout = "") {
   int failures = 0;
   std::uint64_t seed = mode == check::Mode::exact ? 900 : 950;
@@ -95,12 +95,12 @@ TEST(MoeLayer, PrepackedRealisticSweep) {
   sweep(check::Mode::realistic, true);
 }
 
-// Prepacked in the fragment order (format/fragment_order.hpp): the decode family stages K in
-// natural order, its gated input (the layer's down) too; the shapes with K % 64 != 0 go to the
-// tiled family.
-TEST(MoeLayer, FragmentOrderExactSweep) {
+// Prepacked in the halves' layout (METRALE_PREPACKED_LAYOUT=halves): the decode family stages K
+// in its decode order, its gated input (the layer's down) too. (PrepackedExactSweep: the default,
+// the fragment order, K in natural order but for a K % 64 tail.)
+TEST(MoeLayer, HalvesLayoutExactSweep) {
   METRALE_SKIP_WITHOUT_GPU();
-  sweep(check::Mode::exact, true, "fragments");
+  sweep(check::Mode::exact, true, "halves");
 }
 
 TEST(MoeLayer, Presets) {

@@ -80,7 +80,7 @@ TEST(SanitizerSmall, WarpSpecialisedTilesBackToBack) {
     c.cuda_kernel = fmt::format("sm90-tiled:{}", config);
     expect_pass(c);
   }
-  // The family's own wide tiles on prepacked weights in the fragment order (an experiment).
+  // The family's own wide tiles on prepacked weights in the fragment order (the default, named).
   for (int config : {4, 8}) {
     check::Case c = grouped_case(Op::grouped_gate_up_fused, Mode::exact, 2048, 64,
                                  {1100, 8, 2, RoutingKind::uniform}, 9720 + config);

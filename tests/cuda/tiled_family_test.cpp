@@ -4,9 +4,10 @@
 // partial one last), N and K off the tile edges; the dense NVFP4 and bf16 GEMMs at M past each
 // token width. The dispatcher reaches only some tiles for a given shape; this reaches them all.
 // The persistent warp-specialised tiles with several tiles per CTA, and under tile churn; partial
-// tiles at each token width; the decoder-warpgroup tiles. Every tile on prepacked weights in the
-// fragment order (METRALE_PREPACKED_LAYOUT=fragments, an experiment), the decoder-warpgroup ones
-// refusing them, and the dispatcher's own choice on them. Which tile the family picks:
+// tiles at each token width; the decoder-warpgroup tiles (on prepacked weights in the halves'
+// layout, METRALE_PREPACKED_LAYOUT=halves). Every tile on prepacked weights in the fragment order
+// (the default), the decoder-warpgroup ones refusing them, and the dispatcher's own choice on
+// them. Which tile the family picks:
 // tiled_choice_test.cpp; the decoded tile's layout: decoded_tile_test.cpp.
 #include <algorithm>
 #include <chrono>
@@ -216,13 +217,14 @@ TEST(TiledFamily, DecoderWarpgroupTilesExactAndRealistic) {
             check::Case c = grouped_case(shape.op, mode, shape.n, 1056, routing, ++seed);
             c.cuda_kernel = fmt::format("sm90-tiled:{}", config);
             c.prepacked = prepacked;
+            if (prepacked) c.prepacked_layout = "halves";  // the only prepacked layout they read
             c.device_offsets = device_offsets;
             if (!expect_pass(c) && ++failures >= kMaxReportedFailures) return;
           }
   }
 }
 
-// Prepacked weights in the fragment order (format/fragment_order.hpp; an experiment): every tile
+// Prepacked weights in the fragment order (format/fragment_order.hpp; the default): every tile
 // but the decoder-warpgroup ones reads them, exact bit for bit against the oracle (which decodes
 // the same order), on K with a 32-code tail (1056: its last stage in the halves' layout) and
 // without (1024), host and device offsets, one wide expert and a skewed routing.
@@ -264,7 +266,7 @@ TEST(TiledFamily, FragmentOrderRefusedByDecoderTilesAndChosenOtherwise) {
     c.cuda_kernel = fmt::format("sm90-tiled:{}", config);
     const check::Report r = check::run_case(c);
     EXPECT_FALSE(r.passed()) << config;
-    EXPECT_NE(r.detail.find("METRALE_PREPACKED_LAYOUT=fragments"), std::string::npos) << r.detail;
+    EXPECT_NE(r.detail.find("METRALE_PREPACKED_LAYOUT=halves"), std::string::npos) << r.detail;
   }
   std::uint64_t seed = 9995;
   for (int k : {1024, 1056})

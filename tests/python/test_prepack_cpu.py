@@ -1,7 +1,9 @@
 """metrale.prepack and metrale.unprepack on the CPU backend, and prepacked ExpertTables: prepack
 moves the bits of every 16-bit half where src/format/prepack.hpp's table says (the table written
-again here); unprepack inverts it, in place too; the grouped operations and moe_forward on
-prepacked tables equal the packed tables' results bit for bit; mixed layouts are refused."""
+again here) and, by default, the codes of each whole 64-code group of a row into the fragment
+order of src/format/fragment_order.hpp (written again here; METRALE_PREPACKED_LAYOUT=halves
+leaves them in place); unprepack inverts it, in place too; the grouped operations and moe_forward
+on prepacked tables equal the packed tables' results bit for bit; mixed layouts are refused."""
 
 import numpy as np
 import pytest
@@ -24,12 +26,36 @@ def prepack_reference(packed):
     return out.view(np.uint8).reshape(packed.shape)
 
 
-@pytest.mark.parametrize("n, k", [(1, 16), (3, 64), (33, 2880)])
-def test_prepack_moves_the_bits_of_the_table(rng, n, k):
+def fragment_reference(packed):
+    """Each whole 64-code group of a row reordered (word w = 2c + u, half h, slot j holds code
+    16 (2u + j // 2) + 8 (j % 2) + 2c + h of the group), then every half through the table; a
+    row's K % 64 tail is not reordered."""
+    codes = np.empty((packed.shape[0], packed.shape[1] * 2), np.uint8)
+    codes[:, 0::2], codes[:, 1::2] = packed & 0xF, packed >> 4
+    source = [
+        16 * (2 * (w % 2) + j // 2) + 8 * (j % 2) + 2 * (w // 2) + h
+        for w in range(8)
+        for h in range(2)
+        for j in range(4)
+    ]
+    ordered = codes.copy()
+    for g in range(codes.shape[1] // 64):
+        ordered[:, 64 * g : 64 * g + 64] = codes[:, [64 * g + q for q in source]]
+    return prepack_reference(ordered[:, 0::2] | ordered[:, 1::2] << 4)
+
+
+@pytest.mark.parametrize("order", ["fragments", "halves"])
+@pytest.mark.parametrize("n, k", [(1, 16), (3, 64), (33, 2880), (2, 1056)])
+def test_prepack_moves_the_bits_of_the_table(rng, monkeypatch, order, n, k):
+    if order == "halves":
+        monkeypatch.setenv("METRALE_PREPACKED_LAYOUT", "halves")
+    else:
+        monkeypatch.delenv("METRALE_PREPACKED_LAYOUT", raising=False)  # the default
+    reference = fragment_reference if order == "fragments" else prepack_reference
     packed = rng.integers(0, 256, (n, k // 2), dtype=np.uint8)
     kept = packed.copy()
     prepacked = metrale.prepack(packed)
-    np.testing.assert_array_equal(prepacked, prepack_reference(packed))
+    np.testing.assert_array_equal(prepacked, reference(packed))
     np.testing.assert_array_equal(packed, kept)
     np.testing.assert_array_equal(metrale.unprepack(prepacked), packed)
     buffer = packed.copy()

@@ -96,8 +96,8 @@ struct Case {
   // pack: the CUDA quantizer's kernel as METRALE_CUDA_QUANTIZER would ("lean", "proven");
   // empty: the default.
   std::string cuda_quantizer;
-  // What prepacked weights mean for this case, as METRALE_PREPACKED_LAYOUT would ("fragments",
-  // the fragment-order experiment); empty: the default.
+  // What prepacked weights mean for this case, as METRALE_PREPACKED_LAYOUT would ("halves", the
+  // halves' layout alone; "fragments", the default named); empty: the default.
   std::string prepacked_layout;
 };
 

@@ -6,8 +6,9 @@
 // the packing operations take any byte pointer) a half at a time, read and written as two bytes.
 // Each thread reads its unit before it writes it, so src == dst converts in place. Offline work
 // (once per weight at load), memory bound; simple beats clever. Any arch.
-// With METRALE_PREPACKED_LAYOUT=fragments (an experiment, format/fragment_order.hpp) codes move
-// within each 64-code group of a row: one thread converts a group (or a row's tail) at a time.
+// In the fragment order (format/fragment_order.hpp: the default, unless
+// METRALE_PREPACKED_LAYOUT=halves) codes also move within each 64-code group of a row: one thread
+// converts a group (or a row's tail) at a time.
 #include <cuda_runtime.h>
 
 #include <cstdint>

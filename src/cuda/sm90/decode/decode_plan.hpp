@@ -18,7 +18,7 @@ cudaError_t launch_plan(const DevicePlanArgs& args, bool natural_k, int grid, cu
 cudaError_t launch_staging(const PlanShape& shape, bool natural_k, int grid, cudaStream_t stream);
 
 // The weights' codes: the seeds' packed bytes, format/prepack.hpp's prepacked halves, or
-// prepacked in the fragment order (format/fragment_order.hpp; an experiment), whose rows' K % 64
+// prepacked in the fragment order (format/fragment_order.hpp; the default), whose rows' K % 64
 // tail, if any (fragments_tail), keeps the halves' layout.
 enum class DecodeWeights { packed, prepacked, fragments, fragments_tail };
 

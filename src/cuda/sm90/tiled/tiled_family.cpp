@@ -341,7 +341,7 @@ class TiledFamily final : public Family {
     if (problem.nvfp4 && fragment_order(a) && kTiles[plan.config].decoded > 0)
       fail(Status::unsupported,
            "{}: configuration {} ({}) does not read prepacked weights in the fragment order "
-           "(METRALE_PREPACKED_LAYOUT=fragments)",
+           "(the prepacked layout unless METRALE_PREPACKED_LAYOUT=halves)",
            problem.op, plan.config, describe(plan));
     const int channels = channel_tiles(a, kTiles[plan.config]);
     dim3 grid(channels, tiles, a.proj_count * splits);

@@ -217,7 +217,7 @@ enum class TiledWeights {
   bf16,
   nvfp4,            // the seeds' packed bytes
   nvfp4_prepacked,  // format/prepack.hpp's layout
-  nvfp4_fragments,  // prepacked in the fragment order (format/fragment_order.hpp; an experiment)
+  nvfp4_fragments,  // prepacked in the fragment order (format/fragment_order.hpp; the default)
 };
 
 // Launches tile kTiles[tile] on `weights`; returns the launch's CUDA error.
