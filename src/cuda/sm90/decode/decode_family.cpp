@@ -144,7 +144,8 @@ class DecodeFamily final : public Family {
   bool stages_glu_input(const Plan&) const override { return true; }
 
   // The main kernel's instantiation for the weights' codes; the fragment order also has the plan
-  // and staging kernels keep K in natural order (launch_plan, launch_staging: fragment_order).
+  // and staging kernels keep K in natural order (stages_natural_k). Found once a launch: it reads
+  // METRALE_PREPACKED_LAYOUT.
   static DecodeWeights weights_of(const GroupedNvfp4& a) {
     if (fragment_order(a))
       return a.k % format::kFragmentGroupCodes != 0 ? DecodeWeights::fragments_tail
@@ -165,28 +166,30 @@ class DecodeFamily final : public Family {
     listed.clear();
     const bool compact = list_active(a, plan.rows, listed);
     const int experts = compact ? static_cast<int>(listed.size()) : a.groups.num_experts;
+    const DecodeWeights weights = weights_of(a);
     int ctas_per_sm = 0, shared_bytes = 0;
-    METRALE_CUDA_CHECK(decode_occupancy(plan.config, weights_of(a), experts, compact, &ctas_per_sm,
-                                        &shared_bytes));
+    METRALE_CUDA_CHECK(
+        decode_occupancy(plan.config, weights, experts, compact, &ctas_per_sm, &shared_bytes));
     const PlanShape shape = plan_shape(problem, plan, l, experts, ctas_per_sm);
     const DecodeParams params = decode_params(problem, l, shape);
     if (compact) {
       plan_on_host(problem, shape, listed, host_work);
       if (host_work.units == 0) return;  // no expert of the window holds rows
       METRALE_CUDA_CHECK(
-          launch_staging(shape, fragment_order(a), plan_grid(problem, plan, true), stream));
-      METRALE_CUDA_CHECK(launch_decode(plan.config, weights_of(a), params, &host_work,
+          launch_staging(shape, stages_natural_k(weights), plan_grid(problem, plan, true), stream));
+      METRALE_CUDA_CHECK(launch_decode(plan.config, weights, params, &host_work,
                                        std::min(host_work.units, shape.grid), shared_bytes,
                                        stream));
       return;
     }
+    const int grid = plan_grid(problem, plan, false);
     if (a.groups.offsets_on_device) {
-      launch_general_plan(problem, shape, device_args, plan_grid(problem, plan, false), stream);
+      launch_general_plan(problem, shape, device_args, stages_natural_k(weights), grid, stream);
     } else {
-      launch_general_plan(problem, shape, host_args, plan_grid(problem, plan, false), stream);
+      launch_general_plan(problem, shape, host_args, stages_natural_k(weights), grid, stream);
     }
-    METRALE_CUDA_CHECK(launch_decode(plan.config, weights_of(a), params, nullptr, shape.grid,
-                                     shared_bytes, stream));
+    METRALE_CUDA_CHECK(
+        launch_decode(plan.config, weights, params, nullptr, shape.grid, shared_bytes, stream));
   }
 
  private:
@@ -207,7 +210,7 @@ class DecodeFamily final : public Family {
   // the table staged before it).
   template <class Args>
   static void launch_general_plan(const Problem& problem, const PlanShape& shape, Args& args,
-                                  int grid, cudaStream_t stream) {
+                                  bool natural, int grid, cudaStream_t stream) {
     constexpr int kFirstChunk = decltype(args.chunk)::kExperts;
     if (shape.tables.num_experts > kFirstChunk)
       stage_tables(problem, kFirstChunk, nullptr, shape.tables, stream);
@@ -218,7 +221,7 @@ class DecodeFamily final : public Family {
     } else {
       args.offsets = problem.args.groups.offsets;
     }
-    METRALE_CUDA_CHECK(launch_plan(args, fragment_order(problem.args), grid, stream));
+    METRALE_CUDA_CHECK(launch_plan(args, natural, grid, stream));
   }
 
   // The listed experts' work list by the plan kernel's rule (decode_params.hpp's choose_splits

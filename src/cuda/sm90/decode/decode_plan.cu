@@ -336,20 +336,25 @@ void with_items_staging(int experts, Fn& fn) {
   }
 }
 
+// Calls fn.template operator()<kStaging>() with the staging `shape` and `natural_k` ask for.
+template <class Fn>
+cudaError_t with_staging(const PlanShape& shape, bool natural_k, Fn&& fn) {
+  const bool glu = shape.glu.up != nullptr;
+  if (glu && !natural_k)
+    fn.template operator()<Staging::glu>();
+  else if (!natural_k)
+    fn.template operator()<Staging::copy>();
+  else if (glu)
+    fn.template operator()<Staging::glu_natural>();
+  else
+    fn.template operator()<Staging::copy_natural>();
+  return cudaGetLastError();
+}
+
 template <class Fn>
 cudaError_t with_items(const PlanShape& shape, int experts, bool natural_k, Fn&& fn) {
-  if (shape.glu.up != nullptr) {
-    if (!natural_k)
-      with_items_staging<Staging::glu>(experts, fn);
-    else
-      with_items_staging<Staging::glu_natural>(experts, fn);
-  } else {
-    if (!natural_k)
-      with_items_staging<Staging::copy>(experts, fn);
-    else
-      with_items_staging<Staging::copy_natural>(experts, fn);
-  }
-  return cudaGetLastError();
+  return with_staging(shape, natural_k,
+                      [&]<Staging kStaging>() { with_items_staging<kStaging>(experts, fn); });
 }
 
 }  // namespace
@@ -369,16 +374,9 @@ cudaError_t launch_plan(const DevicePlanArgs& args, bool natural_k, int grid, cu
 }
 
 cudaError_t launch_staging(const PlanShape& shape, bool natural_k, int grid, cudaStream_t stream) {
-  const bool glu = shape.glu.up != nullptr;
-  if (glu && !natural_k)
-    staging_kernel<Staging::glu><<<grid, kPlanThreads, 0, stream>>>(shape);
-  else if (!natural_k)
-    staging_kernel<Staging::copy><<<grid, kPlanThreads, 0, stream>>>(shape);
-  else if (glu)
-    staging_kernel<Staging::glu_natural><<<grid, kPlanThreads, 0, stream>>>(shape);
-  else
-    staging_kernel<Staging::copy_natural><<<grid, kPlanThreads, 0, stream>>>(shape);
-  return cudaGetLastError();
+  return with_staging(shape, natural_k, [&]<Staging kStaging>() {
+    staging_kernel<kStaging><<<grid, kPlanThreads, 0, stream>>>(shape);
+  });
 }
 
 }  // namespace metrale::cuda::sm90::decode

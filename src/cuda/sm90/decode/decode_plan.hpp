@@ -21,6 +21,11 @@ cudaError_t launch_staging(const PlanShape& shape, bool natural_k, int grid, cud
 // prepacked in the fragment order (format/fragment_order.hpp; the default), whose rows' K % 64
 // tail, if any (fragments_tail), keeps the halves' layout.
 enum class DecodeWeights { packed, prepacked, fragments, fragments_tail };
+// Whether the main kernel on `weights` reads the activations in natural K order (launch_plan's
+// and launch_staging's `natural_k`).
+constexpr bool stages_natural_k(DecodeWeights weights) {
+  return weights == DecodeWeights::fragments || weights == DecodeWeights::fragments_tail;
+}
 
 // Resident CTAs per SM of configuration `config` on `weights`, device- or host-planned, with the
 // unit table for `max_segments` experts; the dynamic shared memory it launches with goes to

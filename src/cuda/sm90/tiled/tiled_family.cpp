@@ -338,7 +338,8 @@ class TiledFamily final : public Family {
       fail(Status::unsupported,
            "{}: a K split (splits = {}) folds within a thread-block cluster: at most {} ranges",
            problem.op, splits, kMaxSplits);
-    if (problem.nvfp4 && fragment_order(a) && kTiles[plan.config].decoded > 0)
+    const bool fragments = problem.nvfp4 && fragment_order(a);  // reads the environment: once
+    if (fragments && kTiles[plan.config].decoded > 0)
       fail(Status::unsupported,
            "{}: configuration {} ({}) does not read prepacked weights in the fragment order "
            "(the prepacked layout unless METRALE_PREPACKED_LAYOUT=halves)",
@@ -391,10 +392,10 @@ class TiledFamily final : public Family {
       p.single.offsets[0] = offsets.values[0];
       p.single.offsets[1] = offsets.values[1];
     }
-    const TiledWeights weights = !problem.nvfp4      ? TiledWeights::bf16
-                                 : fragment_order(a) ? TiledWeights::nvfp4_fragments
-                                 : prepacked(a)      ? TiledWeights::nvfp4_prepacked
-                                                     : TiledWeights::nvfp4;
+    const TiledWeights weights = !problem.nvfp4 ? TiledWeights::bf16
+                                 : fragments    ? TiledWeights::nvfp4_fragments
+                                 : prepacked(a) ? TiledWeights::nvfp4_prepacked
+                                                : TiledWeights::nvfp4;
     METRALE_CUDA_CHECK(launch_grouped_gemm(plan.config, weights, p, grid, stream));
   }
 };
