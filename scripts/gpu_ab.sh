@@ -14,7 +14,9 @@
 #          --ops pack pack_unit
 #
 # OUTDIR/build.log, a1.json, b1.json, a2.json, b2.json, ... (and their .log); ROUNDS=N for N
-# rounds.
+# rounds. A discarded warm-up run of A comes first, and every other round runs in reverse order
+# (A B, B A, ...): the first run of a call, and the first of each round, measured faster
+# (scripts/gpu_variants.sh says by how much).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 if [[ $# -lt 3 ]]; then
@@ -36,14 +38,24 @@ if ! release_build "$OUT/build.log" --target metrale_cli; then
   grep -m 20 -E "error|FAILED" "$OUT/build.log"
   exit 1
 fi
+# bench_side SIDE [ARGS...]: one run of the bench under SIDE's choice.
+bench_side() {
+  local side=$1 word assignments=(METRALE_CUDA_KERNEL=)
+  shift
+  for word in ${KERNEL[$side]}; do
+    [[ $word == *=* ]] && assignments+=("$word") || assignments+=("METRALE_CUDA_KERNEL=$word")
+  done
+  env "${assignments[@]}" build/release/bin/metrale bench --impls metrale "$@"
+}
+bench_side a "$@" >"$OUT/warmup.log" 2>&1 || echo "warm-up run failed: see $OUT/warmup.log"
 for round in $(seq 1 "${ROUNDS:-2}"); do
-  for side in "${SIDES[@]}"; do
-    assignments=(METRALE_CUDA_KERNEL=)
-    for word in ${KERNEL[$side]}; do
-      [[ $word == *=* ]] && assignments+=("$word") || assignments+=("METRALE_CUDA_KERNEL=$word")
-    done
-    env "${assignments[@]}" build/release/bin/metrale bench --impls metrale "$@" \
-      --json "$OUT/$side$round.json" >"$OUT/$side$round.log" 2>&1 ||
+  order=("${SIDES[@]}")
+  if ((round % 2 == 0)); then
+    order=()
+    for ((i = ${#SIDES[@]} - 1; i >= 0; --i)); do order+=("${SIDES[i]}"); done
+  fi
+  for side in "${order[@]}"; do
+    bench_side "$side" "$@" --json "$OUT/$side$round.json" >"$OUT/$side$round.log" 2>&1 ||
       echo "bench $side$round failed: see $OUT/$side$round.log"
   done
 done

@@ -15,6 +15,10 @@
 #   e.g. scripts/gpu_variants.sh run "$OUT" --model all --tokens 1,8,64 --ops gate_up,down
 # BENCH_ARGS must not name --json or --commit (each run gets its own). ROUNDS=N (default 2);
 # REUSE=1 keeps the variants' binaries from an earlier run on the same machine.
+# Order: one discarded warm-up run of the base first, then the rounds, every other one in reverse
+# (A B C, C B A, ...). Without them the base ran first in every round, and its first run came
+# after minutes of idle build time: an H100 gave a variant with byte-identical kernels 1.03x the
+# base's time, and up to 1.10x on long 256-token-tile rows (docs/perf.md, twenty-sixth session).
 # OUTDIR/table.txt (with the base's spread over its rounds: the noise a ratio must beat), build.log,
 # and per variant (up to six) a JSON of its rows at their best round.
 # Into bench/results go the table and the JSONs of main's code only: check_targets.py reads every
@@ -81,13 +85,17 @@ run() {
     cp "$tree/build/release/bin/metrale" "$work/bin/$name/"
     echo "built $name ($SECONDS s)"
   done
-  local round
+  local round order=("${names[@]}") i
+  "$work/bin/${names[0]}/metrale" bench --impls metrale "$@" >"$work/warmup.log" 2>&1 ||
+    echo "warm-up run failed: $(tail -3 "$work/warmup.log")"
   for round in $(seq 1 "${ROUNDS:-2}"); do
-    for name in "${names[@]}"; do
+    for name in "${order[@]}"; do
       "$work/bin/$name/metrale" bench --impls metrale --commit "$name" "$@" \
         --json "$work/$name.$round.json" >"$work/$name.$round.log" 2>&1 ||
         echo "bench $name round $round failed: $(tail -3 "$work/$name.$round.log")"
     done
+    for ((i = 0; i < ${#names[@]}; ++i)); do order[i]=${names[${#names[@]} - 1 - i]}; done
+    ((round % 2 == 1)) || order=("${names[@]}")
   done
   python3 - "$out" "$work" "${names[@]}" <<'PY' | tee "$out/table.txt"
 import glob, json, math, os, sys
