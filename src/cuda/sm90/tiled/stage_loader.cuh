@@ -69,13 +69,9 @@ struct StageLoader {
   static constexpr int kWeightPerThread = (kWeightChunks + kThreads - 1) / kThreads;
   static constexpr int kWeightStride = kNvfp4 ? kBlockK / 2 : kBlockK * 2;  // bytes per k-tile
 
-  // Each piece's source at k-tile 0 (null: nothing to copy); lean: none (act_rows instead).
-  const std::uint8_t* act_src[kLeanRows ? 1 : kActPerThread];
-  // Lean: each piece's row (absent rows: row 0, their presence in pieces_present, bit i) and the
-  // thread's column at the next k-tile to load, in bytes from the activations' first row.
-  uint32_t act_rows[kLeanRows ? kActPerThread : 1];
-  const std::uint8_t* act_next = nullptr;
-  uint32_t act_row_bytes = 0;
+  // Each piece's source at k-tile 0 (null: nothing to copy); lean: at the next k-tile to load,
+  // absent rows pointing at row 0, their presence in pieces_present (bit i).
+  const std::uint8_t* act_src[kActPerThread];
   uint32_t act_dst[kActArrays];
   int act_col[kActArrays];  // first K index of the chunk
   uint32_t pieces_present = 0;
@@ -98,11 +94,10 @@ struct StageLoader {
 #pragma unroll
       for (int i = 0; i < kActPerThread; ++i) {
         const int id = src_rows[tid / 8 + i * kRowStep];
-        act_rows[i] = static_cast<uint32_t>(max(id, 0));
+        act_src[i] = reinterpret_cast<const std::uint8_t*>(
+            p.a + static_cast<size_t>(max(id, 0)) * p.k + tid % 8 * 8);
         pieces_present |= static_cast<uint32_t>(id >= 0) << i;
       }
-      act_next = reinterpret_cast<const std::uint8_t*>(p.a + tid % 8 * 8);
-      act_row_bytes = static_cast<uint32_t>(p.k) * 2;
       act_dst[0] = swizzled_offset(tid / 8, tid % 8);
       act_col[0] = tid % 8 * 8;
     }
@@ -159,21 +154,20 @@ struct StageLoader {
     }
   }
 
-  // Lean loaders load a tile's k-tiles in order from 0, the thread's column advanced once a
-  // stage; a piece's source is one multiply-add of its row (IMAD.WIDE: a fresh register pair).
-  // Sixteen 64-bit sources advanced in place cost two adds each a stage, and ptxas kept their
-  // halves in registers it then had to pair by two moves before each copy (docs/perf.md,
-  // twenty-sixth session).
+  // Lean loaders load a tile's k-tiles in order from 0: each copy advances its piece's source in
+  // place, so no copy waits for an earlier one to free the register that held its address (the
+  // copies read their operands late: a shared address register stalled each copy, docs/perf.md,
+  // "fifteenth session", item 5).
   __device__ __forceinline__ void load(const GroupedParams& p, int kt, uint32_t stage,
                                        std::uint8_t* stage_ptr) {
     if constexpr (kLeanRows) {
       const uint32_t present = act_col[0] + kt * kBlockK < p.k ? pieces_present : 0u;
 #pragma unroll
-      for (int i = 0; i < kActPerThread; ++i)
-        cp_async_16_if(stage + act_dst[0] + i * kRowStep * kSwizzleRowBytes,
-                       act_next + static_cast<size_t>(act_rows[i]) * act_row_bytes,
+      for (int i = 0; i < kActPerThread; ++i) {
+        cp_async_16_if(stage + act_dst[0] + i * kRowStep * kSwizzleRowBytes, act_src[i],
                        present & (1u << i));
-      act_next += kBlockK * 2;
+        act_src[i] += kBlockK * 2;
+      }
     } else {
 #pragma unroll
       for (int i = 0; i < kActPerThread; ++i)

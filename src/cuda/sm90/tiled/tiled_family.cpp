@@ -12,7 +12,6 @@
 #include "cuda/sm90/tiled/tiled_params.hpp"
 #include "cuda/stage/stage_tables.hpp"
 #include "cuda/stage/workspace_carve.hpp"
-#include "format/fragment_order.hpp"
 
 namespace metrale::cuda::sm90 {
 namespace {
@@ -324,17 +323,6 @@ class TiledFamily final : public Family {
     return carve(problem, plan, nullptr).bytes;
   }
 
-  // The kernels' instantiation for the weights; the fragment order's K % 64 tail has kernels of
-  // its own, so that the others never test for it.
-  static TiledWeights weights_of(const Problem& problem, bool fragments) {
-    const GroupedNvfp4& a = problem.args;
-    if (!problem.nvfp4) return TiledWeights::bf16;
-    if (fragments)
-      return a.k % format::kFragmentGroupCodes != 0 ? TiledWeights::nvfp4_fragments_tail
-                                                    : TiledWeights::nvfp4_fragments;
-    return prepacked(a) ? TiledWeights::nvfp4_prepacked : TiledWeights::nvfp4;
-  }
-
   void launch(const Problem& problem, const Plan& plan, core::Buffer ws,
               cudaStream_t stream) const override {
     const GroupedNvfp4& a = problem.args;
@@ -404,8 +392,11 @@ class TiledFamily final : public Family {
       p.single.offsets[0] = offsets.values[0];
       p.single.offsets[1] = offsets.values[1];
     }
-    METRALE_CUDA_CHECK(
-        launch_grouped_gemm(plan.config, weights_of(problem, fragments), p, grid, stream));
+    const TiledWeights weights = !problem.nvfp4 ? TiledWeights::bf16
+                                 : fragments    ? TiledWeights::nvfp4_fragments
+                                 : prepacked(a) ? TiledWeights::nvfp4_prepacked
+                                                : TiledWeights::nvfp4;
+    METRALE_CUDA_CHECK(launch_grouped_gemm(plan.config, weights, p, grid, stream));
   }
 };
 

@@ -126,7 +126,7 @@ struct ClusterLaunch {
   ClusterLaunch(const ClusterLaunch&) = delete;  // config points at cluster
 };
 
-template <class Config, bool kNvfp4, bool kPrepacked, bool kFragments = false, bool kTail = false>
+template <class Config, bool kNvfp4, bool kPrepacked, bool kFragments = false>
 cudaError_t launch_config(const GroupedParams& params, dim3 grid, cudaStream_t stream) {
   constexpr bool kDecoder = kNvfp4 && Config::decoded > 0;
   using Shape = std::conditional_t<kDecoder, DwsShape<Config>,
@@ -136,9 +136,9 @@ cudaError_t launch_config(const GroupedParams& params, dim3 grid, cudaStream_t s
     if constexpr (kDecoder)
       return &grouped_gemm_dws_kernel<Config, kPrepacked>;
     else if constexpr (Config::specialized)
-      return &grouped_gemm_ws_kernel<Config, kNvfp4, kPrepacked, kFragments, kTail>;
+      return &grouped_gemm_ws_kernel<Config, kNvfp4, kPrepacked, kFragments>;
     else
-      return &grouped_gemm_kernel<Config, kNvfp4, kPrepacked, kFragments, kTail>;
+      return &grouped_gemm_kernel<Config, kNvfp4, kPrepacked, kFragments>;
   }();
   if (const cudaError_t err =
           configure_once_per_device(reinterpret_cast<const void*>(kernel), Shape::kSmemBytes);
@@ -180,10 +180,10 @@ auto with_tile(int tile, F&& f) {
 }
 
 // kPrepacked: NVFP4 weights in format/prepack.hpp's layout; kFragments: prepacked in the
-// fragment order (format/fragment_order.hpp), kTail: with a K % 64 tail; each their own
-// instantiations. bf16 weights on a forced-only NVFP4 variant run its tile's kernel (bf16_twin).
-// The decoder-warpgroup tiles read no fragment order (refused on the host, TiledFamily::launch).
-template <bool kNvfp4, bool kPrepacked = false, bool kFragments = false, bool kTail = false>
+// fragment order (format/fragment_order.hpp); each their own instantiations. bf16 weights on a
+// forced-only NVFP4 variant run its tile's kernel (bf16_twin). The decoder-warpgroup tiles read
+// no fragment order (refused on the host, TiledFamily::launch).
+template <bool kNvfp4, bool kPrepacked = false, bool kFragments = false>
 cudaError_t launch_format(int tile, const GroupedParams& params, dim3 grid, cudaStream_t stream) {
   return with_tile(tile, [&](auto config) {
     using Config = decltype(config);
@@ -194,7 +194,7 @@ cudaError_t launch_format(int tile, const GroupedParams& params, dim3 grid, cuda
     } else if constexpr (kFragments && Config::decoded > 0) {
       return cudaErrorInvalidValue;
     } else {
-      return launch_config<Config, kNvfp4, kPrepacked, kFragments, kTail>(params, grid, stream);
+      return launch_config<Config, kNvfp4, kPrepacked, kFragments>(params, grid, stream);
     }
   });
 }
@@ -233,9 +233,7 @@ cudaError_t launch_grouped_gemm(int tile, TiledWeights weights, const GroupedPar
     case TiledWeights::nvfp4: return launch_format<true>(tile, params, grid, stream);
     case TiledWeights::nvfp4_prepacked:
       return launch_format<true, true>(tile, params, grid, stream);
-    case TiledWeights::nvfp4_fragments:
-      return launch_format<true, true, true>(tile, params, grid, stream);
-    default: return launch_format<true, true, true, true>(tile, params, grid, stream);
+    default: return launch_format<true, true, true>(tile, params, grid, stream);
   }
 }
 

@@ -89,11 +89,9 @@ __device__ __forceinline__ float weight_scale_2(const ExpertEntry& entry) {
 
 // Whether stage kt (NVFP4 weights: one K range, so k-tile kt) of weights in the fragment order
 // is a row's K % 64 tail, which keeps the prepacked halves' layout (format/fragment_order.hpp).
-// Tested only by the kernels for a K with a tail (kTail; the host picks them): the others' decode
-// has no halves' path.
-template <bool kFragments, bool kTail>
+template <bool kFragments>
 __device__ __forceinline__ bool halves_tail_stage(const GroupedParams& p, int kt) {
-  return kFragments && kTail && format::fragment_tail(p.k, kt);
+  return kFragments && format::fragment_tail(p.k, kt);
 }
 
 // Step 3b (NVFP4). Decodes this thread's A fragments for the four k16 steps of one stage: the
@@ -261,7 +259,7 @@ __device__ __forceinline__ void run_stages(int k_tiles, uint32_t (&frag)[2][4][4
   release_operands(frag, acc);
 }
 
-template <class Config, bool kNvfp4, bool kPrepacked, bool kFragments = false, bool kTail = false>
+template <class Config, bool kNvfp4, bool kPrepacked, bool kFragments = false>
 __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
     grouped_gemm_kernel(const __grid_constant__ GroupedParams p) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -313,7 +311,7 @@ __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
   const ScaleRows scale_at = scale_rows<Config>(p, n0, threadIdx.x);
   if constexpr (kNvfp4)
     decode_stage<Config, kPrepacked, kFragments>(p, base_ptr, scale_at, frag[0], threadIdx.x,
-                                                 halves_tail_stage<kFragments, kTail>(p, 0));
+                                                 halves_tail_stage<kFragments>(p, 0));
   const int chunks = row_chunks(row_end - row_begin, Config::chunk);
   auto step = [&](int kt, uint32_t(&current)[4][4], uint32_t(&other)[4][4]) {
     issue_stage<Config, kNvfp4>(base + kt % Config::stages * Shape::kStageBytes, current, acc,
@@ -337,7 +335,7 @@ __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
       if (kt + 1 < k_tiles)
         decode_stage<Config, kPrepacked, kFragments>(
             p, base_ptr + (kt + 1) % Config::stages * Shape::kStageBytes, scale_at, other,
-            threadIdx.x, halves_tail_stage<kFragments, kTail>(p, kt + 1));
+            threadIdx.x, halves_tail_stage<kFragments>(p, kt + 1));
   };
   run_stages(k_tiles, frag, acc, step);
 

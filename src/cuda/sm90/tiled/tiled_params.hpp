@@ -215,10 +215,9 @@ int bf16_split_clusters(int tile, int splits);
 // The weights a tiled kernel reads; each has its own instantiations.
 enum class TiledWeights {
   bf16,
-  nvfp4,                 // the seeds' packed bytes
-  nvfp4_prepacked,       // format/prepack.hpp's layout
-  nvfp4_fragments,       // prepacked in the fragment order (format/fragment_order.hpp; the default)
-  nvfp4_fragments_tail,  // the same, K % 64 != 0: each row's last k-tile in the halves' layout
+  nvfp4,            // the seeds' packed bytes
+  nvfp4_prepacked,  // format/prepack.hpp's layout
+  nvfp4_fragments,  // prepacked in the fragment order (format/fragment_order.hpp; the default)
 };
 
 // Launches tile kTiles[tile] on `weights`; returns the launch's CUDA error.

@@ -205,7 +205,7 @@ __device__ __forceinline__ void produce(const GroupedParams& p, WsShared<Config>
 // producer hands over until it hands over none: per stage it waits for the full barrier,
 // decodes its fragments, issues its wgmmas and, once the previous stage's wgmmas are done,
 // releases that stage; then it stores the tile while the producer loads the next.
-template <class Config, bool kNvfp4, bool kPrepacked, bool kFragments, bool kTail>
+template <class Config, bool kNvfp4, bool kPrepacked, bool kFragments>
 __device__ __forceinline__ void consume(const GroupedParams& p, WsShared<Config>& sh, uint32_t base,
                                         std::uint8_t* base_ptr, int k_tiles) {
   using Shape = KernelShape<Config, kNvfp4>;
@@ -231,7 +231,7 @@ __device__ __forceinline__ void consume(const GroupedParams& p, WsShared<Config>
       if constexpr (kNvfp4)
         decode_stage<Config, kPrepacked, kFragments>(p, base_ptr + slot * Shape::kStageBytes,
                                                      scale_at, into, thread,
-                                                     halves_tail_stage<kFragments, kTail>(p, kt));
+                                                     halves_tail_stage<kFragments>(p, kt));
     };
     auto release = [&](int kt) {
       if (thread % 128 == 0) (void)::cuda::ptx::mbarrier_arrive(&sh.empty[(first + kt) % kStages]);
@@ -268,7 +268,7 @@ __device__ __forceinline__ void consume(const GroupedParams& p, WsShared<Config>
 
 // Persistent: a grid of at most one CTA per multiprocessor walks the tiles (in raster_tile's
 // order, projection by projection), so a tile's epilogue overlaps the next one's loads.
-template <class Config, bool kNvfp4, bool kPrepacked, bool kFragments = false, bool kTail = false>
+template <class Config, bool kNvfp4, bool kPrepacked, bool kFragments = false>
 __global__ void __launch_bounds__(WsShape<Config, kNvfp4>::kThreads, 1)
     grouped_gemm_ws_kernel(const __grid_constant__ GroupedParams p) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -294,7 +294,7 @@ __global__ void __launch_bounds__(WsShape<Config, kNvfp4>::kThreads, 1)
   } else {
     if constexpr (Ws::kRegisterSplit)
       asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Ws::kConsumerRegisters));
-    consume<Config, kNvfp4, kPrepacked, kFragments, kTail>(p, sh, ring.base, ring.ptr, k_tiles);
+    consume<Config, kNvfp4, kPrepacked, kFragments>(p, sh, ring.base, ring.ptr, k_tiles);
   }
 #elif defined(__CUDA_ARCH__)
   __trap();  // built for a target without wgmma: fail loudly instead of leaving `out` unwritten
