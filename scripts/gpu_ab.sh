@@ -15,8 +15,8 @@
 #
 # OUTDIR/build.log, a1.json, b1.json, a2.json, b2.json, ... (and their .log); ROUNDS=N for N
 # rounds. A discarded warm-up run of A comes first, and every other round runs in reverse order
-# (A B, B A, ...): the first run of a call, and the first of each round, measured faster
-# (scripts/gpu_variants.sh says by how much).
+# (A B, B A, ...), so that no choice always runs first (scripts/gpu_variants.sh has the noise a
+# ratio must beat).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 if [[ $# -lt 3 ]]; then

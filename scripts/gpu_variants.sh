@@ -16,9 +16,11 @@
 # BENCH_ARGS must not name --json or --commit (each run gets its own). ROUNDS=N (default 2);
 # REUSE=1 keeps the variants' binaries from an earlier run on the same machine.
 # Order: one discarded warm-up run of the base first, then the rounds, every other one in reverse
-# (A B C, C B A, ...). Without them the base ran first in every round, and its first run came
-# after minutes of idle build time: an H100 gave a variant with byte-identical kernels 1.03x the
-# base's time, and up to 1.10x on long 256-token-tile rows (docs/perf.md, twenty-sixth session).
+# (A B C, C B A, ...), so that no variant always runs first (or first after the build's idle
+# minutes). What a ratio must beat (H100, docs/perf.md, twenty-sixth session): two byte-identical
+# binaries in this order, four rounds, geomean 0.995 over ten T = 4096 rows, rows 0.946-1.041; a
+# binary whose kernels that ran were byte-identical to the base's but which held 13 kernels more,
+# 1.030 (base first in every round) and 1.037 (this order).
 # OUTDIR/table.txt (with the base's spread over its rounds: the noise a ratio must beat), build.log,
 # and per variant (up to six) a JSON of its rows at their best round.
 # Into bench/results go the table and the JSONs of main's code only: check_targets.py reads every
