@@ -49,12 +49,7 @@ bench_side() {
 }
 bench_side a "$@" >"$OUT/warmup.log" 2>&1 || echo "warm-up run failed: see $OUT/warmup.log"
 for round in $(seq 1 "${ROUNDS:-2}"); do
-  order=("${SIDES[@]}")
-  if ((round % 2 == 0)); then
-    order=()
-    for ((i = ${#SIDES[@]} - 1; i >= 0; --i)); do order+=("${SIDES[i]}"); done
-  fi
-  for side in "${order[@]}"; do
+  for side in $(round_order "$round" "${SIDES[@]}"); do
     bench_side "$side" "$@" --json "$OUT/$side$round.json" >"$OUT/$side$round.log" 2>&1 ||
       echo "bench $side$round failed: see $OUT/$side$round.log"
   done

@@ -87,16 +87,11 @@ run() {
     cp "$tree/build/release/bin/metrale" "$work/bin/$name/"
     echo "built $name ($SECONDS s)"
   done
-  local round order i
+  local round
   "$work/bin/${names[0]}/metrale" bench --impls metrale "$@" >"$work/warmup.log" 2>&1 ||
     echo "warm-up run failed: $(tail -3 "$work/warmup.log")"
   for round in $(seq 1 "${ROUNDS:-2}"); do
-    order=("${names[@]}")
-    if ((round % 2 == 0)); then
-      order=()
-      for ((i = ${#names[@]} - 1; i >= 0; --i)); do order+=("${names[i]}"); done
-    fi
-    for name in "${order[@]}"; do
+    for name in $(round_order "$round" "${names[@]}"); do
       "$work/bin/$name/metrale" bench --impls metrale --commit "$name" "$@" \
         --json "$work/$name.$round.json" >"$work/$name.$round.log" 2>&1 ||
         echo "bench $name round $round failed: $(tail -3 "$work/$name.$round.log")"
