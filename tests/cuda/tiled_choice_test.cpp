@@ -4,6 +4,7 @@
 // splits, on device offsets, for single GEMMs and past the grid's row limit; the raster order.
 #include <algorithm>
 #include <iterator>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -74,38 +75,45 @@ TEST(TiledFamily, IssueVariantTilesAreForcedTwinsOfChosenTiles) {
   EXPECT_EQ(quad, 2);     // 13 and 14
 }
 
-// The widest tile's grid rule against the choices measured on the H200 (132 SMs; docs/perf.md,
-// "the 256-token tile"): the bench's dense shapes (N = channel tiles x 128) at M = 512 and 4096,
-// and the grouped gate_up of Qwen3-Next and DeepSeek-V3 at T = 4096. Host logic: runs anywhere.
+// The widest tile's grid rule against the choices measured on 132 SMs (docs/perf.md, "the
+// 256-token tile", on the H200; the last dense row on an H100, twenty-sixth session): the bench's
+// dense shapes (bf16 weights; N = channel tiles x 128) at M = 512 and 4096, and the grouped
+// gate_up (NVFP4) of Qwen3-Next and DeepSeek-V3 at T = 4096. Host logic: runs anywhere.
 TEST(TiledFamily, WideTileRuleMatchesTheMeasuredChoices) {
   struct Measured {
     const char* shape;
+    bool nvfp4;
     long channel_tiles, wide_row_tiles, narrow_row_tiles;
     bool wide_was_faster;
   };
   const Measured measured[] = {
-      {"Qwen3 dense M=512 (N=1536): 28.5 us wide, 19.6 narrow", 12, 2, 4, false},
-      {"DeepSeek-V3 dense M=512 (N=4096): 73.4 vs 57.9", 32, 2, 4, false},
-      {"Qwen3-Next dense M=512 (N=1024): 27.1 vs 18.5", 8, 2, 4, false},
-      {"gpt-oss dense M=512 (N=5760): 36.9 vs 53.1", 45, 2, 4, true},
-      {"Mixtral dense M=512 (N=28672): 246 vs 321", 224, 2, 4, true},
-      {"DeepSeek-V3 dense M=4096: 373 vs 485", 32, 16, 32, true},
-      {"Qwen3-Next dense M=4096: 30.4 vs 36.5", 8, 16, 32, true},
-      {"Mixtral dense M=4096: 1724 vs 2608", 224, 16, 32, true},
+      {"Qwen3 dense M=512 (N=1536): 28.5 us wide, 19.6 narrow", false, 12, 2, 4, false},
+      {"DeepSeek-V3 dense M=512 (N=4096): 73.4 vs 57.9", false, 32, 2, 4, false},
+      {"Qwen3-Next dense M=512 (N=1024): 27.1 vs 18.5", false, 8, 2, 4, false},
+      {"gpt-oss dense M=512 (N=5760): 36.9 vs 53.1", false, 45, 2, 4, true},
+      {"Mixtral dense M=512 (N=28672): 246 vs 321", false, 224, 2, 4, true},
+      {"DeepSeek-V3 dense M=4096: 373 vs 485", false, 32, 16, 32, true},
+      {"Qwen3-Next dense M=4096: 30.4 vs 36.5", false, 8, 16, 32, true},
+      {"Mixtral dense M=4096: 1724 vs 2608", false, 224, 16, 32, true},
+      // 192 wide tiles take two waves, 384 narrow ones three: what the bf16 tile time decides
+      // (NVFP4's kWideCtaTime would take the wide tile).
+      {"Qwen3 dense M=4096 (N=1536): 50.5 vs 47.5", false, 12, 16, 32, false},
       // 512 experts of about 80 rows: one tile each either way.
-      {"Qwen3-Next gate_up T=4096 (2 x 4 channel tiles): 1071 vs 847", 8, 512, 520, false},
+      {"Qwen3-Next gate_up T=4096 (2 x 4 channel tiles): 1071 vs 847", true, 8, 512, 520, false},
       // 256 experts of about 128 rows: about half need a second 128-token tile.
-      {"DeepSeek-V3 gate_up T=4096 (2 x 16 channel tiles): 6406 vs 7369", 32, 256, 390, true},
+      {"DeepSeek-V3 gate_up T=4096 (2 x 16 channel tiles): 6406 vs 7369", true, 32, 256, 390, true},
   };
   using cuda::sm90::TileLoad;
   using cuda::sm90::tile_time;
   for (const Measured& m : measured) {
     // Measured with full-width tiles (before tile_width).
+    const double wide_cta_time = m.nvfp4 ? cuda::sm90::kWideCtaTime : cuda::sm90::kWideCtaTimeBf16;
     const long wide = m.channel_tiles * m.wide_row_tiles;
     const long narrow = m.channel_tiles * m.narrow_row_tiles;
-    EXPECT_EQ(cuda::sm90::wide_tile_pays(TileLoad{wide, wide * tile_time(256)},
-                                         TileLoad{narrow, narrow * tile_time(128)}, 132),
-              m.wide_was_faster)
+    EXPECT_EQ(
+        cuda::sm90::wide_tile_pays(TileLoad{wide, wide * tile_time(256, wide_cta_time)},
+                                   TileLoad{narrow, narrow * tile_time(128, wide_cta_time)}, 132),
+        m.wide_was_faster)
         << m.shape;
   }
 }
@@ -151,16 +159,22 @@ cuda::Problem dense_problem(const check::ModelPreset& model, const std::int32_t 
   return problem;
 }
 
-// bf16 weights (the dense GEMM) take the CTA-synchronised 256-token tile wherever NVFP4 weights
-// of the same shape take the warp-specialised one, and the same tile elsewhere. Over the bench's
-// dense shapes (M = T, N = 2 inter, K = hidden). Host logic.
+// bf16 weights (the dense GEMM) take the CTA-synchronised 256-token tile where their wide tile
+// pays (kWideCtaTimeBf16), which is never where NVFP4 weights of the same shape take a narrower
+// one, and NVFP4's tile elsewhere. Over the bench's dense shapes (M = T, N = 2 inter, K =
+// hidden), on 132 multiprocessors: the one shape where the two differ is Qwen3-30B-A3B's at M =
+// 4096 (192 wide tiles in two waves, 384 narrow ones in three: measured 50.5 us on tile 7, 47.5
+// on tile 4, an H100). Host logic.
 TEST(TiledFamily, Bf16WeightsTakeTheCtaSynchronisedWideTile) {
   const cuda::Family* tiled = cuda::find_family("sm90-tiled");
   ASSERT_NE(tiled, nullptr);
   ASSERT_FALSE(cuda::sm90::kTiles[cuda::sm90::kBf16WideTile].specialized);
+  const int widest = std::end(cuda::sm90::kChosenTiles)[-1];
+  const int narrower = std::end(cuda::sm90::kChosenTiles)[-2];
   ASSERT_EQ(cuda::sm90::kTiles[cuda::sm90::kBf16WideTile].tokens,
-            cuda::sm90::kTiles[std::end(cuda::sm90::kChosenTiles)[-1]].tokens);
+            cuda::sm90::kTiles[widest].tokens);
   int wide = 0;
+  std::vector<std::string> narrowed;  // where NVFP4 takes the wide tile and bf16 does not
   for (const check::ModelPreset& model : check::model_presets())
     for (int tokens : {512, 4096, 16384}) {
       const std::int32_t offsets[2] = {0, tokens};
@@ -168,9 +182,15 @@ TEST(TiledFamily, Bf16WeightsTakeTheCtaSynchronisedWideTile) {
       const int nvfp4 = tiled->plan(problem, cuda::RowWindow{}).config;
       problem.nvfp4 = false;
       const cuda::Plan bf16 = tiled->plan(problem, cuda::RowWindow{});
-      const bool widest = nvfp4 == std::end(cuda::sm90::kChosenTiles)[-1];
-      wide += widest;
-      const int expected = widest ? cuda::sm90::kBf16WideTile : nvfp4;
+      const bool bf16_wide =
+          cuda::sm90::kTiles[bf16.config].tokens == cuda::sm90::kTiles[widest].tokens;
+      wide += bf16_wide;
+      if (bf16_wide) EXPECT_EQ(nvfp4, widest) << model.display << " T = " << tokens;
+      if (nvfp4 == widest && !bf16_wide)
+        narrowed.push_back(std::string(model.display) + " T = " + std::to_string(tokens));
+      const int expected = bf16_wide         ? cuda::sm90::kBf16WideTile
+                           : nvfp4 == widest ? narrower
+                                             : nvfp4;
       if (bf16.splits > 1) {  // a K split runs on the CTA-synchronised tile of the same shape
         EXPECT_FALSE(cuda::sm90::kTiles[bf16.config].specialized) << model.display;
         EXPECT_EQ(cuda::sm90::kTiles[bf16.config].tokens, cuda::sm90::kTiles[expected].tokens)
@@ -180,6 +200,8 @@ TEST(TiledFamily, Bf16WeightsTakeTheCtaSynchronisedWideTile) {
       }
     }
   EXPECT_GT(wide, 0);  // the shapes reach the wide tile
+  if (cuda::device_sm_count() == 132)
+    EXPECT_EQ(narrowed, std::vector<std::string>{"Qwen3-30B-A3B T = 4096"});
 }
 
 // Which bf16 GEMMs split K (split_small_grid), on 132 multiprocessors (an H200; the host count

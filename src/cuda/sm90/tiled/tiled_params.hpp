@@ -194,14 +194,18 @@ struct GroupedParams {
 // The work of a grid of tiles: how many, and their summed time in units of a full 128-token
 // tile. A tile's time has a part that does not depend on its token width (the weights' loads and
 // decode) and one proportional to it, fitted so that a full 256-token tile takes kWideCtaTime
-// (measured on full tiles, docs/perf.md, "the 256-token tile").
+// (NVFP4 weights, measured on full tiles, docs/perf.md, "the 256-token tile"). bf16 weights have
+// no decode to share, and their wide tile is another kernel (kBf16WideTile): over the bench's
+// dense GEMMs at M = 4096, tile 4 took 0.605-0.63 of tile 7's time a tile (an H100, docs/perf.md,
+// twenty-sixth session), so a 256-token tile counts 1.6.
 inline constexpr double kWideCtaTime = 1.45;
+inline constexpr double kWideCtaTimeBf16 = 1.6;
 struct TileLoad {
   long tiles = 0;
   double time = 0;
 };
-constexpr double tile_time(int width) {
-  return (2 - kWideCtaTime) + (kWideCtaTime - 1) * width / 128.0;
+constexpr double tile_time(int width, double wide_cta_time = kWideCtaTime) {
+  return (2 - wide_cta_time) + (wide_cta_time - 1) * width / 128.0;
 }
 
 // Whether the widest tile (256 tokens) beats the 128-token one on the same problem cut both ways,
