@@ -18,9 +18,8 @@
 # Order: one discarded warm-up run of the base first, then the rounds, every other one in reverse
 # (A B C, C B A, ...), so that no variant always runs first (or first after the build's idle
 # minutes). What a ratio must beat (H100, docs/perf.md, twenty-sixth session): two byte-identical
-# binaries in this order, four rounds, geomean 0.995 over ten T = 4096 rows, rows 0.946-1.041; a
-# binary whose kernels that ran were byte-identical to the base's but which held 13 kernels more,
-# 1.030 (base first in every round) and 1.037 (this order).
+# binaries in this order, four rounds, geomean 0.995 over ten T = 4096 rows, rows 0.946-1.041.
+# The bench's NVFP4 rows read prepacked weights unless BENCH_ARGS say --weights packed.
 # OUTDIR/table.txt (with the base's spread over its rounds: the noise a ratio must beat), build.log,
 # and per variant (up to six) a JSON of its rows at their best round.
 # Into bench/results go the table and the JSONs of main's code only: check_targets.py reads every
