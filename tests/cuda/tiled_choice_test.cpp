@@ -185,9 +185,11 @@ TEST(TiledFamily, Bf16WeightsTakeTheCtaSynchronisedWideTile) {
       const bool bf16_wide =
           cuda::sm90::kTiles[bf16.config].tokens == cuda::sm90::kTiles[widest].tokens;
       wide += bf16_wide;
-      if (bf16_wide) EXPECT_EQ(nvfp4, widest) << model.display << " T = " << tokens;
-      if (nvfp4 == widest && !bf16_wide)
+      if (bf16_wide) {
+        EXPECT_EQ(nvfp4, widest) << model.display << " T = " << tokens;
+      } else if (nvfp4 == widest) {
         narrowed.push_back(std::string(model.display) + " T = " + std::to_string(tokens));
+      }
       const int expected = bf16_wide         ? cuda::sm90::kBf16WideTile
                            : nvfp4 == widest ? narrower
                                              : nvfp4;
@@ -200,8 +202,9 @@ TEST(TiledFamily, Bf16WeightsTakeTheCtaSynchronisedWideTile) {
       }
     }
   EXPECT_GT(wide, 0);  // the shapes reach the wide tile
-  if (cuda::device_sm_count() == 132)
+  if (cuda::device_sm_count() == 132) {
     EXPECT_EQ(narrowed, std::vector<std::string>{"Qwen3-30B-A3B T = 4096"});
+  }
 }
 
 // Which bf16 GEMMs split K (split_small_grid), on 132 multiprocessors (an H200; the host count
