@@ -113,6 +113,7 @@ void bench_dense(CudaContext& ctx, const ModelShape& m, int tokens, DeviceArena&
         row.stats = best_cublaslt(ctx, gemms, row);
       } else {
         const Backend backend = impl == Impl::metrale ? Backend::cuda : Backend::cutlass;
+        if (impl == Impl::metrale) row.kernel = cuda::bf16_gemm_plan(tokens, n, k);
         const Enqueue call = [&, backend](int i) {
           check(bf16_gemm_act_weight_t(gemms[i % copies], Exec{backend, ws, ws_size, ctx.stream}));
         };

@@ -75,6 +75,9 @@ std::size_t moe_workspace_size(const MoeLayer& layer, int num_tokens);
 // The kernel families and configurations nvfp4_grouped would launch for `args` (for the bench's
 // labels), e.g. "sm90-decode tokens=8 splits=auto".
 std::string nvfp4_grouped_plan(const GroupedNvfp4& args);
+// The same for bf16_gemm on an m x n x k problem, e.g. "sm90-tiled tokens=128 weight_rows=128
+// warp-specialised".
+std::string bf16_gemm_plan(int m, int n, int k);
 
 // Workspace bytes of the calls above (what the expert tables, the decode family's activation
 // copy and split partials take); the single GEMMs' is their one-expert grouped problem's.

@@ -435,12 +435,22 @@ bool nvfp4_grouped_on_glu(const GroupedNvfp4& args, const GluInput& glu, core::B
   return true;
 }
 
-std::string nvfp4_grouped_plan(const GroupedNvfp4& args) {
-  const Problem problem = grouped_problem("nvfp4_grouped (CUDA)", args);
+// What choose(problem) would launch, each launch's family and configuration.
+static std::string describe_launches(const Problem& problem) {
   std::string text;
   for (const Launch& l : choose(problem))
     text += (text.empty() ? "" : " + ") + l.family->describe(l.plan);
   return text;
+}
+
+std::string nvfp4_grouped_plan(const GroupedNvfp4& args) {
+  return describe_launches(grouped_problem("nvfp4_grouped (CUDA)", args));
+}
+
+std::string bf16_gemm_plan(int m, int n, int k) {
+  const SingleGemm g("bf16_gemm_act_weight_t (CUDA)", false, nullptr, nullptr, nullptr, 1.0f,
+                     ScaleLayout::k16_by_n, nullptr, m, n, k);
+  return describe_launches(g.problem);
 }
 
 // The size queries answer for the call as it would run; a call no family can run needs nothing

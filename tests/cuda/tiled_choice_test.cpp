@@ -14,6 +14,7 @@
 #ifdef METRALE_HAS_CUDA
 #include "check/check.hpp"
 #include "check/routing.hpp"
+#include "cuda/cuda_backend.hpp"
 #include "cuda/family.hpp"
 #include "cuda/sm90/tiled/tiled_params.hpp"
 #endif
@@ -205,6 +206,22 @@ TEST(TiledFamily, Bf16WeightsTakeTheCtaSynchronisedWideTile) {
   if (cuda::device_sm_count() == 132) {
     EXPECT_EQ(narrowed, std::vector<std::string>{"Qwen3-30B-A3B T = 4096"});
   }
+}
+
+// The bench's label of a dense bf16 row (bf16_gemm_plan) names the tiled family's plan for it.
+// Host logic.
+TEST(TiledFamily, DenseLabelNamesThePlannedTile) {
+  const cuda::Family* tiled = cuda::find_family("sm90-tiled");
+  ASSERT_NE(tiled, nullptr);
+  for (const check::ModelPreset& model : check::model_presets())
+    for (int tokens : {1, 64, 512, 4096}) {
+      const std::int32_t offsets[2] = {0, tokens};
+      cuda::Problem problem = dense_problem(model, offsets);
+      problem.nvfp4 = false;
+      EXPECT_EQ(cuda::bf16_gemm_plan(tokens, 2 * model.inter, model.hidden),
+                tiled->describe(tiled->plan(problem, cuda::RowWindow{})))
+          << model.display << " T = " << tokens;
+    }
 }
 
 // Which bf16 GEMMs split K (split_small_grid), on 132 multiprocessors (an H200; the host count
