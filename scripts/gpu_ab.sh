@@ -60,17 +60,21 @@ python3 - "$OUT" "${names[@]}" <<'PY'
 import glob, json, os, sys
 out, names = sys.argv[1], dict(n.split("=", 1) for n in sys.argv[2:])
 times = {}  # (model, op, T) -> side -> [median us per round]
-notes = {}
+notes = {}  # (model, op, T) -> side -> what ran (the row's kernel label, else its note)
+weights = set()  # the NVFP4 weights' layout the runs read (the bench's --weights)
 for path in sorted(glob.glob(os.path.join(out, "[a-z][0-9]*.json"))):
     side = os.path.basename(path)[0]
-    for r in json.load(open(path))["rows"]:
+    run = json.load(open(path))
+    weights.add(run.get("metadata", {}).get("metrale_weights", "?"))
+    for r in run["rows"]:
         if r.get("status") != "ok" or r["impl"] != "metrale":
             continue
         key = (r["model"], r["op"], r["tokens"])
         times.setdefault(key, {}).setdefault(side, []).append(r["median_us"])
-        notes.setdefault(key, {})[side] = r.get("note", "")
+        notes.setdefault(key, {})[side] = r.get("kernel") or r.get("note", "")
 print(", ".join(f"{s.upper()} = {n}" for s, n in names.items()) +
-      ": median us per round; X/A = X's round mean over A's")
+      ": median us per round; X/A = X's round mean over A's; NVFP4 weights " +
+      " / ".join(sorted(weights)))
 mean = lambda ts: sum(ts) / len(ts)
 for key, sides in times.items():
     a = sides.get("a", [])

@@ -103,9 +103,12 @@ def measured(r):  # a row of ours that ran
     return r.get("status") == "ok" and r["impl"] in ("metrale", "metrale-cpu")
 best = {}  # name -> (model, op, T) -> the row of the round with the best median
 medians = {}  # name -> (model, op, T) -> every round's median
+weights = set()  # the NVFP4 weights' layout the runs read (the bench's --weights)
 for name in names:
     for path in sorted(glob.glob(os.path.join(work, f"{name}.*.json"))):
-        for r in json.load(open(path))["rows"]:
+        run = json.load(open(path))
+        weights.add(run.get("metadata", {}).get("metrale_weights", "?"))
+        for r in run["rows"]:
             if measured(r):
                 key = (r["model"], r["op"], r["tokens"])
                 medians.setdefault(name, {}).setdefault(key, []).append(r["median_us"])
@@ -120,7 +123,8 @@ def spread(key):
     m = medians.get(names[0], {}).get(key, [])
     return max(m) / min(m) - 1 if len(m) > 1 else None
 print(f"best median us of each row over the rounds; the variants as a ratio to {names[0]}; "
-      f"spread: {names[0]}'s slowest round over its best")
+      f"spread: {names[0]}'s slowest round over its best; NVFP4 weights "
+      + " / ".join(sorted(weights)))
 print(f"{'model':20s} {'op':8s} {'T':>6s} {names[0]:>10s} " + " ".join(f"{n:>9s}" for n in names[1:])
       + f" {'spread':>7s}")
 logs = {n: [] for n in names[1:]}
