@@ -284,6 +284,10 @@ struct SingleGemm {
     a.n = n;
     a.k = k;
   }
+  // The shape alone, no buffers: for what a call of it would plan (labels, workspace sizes).
+  SingleGemm(const char* op, bool nvfp4, int m, int n, int k)
+      : SingleGemm(op, nvfp4, nullptr, nullptr, nullptr, 1.0f, ScaleLayout::k16_by_n, nullptr, m, n,
+                   k) {}
 };
 
 Problem grouped_problem(const char* op, const GroupedNvfp4& args) {
@@ -448,8 +452,7 @@ std::string nvfp4_grouped_plan(const GroupedNvfp4& args) {
 }
 
 std::string bf16_gemm_plan(int m, int n, int k) {
-  const SingleGemm g("bf16_gemm_act_weight_t (CUDA)", false, nullptr, nullptr, nullptr, 1.0f,
-                     ScaleLayout::k16_by_n, nullptr, m, n, k);
+  const SingleGemm g("bf16_gemm_act_weight_t (CUDA)", false, m, n, k);
   return describe_launches(g.problem);
 }
 
@@ -469,8 +472,7 @@ std::size_t gemm_workspace_size(int m, int n, int k) {
   if (m <= 0) return 0;
   std::size_t bytes = 0;
   for (bool nvfp4 : {true, false}) {
-    const SingleGemm g("gemm_workspace_size (CUDA)", nvfp4, nullptr, nullptr, nullptr, 1.0f,
-                       ScaleLayout::k16_by_n, nullptr, m, n, k);
+    const SingleGemm g("gemm_workspace_size (CUDA)", nvfp4, m, n, k);
     bytes = std::max(bytes, workspace_or_zero(g.problem));
   }
   return bytes;

@@ -108,13 +108,11 @@ TEST(TiledFamily, WideTileRuleMatchesTheMeasuredChoices) {
   using cuda::sm90::tile_time;
   for (const Measured& m : measured) {
     // Measured with full-width tiles (before tile_width).
-    const double wide_cta_time = m.nvfp4 ? cuda::sm90::kWideCtaTime : cuda::sm90::kWideCtaTimeBf16;
     const long wide = m.channel_tiles * m.wide_row_tiles;
     const long narrow = m.channel_tiles * m.narrow_row_tiles;
-    EXPECT_EQ(
-        cuda::sm90::wide_tile_pays(TileLoad{wide, wide * tile_time(256, wide_cta_time)},
-                                   TileLoad{narrow, narrow * tile_time(128, wide_cta_time)}, 132),
-        m.wide_was_faster)
+    EXPECT_EQ(cuda::sm90::wide_tile_pays(TileLoad{wide, wide * tile_time(256, m.nvfp4)},
+                                         TileLoad{narrow, narrow * tile_time(128, m.nvfp4)}, 132),
+              m.wide_was_faster)
         << m.shape;
   }
 }

@@ -155,13 +155,12 @@ Plan split_small_grid(const Problem& problem, Plan plan) {
 }
 
 // The load of one expert of `rows` rows cut into row tiles of `tile` (the last one runs at its
-// tile_width); `wide_cta_time`: the weights' (tile_time).
-void add_expert(TileLoad& load, long rows, const TileConfig& tile, double wide_cta_time) {
+// tile_width), on NVFP4 (`nvfp4`) or bf16 weights.
+void add_expert(TileLoad& load, long rows, const TileConfig& tile, bool nvfp4) {
   const long full = rows / tile.tokens, rest = rows % tile.tokens;
   load.tiles += full + (rest > 0 ? 1 : 0);
-  load.time +=
-      full * tile_time(tile.tokens, wide_cta_time) +
-      (rest > 0 ? tile_time(tile_width(static_cast<int>(rest), tile), wide_cta_time) : 0.0);
+  load.time += full * tile_time(tile.tokens, nvfp4) +
+               (rest > 0 ? tile_time(tile_width(static_cast<int>(rest), tile), nvfp4) : 0.0);
 }
 
 // The rows of one expert under uniform routing, Poisson with mean `lambda` (the slots m_total
@@ -206,13 +205,13 @@ double uniform_window_mean(double lambda, RowWindow window) {
 // the mean instead chose the 128-token tile for DeepSeek-V3 and gpt-oss at T = 4096, where host
 // offsets get the faster 256-token one: docs/perf.md, "2026-12-02, sixth session".)
 TileLoad expected_load(const ExpertGroups& g, RowWindow window, const TileConfig& tile,
-                       long channel_tiles, double wide_cta_time) {
+                       long channel_tiles, bool nvfp4) {
   TileLoad load;
   if (g.offsets_on_device) {
     double tiles = 0;
     for_uniform_rows(uniform_mean(g), window, [&](long rows, double p) {
       TileLoad one;
-      add_expert(one, rows, tile, wide_cta_time);
+      add_expert(one, rows, tile, nvfp4);
       tiles += p * one.tiles;
       load.time += p * one.time * g.num_experts;
     });
@@ -220,7 +219,7 @@ TileLoad expected_load(const ExpertGroups& g, RowWindow window, const TileConfig
   } else {
     for (int e = 0; e < g.num_experts; ++e) {
       const int rows = g.offsets[e + 1] - g.offsets[e];
-      if (rows > 0 && window.contains(rows)) add_expert(load, rows, tile, wide_cta_time);
+      if (rows > 0 && window.contains(rows)) add_expert(load, rows, tile, nvfp4);
     }
   }
   return TileLoad{load.tiles * channel_tiles, load.time * channel_tiles};
@@ -236,9 +235,8 @@ int choose_tile(const Problem& problem, RowWindow window, double mean) {
   if (tile != widest) return tile;
   const GroupedNvfp4& a = problem.args;
   const long channels = static_cast<long>(channel_tiles(a, kTiles[widest])) * a.proj_count;
-  const double wide_cta_time = problem.nvfp4 ? kWideCtaTime : kWideCtaTimeBf16;
   auto load = [&](int t) {
-    return expected_load(a.groups, window, kTiles[t], channels, wide_cta_time);
+    return expected_load(a.groups, window, kTiles[t], channels, problem.nvfp4);
   };
   if (!wide_tile_pays(load(widest), load(narrower), device_sm_count())) return narrower;
   return problem.nvfp4 ? widest : kBf16WideTile;

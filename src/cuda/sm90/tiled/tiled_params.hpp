@@ -204,8 +204,10 @@ struct TileLoad {
   long tiles = 0;
   double time = 0;
 };
-constexpr double tile_time(int width, double wide_cta_time = kWideCtaTime) {
-  return (2 - wide_cta_time) + (wide_cta_time - 1) * width / 128.0;
+// A tile of `width` tokens on NVFP4 (`nvfp4`) or bf16 weights.
+constexpr double tile_time(int width, bool nvfp4) {
+  const double wide = nvfp4 ? kWideCtaTime : kWideCtaTimeBf16;
+  return (2 - wide) + (wide - 1) * width / 128.0;
 }
 
 // Whether the widest tile (256 tokens) beats the 128-token one on the same problem cut both ways,
