@@ -2,10 +2,11 @@
 // families by row count (the decode family streams experts with up to kDecodeMaxRows rows, and
 // in a launch of its own at a wider tile the busier ones when few pass kDecodeWideMaxRows, or in
 // one launch with them where either group is small beside the other; the tiled family takes the
-// rest and every bf16 GEMM; with device offsets one family takes every expert, chosen by the
+// rest and the larger bf16 GEMMs; with device offsets one family takes every expert, chosen by the
 // mean row count, the decode family in two launches by window where the row model expects both
 // windows well filled), sizes the workspace as the largest of the launches it will make (they run
-// one after another on the caller's stream, so they share it) and launches.
+// one after another on the caller's stream, so they share it) and launches. A dense bf16 GEMM of
+// at most kStreamMaxRows rows goes to the stream family.
 // METRALE_CUDA_KERNEL overrides the choice for tuning and tests. A gated input
 // (nvfp4_grouped_on_glu) runs only when every chosen launch stages it; else nothing launches.
 #include <algorithm>
@@ -34,6 +35,9 @@ const Family& tiled_family();
 namespace decode {
 const Family& decode_family();
 }
+namespace stream {
+const Family& stream_family();
+}
 }  // namespace sm90
 
 namespace {
@@ -57,9 +61,13 @@ bool has_rows_in(const GroupedNvfp4& a, RowWindow window) {
 
 Launch forced_launch(const Problem& problem, const core::ForcedKernel& forced) {
   const Family* family = find_family(forced.family);
-  if (family == nullptr)
-    fail(Status::invalid_argument,
-         "METRALE_CUDA_KERNEL names family '{}', expected sm90-decode or sm90-tiled", forced.family);
+  if (family == nullptr) {
+    std::string names;
+    for (const Family* f : families())
+      names += fmt::format("{}{}", names.empty() ? "" : ", ", f->name());
+    fail(Status::invalid_argument, "METRALE_CUDA_KERNEL names family '{}', expected one of {}",
+         forced.family, names);
+  }
   if (const std::string why = family->why_not(problem); !why.empty())
     fail(Status::unsupported, "{}: METRALE_CUDA_KERNEL = {} cannot run this call: {}", problem.op,
          family->name(), why);
@@ -68,8 +76,14 @@ Launch forced_launch(const Problem& problem, const core::ForcedKernel& forced) {
     fail(Status::invalid_argument,
          "METRALE_CUDA_KERNEL: configuration {} of {}, expected an index in [0, {})",
          forced.config, family->name(), family->config_count());
-  if (forced.config >= 0) plan.config = forced.config;
-  plan.splits = forced.splits;
+  // A forced configuration runs as given (its own split, or none); the family's own choice keeps
+  // the split its plan chose unless one is forced.
+  if (forced.config >= 0) {
+    plan.config = forced.config;
+    plan.splits = forced.splits;
+  } else if (forced.splits > 0) {
+    plan.splits = forced.splits;
+  }
   return {family, plan};
 }
 
@@ -166,8 +180,20 @@ std::optional<Launch> one_decode_launch(const Problem& problem, const Launch& na
   return both;
 }
 
+// A dense bf16 GEMM of at most kStreamMaxRows rows is a weight stream: the stream family's one
+// launch, weights straight into the tensor cores' registers.
+bool stream_takes(const Problem& problem) {
+  const Family& stream = sm90::stream::stream_family();
+  return !problem.nvfp4 && problem.args.groups.m_total <= kStreamMaxRows &&
+         stream.why_not(problem).empty();
+}
+
 std::vector<Launch> choose(const Problem& problem) {
   if (const auto forced = core::forced_cuda_kernel()) return {forced_launch(problem, *forced)};
+  if (stream_takes(problem)) {
+    const Family& stream = sm90::stream::stream_family();
+    return {{&stream, stream.plan(problem, RowWindow{})}};
+  }
   if (problem.args.groups.offsets_on_device) return choose_for_device_offsets(problem);
   std::vector<Launch> launches;
   RowWindow rest{};
@@ -300,8 +326,8 @@ Problem grouped_problem(const char* op, const GroupedNvfp4& args) {
 }  // namespace
 
 std::span<const Family* const> families() {
-  static const std::array<const Family*, 2> list{&sm90::decode::decode_family(),
-                                                 &sm90::tiled_family()};
+  static const std::array<const Family*, 3> list{
+      &sm90::decode::decode_family(), &sm90::stream::stream_family(), &sm90::tiled_family()};
   return list;
 }
 

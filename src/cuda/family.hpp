@@ -63,6 +63,10 @@ inline constexpr std::int32_t kDecodeOneLaunchShare = 10;
 // Device offsets give one family every expert, chosen by the mean rows an expert: the decode
 // family up to this mean (at most kDecodeWideMaxRows wide), the tiled family above.
 inline constexpr std::int32_t kDecodeMaxMeanRows = 48;
+// A dense bf16 GEMM of up to this many rows goes to the stream family (one launch, weights
+// loaded straight into mma.sync's registers, no pipeline to fill); the tiled family takes the
+// larger ones.
+inline constexpr std::int32_t kStreamMaxRows = 16;
 
 // Expert row counts a launch covers: experts whose rows fall outside are left to another family.
 struct RowWindow {

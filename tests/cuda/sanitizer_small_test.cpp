@@ -2,6 +2,7 @@
 // racecheck, synccheck; gtest filter *Small*): each operation on a few shapes that cross a tile
 // edge and an alignment, exact mode, so that a sanitizer finding is reproducible and quick.
 #include <string_view>
+#include <utility>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -21,6 +22,18 @@ TEST(SanitizerSmall, Gemms) {
     expect_pass(gemm_case(op, Mode::exact, 1, 8, 32));
     expect_pass(gemm_case(op, Mode::exact, 65, 65, 96));
     expect_pass(gemm_case(op, Mode::exact, 129, 200, 64));
+  }
+}
+
+// The stream family's configurations forced (a dense bf16 GEMM of 1 and 16 rows takes the first
+// by itself): rows past a token tile's first 8, N off the 8-row CTA, K off an even split over
+// its warps (some with no K).
+TEST(SanitizerSmall, StreamConfigurations) {
+  METRALE_SKIP_WITHOUT_GPU();
+  for (auto [config, m] : {std::pair{0, 9}, std::pair{1, 17}, std::pair{2, 33}}) {
+    check::Case c = gemm_case(Op::bf16_gemm, Mode::exact, m, 9, 264, 5200 + config);
+    c.cuda_kernel = fmt::format("sm90-stream:{}", config);
+    expect_pass(c);
   }
 }
 

@@ -206,13 +206,13 @@ TEST(TiledFamily, Bf16WeightsTakeTheCtaSynchronisedWideTile) {
   }
 }
 
-// The bench's label of a dense bf16 row (bf16_gemm_plan) names the tiled family's plan for it.
-// Host logic.
+// The bench's label of a dense bf16 row (bf16_gemm_plan) names the tiled family's plan for it,
+// past the stream family's rows (stream_family_test.cpp). Host logic.
 TEST(TiledFamily, DenseLabelNamesThePlannedTile) {
   const cuda::Family* tiled = cuda::find_family("sm90-tiled");
   ASSERT_NE(tiled, nullptr);
   for (const check::ModelPreset& model : check::model_presets())
-    for (int tokens : {1, 64, 512, 4096}) {
+    for (int tokens : {cuda::kStreamMaxRows + 1, 64, 512, 4096}) {
       const std::int32_t offsets[2] = {0, tokens};
       cuda::Problem problem = dense_problem(model, offsets);
       problem.nvfp4 = false;
