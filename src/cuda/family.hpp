@@ -65,8 +65,9 @@ inline constexpr std::int32_t kDecodeOneLaunchShare = 10;
 inline constexpr std::int32_t kDecodeMaxMeanRows = 48;
 // A dense bf16 GEMM of up to this many rows goes to the stream family (one launch, weights
 // loaded straight into mma.sync's registers, no pipeline to fill); the tiled family takes the
-// larger ones.
-inline constexpr std::int32_t kStreamMaxRows = 16;
+// larger ones. 0 until the family has run on a GPU (built in a session without one, docs/perf.md,
+// twenty-seventh session): until then METRALE_CUDA_KERNEL=sm90-stream alone reaches it.
+inline constexpr std::int32_t kStreamMaxRows = 0;
 
 // Expert row counts a launch covers: experts whose rows fall outside are left to another family.
 struct RowWindow {
