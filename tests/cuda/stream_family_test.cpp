@@ -1,9 +1,12 @@
-// The stream family (dense bf16 GEMMs of few rows, src/cuda/sm90/stream): every configuration
-// forced against the CPU oracle, exact mode bit for bit and realistic mode within the derived
-// tolerance, each case run twice by the harness (determinism) with NaN-poisoned outputs and guard
-// bands: M at each configuration's edges, N off the 8-row CTA, K off the 32-value group and off
-// an even split over the 8 warps (some warps with no K at all). Which GEMMs the dispatcher gives
-// it, and what it refuses: host logic.
+// The stream family (src/cuda/sm90/stream): every configuration forced against the CPU oracle,
+// exact mode bit for bit and realistic mode within the derived tolerance, each case run twice by
+// the harness (determinism) with NaN-poisoned outputs and guard bands.
+//   bf16 (dense GEMMs): M at each configuration's edges, N off the 8-row CTA, K off the 32-value
+//   group and off an even split over the 8 warps (some warps with no K at all).
+//   NVFP4 (grouped, host offsets, prepacked in the fragment order): routings of 0 to 32 rows an
+//   expert, up to 256 experts with few holding rows, both scale layouts (gate_up's [K/16, N],
+//   the others' SFB), the fused call's gather, N off the 16-row CTA, K of 1 to 32 groups.
+// Which calls the dispatcher gives it, and what it refuses: host logic.
 #include <string>
 #include <vector>
 
@@ -24,16 +27,16 @@ namespace {
 #ifdef METRALE_HAS_CUDA
 
 using cuda::sm90::stream::kConfigCount;
-using cuda::sm90::stream::kTokensPerTile;
-using cuda::sm90::stream::kTokenTiles;
+using cuda::sm90::stream::kConfigTokens;
 
 constexpr const char* kStream = "sm90-stream";
 
 // M at the edges of configuration `config`'s tokens, and one row.
 std::vector<int> rows_for(int config) {
   switch (config) {
-    case 0: return {1, 2, 7, 8, 9, 15, 16};
-    case 1: return {1, 17, 31, 32};
+    case 0: return {1, 2, 7, 8};
+    case 1: return {1, 9, 15, 16};
+    case 2: return {1, 17, 31, 32};
     default: return {1, 33, 63, 64};
   }
 }
@@ -54,24 +57,69 @@ void sweep_config(int config, Mode mode) {
       }
 }
 
-TEST(StreamFamily, EveryConfigurationExact) {
+TEST(StreamFamily, EveryBf16ConfigurationExact) {
   METRALE_SKIP_WITHOUT_GPU();
   for (int config = 0; config < kConfigCount; ++config) sweep_config(config, Mode::exact);
 }
 
-TEST(StreamFamily, EveryConfigurationRealistic) {
+TEST(StreamFamily, EveryBf16ConfigurationRealistic) {
   METRALE_SKIP_WITHOUT_GPU();
   for (int config = 0; config < kConfigCount; ++config) sweep_config(config, Mode::realistic);
+}
+
+// NVFP4 grouped shapes the family takes: N x K and a routing (tokens, experts, top-k).
+std::vector<GroupedShape> nvfp4_shapes() {
+  using check::RoutingKind;
+  return {
+      {64, 64, {1, 8, 2, RoutingKind::uniform}},        // one token: two experts of 1 row
+      {200, 2048, {8, 16, 4, RoutingKind::uniform}},    // 32 groups: 4 a warp
+      {72, 192, {16, 8, 2, RoutingKind::skew}},         // N off the CTA, 3 groups: 5 warps idle
+      {64, 64, {0, 4, 2, RoutingKind::uniform}},        // no rows at all
+      {136, 128, {12, 8, 2, RoutingKind::one_expert}},  // one expert of 24 rows
+      {8, 640, {4, 256, 8, RoutingKind::skew}},         // 256 experts, few with rows; N < 16
+      {64, 64, {16, 8, 1, RoutingKind::empty_expert}}, {1, 64, {3, 4, 2, RoutingKind::uniform}},
+  };
+}
+
+void sweep_nvfp4(Mode mode, const std::string& kernel) {
+  int failures = 0;
+  std::uint64_t seed = 5300;
+  for (Op op : {Op::grouped_gate_up, Op::grouped_gate_up_fused, Op::grouped_down})
+    for (const GroupedShape& s : nvfp4_shapes()) {
+      check::Case c = grouped_case(op, mode, s.n, s.k, s.routing, ++seed);
+      c.prepacked = true;
+      c.cuda_kernel = kernel;
+      if (!expect_pass(c) && ++failures >= kMaxReportedFailures) return;
+    }
+}
+
+TEST(StreamFamily, Nvfp4GroupedExact) {
+  METRALE_SKIP_WITHOUT_GPU();
+  sweep_nvfp4(Mode::exact, kStream);
+}
+
+TEST(StreamFamily, Nvfp4GroupedRealistic) {
+  METRALE_SKIP_WITHOUT_GPU();
+  sweep_nvfp4(Mode::realistic, kStream);
+}
+
+// The widest NVFP4 configuration (32 tokens) forced on every shape, its expert rows mostly
+// short of the width.
+TEST(StreamFamily, Nvfp4WidestConfigurationExact) {
+  METRALE_SKIP_WITHOUT_GPU();
+  sweep_nvfp4(Mode::exact,
+              fmt::format("{}:{}", kStream,
+                          cuda::sm90::stream::config_for_rows(cuda::sm90::stream::kNvfp4MaxRows)));
 }
 
 // A configuration that holds fewer rows than M is refused with its reason, nothing launched.
 TEST(StreamFamily, ConfigurationTooNarrowIsRefused) {
   METRALE_SKIP_WITHOUT_GPU();
-  check::Case c = gemm_case(Op::bf16_gemm, Mode::exact, kTokensPerTile + 1, 8, 64, 5100);
+  check::Case c = gemm_case(Op::bf16_gemm, Mode::exact, kConfigTokens[0] + 1, 8, 64, 5100);
   c.cuda_kernel = fmt::format("{}:0", kStream);
   const check::Report r = check::run_case(c);
   EXPECT_FALSE(r.passed());
-  EXPECT_NE(r.detail.find("fewer than M = 17"), std::string::npos) << r.detail;
+  EXPECT_NE(r.detail.find("cannot hold 9 rows"), std::string::npos) << r.detail;
 }
 
 cuda::Problem dense_bf16(const std::int32_t (&offsets)[2], int n, int k) {
@@ -84,22 +132,51 @@ cuda::Problem dense_bf16(const std::int32_t (&offsets)[2], int n, int k) {
   return problem;
 }
 
+// An NVFP4 problem on host offsets (`offsets` must outlive it), prepacked weights.
+cuda::Problem grouped_nvfp4(const std::vector<std::int32_t>& offsets, int n, int k) {
+  cuda::Problem problem;
+  problem.args.groups =
+      ExpertGroups{offsets.data(), false, static_cast<std::int32_t>(offsets.size()) - 1,
+                   offsets.back(), offsets.back()};
+  problem.args.n = n;
+  problem.args.k = k;
+  problem.args.proj_count = 2;
+  problem.args.weight_layout = WeightLayout::prepacked;
+  return problem;
+}
+
 // What it refuses, each with the value named. Host logic.
 TEST(StreamFamily, RefusalsSayWhy) {
   const cuda::Family* stream = cuda::find_family(kStream);
   ASSERT_NE(stream, nullptr);
   const std::int32_t small[2] = {0, 4}, large[2] = {0, cuda::sm90::stream::kMaxRows + 1};
   EXPECT_EQ(stream->why_not(dense_bf16(small, 64, 64)), "");
-  cuda::Problem nvfp4 = dense_bf16(small, 64, 64);
-  nvfp4.nvfp4 = true;
-  EXPECT_NE(stream->why_not(nvfp4).find("bf16 weights only"), std::string::npos);
+  EXPECT_EQ(stream->describe(stream->plan(dense_bf16(small, 64, 64), cuda::RowWindow{})),
+            "sm90-stream tokens=8");
   cuda::Problem grouped = dense_bf16(small, 64, 64);
   grouped.args.groups.offsets_on_device = true;
-  EXPECT_NE(stream->why_not(grouped).find("single GEMMs"), std::string::npos);
+  EXPECT_NE(stream->why_not(grouped).find("single bf16 GEMMs"), std::string::npos);
   EXPECT_NE(stream->why_not(dense_bf16(large, 64, 64)).find("M = 65"), std::string::npos);
   EXPECT_NE(stream->why_not(dense_bf16(small, 64, 36)).find("K = 36"), std::string::npos);
-  EXPECT_EQ(stream->describe(stream->plan(dense_bf16(small, 64, 64), cuda::RowWindow{})),
-            "sm90-stream tokens=16");
+
+  const std::vector<std::int32_t> few{0, 3, 3, 20};  // experts of 3, 0 and 17 rows
+  EXPECT_EQ(stream->why_not(grouped_nvfp4(few, 64, 128)), "");
+  EXPECT_EQ(stream->describe(stream->plan(grouped_nvfp4(few, 64, 128), cuda::RowWindow{})),
+            "sm90-stream tokens=32");
+  cuda::Problem packed = grouped_nvfp4(few, 64, 128);
+  packed.args.weight_layout = WeightLayout::packed;
+  EXPECT_NE(stream->why_not(packed).find("fragment order"), std::string::npos);
+  EXPECT_NE(stream->why_not(grouped_nvfp4(few, 64, 96)).find("K = 96"), std::string::npos);
+  cuda::Problem on_device = grouped_nvfp4(few, 64, 128);
+  on_device.args.groups.offsets_on_device = true;
+  EXPECT_NE(stream->why_not(on_device).find("device offsets"), std::string::npos);
+  const std::vector<std::int32_t> wide{0, 40};
+  EXPECT_NE(stream->why_not(grouped_nvfp4(wide, 64, 128)).find("an expert of 40 rows"),
+            std::string::npos);
+  std::vector<std::int32_t> many{0};
+  for (int e = 0; e < cuda::sm90::stream::kStreamExperts + 1; ++e) many.push_back(e + 1);
+  EXPECT_NE(stream->why_not(grouped_nvfp4(many, 64, 128)).find("65 experts hold rows"),
+            std::string::npos);
 }
 
 // The dispatcher gives a dense bf16 GEMM of up to kStreamMaxRows rows to the stream family, the

@@ -1,37 +1,44 @@
-// The stream family's host/device contract (stream_kernel.cu, stream_family.cpp): a dense bf16
-// GEMM of few rows, out[M, N] = act[M, K] · weight[N, K]ᵀ, is a stream of weight bytes, and the
-// work is to keep HBM busy and the launch short.
-//
-// A CTA owns kRowsPerCta weight rows (output channels) over all of K; its kWarps warps cut K into
-// contiguous ranges of 32-value groups and each accumulates its range with mma.sync m16n8k16
-// (the weights as the n8 operand, straight from global memory into registers: no shared-memory
-// staging, no pipeline to fill), then the CTA adds the warps' sums in warp order. So the order of
-// a sum depends on K alone, and a second run gives the same bits.
+// The stream family's host/device contract (stream_family.cpp, stream_kernel.cu,
+// stream_nvfp4_kernel.cu). A GEMM of few activation rows is a stream of weight bytes, and the
+// work is to keep HBM busy and the launch short: each CTA owns a few weight rows over all of K,
+// its kWarps warps cut K into contiguous ranges, load their weights straight from global memory
+// into the registers of mma.sync m16n8k16 (no shared-memory staging, no pipeline to fill, no
+// staging launch), and the CTA adds the warps' sums in warp order. So the order of a sum depends
+// on K alone, and a second run gives the same bits.
+//   bf16 weights (a dense GEMM): 8 weight rows a CTA, the weights as the mma's n8 operand, the
+//     activation rows as its m16 one (stream_kernel.cu).
+//   NVFP4 weights prepacked in the fragment order (format/fragment_order.hpp), host offsets: 16
+//     weight rows of one expert and projection a CTA, the weights as the m16 operand, decoded as
+//     both sm90 families decode that order, the expert's rows as n8 (stream_nvfp4_kernel.cu).
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
+#include "cuda/stage/expert_table.hpp"
+
 namespace metrale::cuda::sm90::stream {
 
 inline constexpr int kWarps = 8;
 inline constexpr int kThreads = kWarps * 32;
-inline constexpr int kRowsPerCta = 8;      // the mma's n8: one weight row a lane quad loads
-inline constexpr int kGroupK = 32;         // K a warp's 32 lanes cover with one 16-byte load each
-inline constexpr int kTokensPerTile = 16;  // the mma's m16: activation rows
 
-// Configurations: the activation rows a launch holds, in 16-row tiles (each a mma per k16 step).
-inline constexpr int kTokenTiles[] = {1, 2, 4};
-inline constexpr int kConfigCount = sizeof(kTokenTiles) / sizeof(kTokenTiles[0]);
-inline constexpr int kMaxRows = kTokenTiles[kConfigCount - 1] * kTokensPerTile;
+// Configurations: the activation rows a CTA holds (bf16: all M; NVFP4: an expert's rows).
+inline constexpr int kConfigTokens[] = {8, 16, 32, 64};
+inline constexpr int kConfigCount = sizeof(kConfigTokens) / sizeof(kConfigTokens[0]);
+inline constexpr int kMaxRows = kConfigTokens[kConfigCount - 1];
+inline constexpr int kNvfp4MaxRows = 32;  // an n8 tile's 8 activation loads a group each: 4 tiles
 
 // The narrowest configuration holding `rows` activation rows (rows <= kMaxRows).
 constexpr int config_for_rows(int rows) {
   for (int i = 0; i < kConfigCount; ++i)
-    if (rows <= kTokenTiles[i] * kTokensPerTile) return i;
+    if (rows <= kConfigTokens[i]) return i;
   return kConfigCount - 1;
 }
+
+// ---- bf16 weights: out[m, n] = a[m, k] · w[n, k]ᵀ ---------------------------------------------
+inline constexpr int kBf16RowsPerCta = 8;  // the mma's n8
+inline constexpr int kBf16GroupK = 32;     // K a warp's lanes cover with one 16-byte load each
 
 struct StreamParams {
   const std::uint16_t* a;  // bf16 [m, k]
@@ -40,7 +47,34 @@ struct StreamParams {
   std::int32_t m, n, k;
 };
 
-// Launches configuration `config` over ceil(n / kRowsPerCta) CTAs; returns the launch's error.
+// ---- NVFP4 weights in the fragment order, host offsets ----------------------------------------
+inline constexpr int kNvfp4RowsPerCta = 16;  // the mma's m16
+inline constexpr int kNvfp4GroupK = 64;      // a fragment-order group: 8 bytes a lane and row
+// Experts with rows a launch lists in its parameters (as the decode family's host plan does).
+inline constexpr int kStreamExperts = 64;
+
+// The listed experts (those with rows, expert order): slot i is expert entries[p][i].
+struct StreamExperts {
+  std::int32_t row_begin[kStreamExperts];
+  std::int32_t rows[kStreamExperts];
+  alignas(16) ExpertEntry entries[2][kStreamExperts];
+  std::int32_t count;
+};
+
+struct Nvfp4StreamParams {
+  const std::uint16_t* a;         // bf16 [a_rows, k]
+  const std::int32_t* token_ids;  // group row -> row of a, or null
+  std::int32_t a_rows;            // 0: ids trusted; else ids outside [0, a_rows) read zeros
+  std::uint16_t* out[2];          // bf16 [m_total, n] per projection
+  std::int32_t n, k, proj_count;
+  std::int32_t row_blocks;  // ceil(n / kNvfp4RowsPerCta)
+  std::int32_t scale_sfb;   // 1: SFB scales, 0: [K/16, N]
+};
+
+// Launch configuration `config` over ceil(n / 8) CTAs (bf16), or over the listed experts'
+// projections' row blocks (NVFP4); return the launch's error.
 cudaError_t launch_stream(int config, const StreamParams& params, cudaStream_t stream);
+cudaError_t launch_stream_nvfp4(int config, const Nvfp4StreamParams& params,
+                                const StreamExperts& experts, cudaStream_t stream);
 
 }  // namespace metrale::cuda::sm90::stream

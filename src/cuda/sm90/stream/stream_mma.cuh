@@ -1,0 +1,68 @@
+// What both stream kernels share: the weight load that bypasses L1, the activation load through
+// it, mma.sync m16n8k16 on bf16 with fp32 sums, and the warps' fold.
+#pragma once
+
+#include <cstdint>
+
+#include "cuda/sm90/stream/stream_params.hpp"
+
+namespace metrale::cuda::sm90::stream {
+
+// Weights are read once: kept out of L1, and L2 fetches the 256 bytes around each request, where
+// the warp's next loads of the same rows will look.
+__device__ __forceinline__ uint4 load_weights_16(const void* p) {
+  uint4 v;
+  asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+      : "l"(p));
+  return v;
+}
+__device__ __forceinline__ uint2 load_weights_8(const void* p) {
+  uint2 v;
+  asm("ld.global.nc.L1::no_allocate.L2::256B.v2.u32 {%0, %1}, [%2];\n"
+      : "=r"(v.x), "=r"(v.y)
+      : "l"(p));
+  return v;
+}
+
+// d += A (16 x 16, bf16, row-major fragments) x B (16 x 8, bf16, column fragments), fp32 sums.
+__device__ __forceinline__ void mma_16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2,
+                                          uint32_t a3, uint32_t b0, uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// The CTA's fold: every warp leaves its accumulators (kTiles mma tiles of 4 a lane) in shared
+// memory; then each thread adds one accumulator's kWarps values in warp order and hands the sum
+// to store(tile, accumulator, lane, sum).
+template <int kTiles, class Store>
+__device__ __forceinline__ void fold_warps(const float (&acc)[kTiles][4], Store&& store) {
+  __shared__ float sums[kWarps][kTiles][4][32];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+#pragma unroll
+  for (int t = 0; t < kTiles; ++t)
+#pragma unroll
+    for (int q = 0; q < 4; ++q) sums[warp][t][q][lane] = acc[t][q];
+  __syncthreads();
+  for (int i = threadIdx.x; i < kTiles * 4 * 32; i += kThreads) {
+    const int t = i / 128, q = i / 32 % 4, l = i % 32;
+    float sum = sums[0][t][q][l];
+#pragma unroll
+    for (int v = 1; v < kWarps; ++v) sum = __fadd_rn(sum, sums[v][t][q][l]);
+    store(t, q, l, sum);
+  }
+}
+
+// A warp's contiguous range [first, last) of a K cut into `groups` groups.
+struct WarpRange {
+  int first, last;
+};
+__device__ __forceinline__ WarpRange warp_range(int groups) {
+  const int per_warp = (groups + kWarps - 1) / kWarps;
+  const int first = min(static_cast<int>(threadIdx.x / 32) * per_warp, groups);
+  return {first, min(first + per_warp, groups)};
+}
+
+}  // namespace metrale::cuda::sm90::stream
