@@ -5,8 +5,8 @@
 // rest and the larger bf16 GEMMs; with device offsets one family takes every expert, chosen by the
 // mean row count, the decode family in two launches by window where the row model expects both
 // windows well filled), sizes the workspace as the largest of the launches it will make (they run
-// one after another on the caller's stream, so they share it) and launches. A dense bf16 GEMM of
-// at most kStreamMaxRows rows goes to the stream family.
+// one after another on the caller's stream, so they share it) and launches. Few rows
+// (kStreamMaxBf16Rows, kStreamMaxNvfp4Rows) go to the stream family.
 // METRALE_CUDA_KERNEL overrides the choice for tuning and tests. A gated input
 // (nvfp4_grouped_on_glu) runs only when every chosen launch stages it; else nothing launches.
 #include <algorithm>
@@ -180,12 +180,16 @@ std::optional<Launch> one_decode_launch(const Problem& problem, const Launch& na
   return both;
 }
 
-// A dense bf16 GEMM of at most kStreamMaxRows rows is a weight stream: the stream family's one
-// launch, weights straight into the tensor cores' registers.
+// Few rows are a weight stream: the stream family's one launch, for a dense bf16 GEMM of at most
+// kStreamMaxBf16Rows rows, or an NVFP4 call on host offsets whose experts have at most
+// kStreamMaxNvfp4Rows rows each (never a gated input: the family does not stage it).
 bool stream_takes(const Problem& problem) {
-  const Family& stream = sm90::stream::stream_family();
-  return !problem.nvfp4 && problem.args.groups.m_total <= kStreamMaxRows &&
-         stream.why_not(problem).empty();
+  const GroupedNvfp4& a = problem.args;
+  const bool few_rows =
+      problem.nvfp4 ? !a.groups.offsets_on_device && problem.glu.up == nullptr &&
+                          rows_in_window(a.groups, RowWindow{}).largest <= kStreamMaxNvfp4Rows
+                    : a.groups.m_total <= kStreamMaxBf16Rows;
+  return few_rows && sm90::stream::stream_family().why_not(problem).empty();
 }
 
 std::vector<Launch> choose(const Problem& problem) {

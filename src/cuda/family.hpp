@@ -63,11 +63,14 @@ inline constexpr std::int32_t kDecodeOneLaunchShare = 10;
 // Device offsets give one family every expert, chosen by the mean rows an expert: the decode
 // family up to this mean (at most kDecodeWideMaxRows wide), the tiled family above.
 inline constexpr std::int32_t kDecodeMaxMeanRows = 48;
-// A dense bf16 GEMM of up to this many rows goes to the stream family (one launch, weights
-// loaded straight into mma.sync's registers, no pipeline to fill); the tiled family takes the
-// larger ones. 0 until the family has run on a GPU (built in a session without one, docs/perf.md,
-// twenty-seventh session): until then METRALE_CUDA_KERNEL=sm90-stream alone reaches it.
-inline constexpr std::int32_t kStreamMaxRows = 0;
+// The stream family (one launch, weights loaded straight into mma.sync's registers, no pipeline
+// to fill) takes a dense bf16 GEMM of up to kStreamMaxBf16Rows rows, and an NVFP4 call on host
+// offsets whose experts all have at most kStreamMaxNvfp4Rows rows when it can run it (its
+// why_not); the other families take the rest. Both 0 until the family has run on a GPU (built in
+// a session without one, docs/perf.md, twenty-seventh session): until then
+// METRALE_CUDA_KERNEL=sm90-stream alone reaches it.
+inline constexpr std::int32_t kStreamMaxBf16Rows = 0;
+inline constexpr std::int32_t kStreamMaxNvfp4Rows = 0;
 
 // Expert row counts a launch covers: experts whose rows fall outside are left to another family.
 struct RowWindow {

@@ -179,12 +179,13 @@ TEST(StreamFamily, RefusalsSayWhy) {
             std::string::npos);
 }
 
-// The dispatcher gives a dense bf16 GEMM of up to kStreamMaxRows rows to the stream family, the
+// The dispatcher gives a dense bf16 GEMM of up to kStreamMaxBf16Rows rows to the stream family, the
 // larger ones to the tiled family (bf16_gemm_plan: the bench's label). Host logic.
 TEST(StreamFamily, DispatcherTakesFewRowsOfBf16) {
   for (int m : {1, 8, 16, 17, 32, 64, 512}) {
     const std::string label = cuda::bf16_gemm_plan(m, 1536, 2048);
-    EXPECT_EQ(label.starts_with("sm90-stream"), m <= cuda::kStreamMaxRows) << m << ": " << label;
+    EXPECT_EQ(label.starts_with("sm90-stream"), m <= cuda::kStreamMaxBf16Rows)
+        << m << ": " << label;
   }
 }
 

@@ -212,7 +212,7 @@ TEST(TiledFamily, DenseLabelNamesThePlannedTile) {
   const cuda::Family* tiled = cuda::find_family("sm90-tiled");
   ASSERT_NE(tiled, nullptr);
   for (const check::ModelPreset& model : check::model_presets())
-    for (int tokens : {cuda::kStreamMaxRows + 1, 64, 512, 4096}) {
+    for (int tokens : {cuda::kStreamMaxBf16Rows + 1, 64, 512, 4096}) {
       const std::int32_t offsets[2] = {0, tokens};
       cuda::Problem problem = dense_problem(model, offsets);
       problem.nvfp4 = false;
