@@ -118,7 +118,7 @@ class StreamFamily final : public Family {
 
   void launch_nvfp4(const Problem& problem, const Plan& plan, cudaStream_t stream) const {
     const GroupedNvfp4& a = problem.args;
-    thread_local StreamExperts experts;  // ~3.6 KB: per-thread scratch, no heap block per call
+    thread_local StreamExperts experts;  // ~7 KB: per-thread scratch, no heap block per call
     if (!list_experts(problem, plan.rows, experts))
       fail(Status::unsupported, "{}: more than {} experts hold rows for the stream family",
            problem.op, kStreamExperts);

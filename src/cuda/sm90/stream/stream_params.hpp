@@ -50,8 +50,9 @@ struct StreamParams {
 // ---- NVFP4 weights in the fragment order, host offsets ----------------------------------------
 inline constexpr int kNvfp4RowsPerCta = 16;  // the mma's m16
 inline constexpr int kNvfp4GroupK = 64;      // a fragment-order group: 8 bytes a lane and row
-// Experts with rows a launch lists in its parameters (as the decode family's host plan does).
-inline constexpr int kStreamExperts = 64;
+// Experts with rows a launch lists in its parameters (~7 KB, as the decode family's host plan
+// lists its 64): Qwen3-Next at T = 8 has ~74 of its 512 with rows.
+inline constexpr int kStreamExperts = 128;
 
 // The listed experts (those with rows, expert order): slot i is expert entries[p][i].
 struct StreamExperts {
@@ -60,6 +61,7 @@ struct StreamExperts {
   alignas(16) ExpertEntry entries[2][kStreamExperts];
   std::int32_t count;
 };
+static_assert(sizeof(StreamExperts) <= 32764 / 4, "the listed experts must leave a launch light");
 
 struct Nvfp4StreamParams {
   const std::uint16_t* a;         // bf16 [a_rows, k]
