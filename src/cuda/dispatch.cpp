@@ -181,15 +181,15 @@ std::optional<Launch> one_decode_launch(const Problem& problem, const Launch& na
 }
 
 // Few rows are a weight stream: the stream family's one launch, for a dense bf16 GEMM of at most
-// kStreamMaxBf16Rows rows, or an NVFP4 call on host offsets whose experts have at most
-// kStreamMaxNvfp4Rows rows each (never a gated input: the family does not stage it).
+// kStreamMaxBf16Rows rows, or an NVFP4 call whose experts have at most kStreamMaxNvfp4Rows rows
+// each (host offsets) or may have (device offsets: the caller's bound).
 bool stream_takes(const Problem& problem) {
-  const GroupedNvfp4& a = problem.args;
-  const bool few_rows =
-      problem.nvfp4 ? !a.groups.offsets_on_device && problem.glu.up == nullptr &&
-                          rows_in_window(a.groups, RowWindow{}).largest <= kStreamMaxNvfp4Rows
-                    : a.groups.m_total <= kStreamMaxBf16Rows;
-  return few_rows && sm90::stream::stream_family().why_not(problem).empty();
+  const ExpertGroups& g = problem.args.groups;
+  const int rows = !problem.nvfp4        ? g.m_total
+                   : g.offsets_on_device ? g.max_rows_per_expert
+                                         : rows_in_window(g, RowWindow{}).largest;
+  return rows <= (problem.nvfp4 ? kStreamMaxNvfp4Rows : kStreamMaxBf16Rows) &&
+         sm90::stream::stream_family().why_not(problem).empty();
 }
 
 std::vector<Launch> choose(const Problem& problem) {

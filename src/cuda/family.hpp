@@ -64,11 +64,11 @@ inline constexpr std::int32_t kDecodeOneLaunchShare = 10;
 // family up to this mean (at most kDecodeWideMaxRows wide), the tiled family above.
 inline constexpr std::int32_t kDecodeMaxMeanRows = 48;
 // The stream family (one launch, weights loaded straight into mma.sync's registers, no pipeline
-// to fill) takes a dense bf16 GEMM of up to kStreamMaxBf16Rows rows, and an NVFP4 call on host
-// offsets whose experts all have at most kStreamMaxNvfp4Rows rows when it can run it (its
-// why_not); the other families take the rest. Both 0 until the family has run on a GPU (built in
-// a session without one, docs/perf.md, twenty-seventh session): until then
-// METRALE_CUDA_KERNEL=sm90-stream alone reaches it.
+// to fill) takes a dense bf16 GEMM of up to kStreamMaxBf16Rows rows, and an NVFP4 call whose
+// experts all have at most kStreamMaxNvfp4Rows rows (host offsets) or may have (device offsets:
+// max_rows_per_expert) when it can run it (its why_not); the other families take the rest. Both 0
+// until the family has run on a GPU (built in a session without one, docs/perf.md, twenty-seventh
+// session): until then METRALE_CUDA_KERNEL=sm90-stream alone reaches it.
 inline constexpr std::int32_t kStreamMaxBf16Rows = 0;
 inline constexpr std::int32_t kStreamMaxNvfp4Rows = 0;
 

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "cuda/cuda_backend.hpp"
 #include "format/bf16.hpp"
 #include "format/moe_math.hpp"
 
@@ -35,6 +36,16 @@ __device__ __forceinline__ float activation_f32(float g, float u, bool clamped, 
                                                 float limit, const float* table) {
   return clamped ? format::swiglu_clamped(g, u, alpha, limit)
                  : format::mul_rn(silu_of(table, g), u);
+}
+
+// act(gate, up) as the MoE layer's activation kernel computes it without biases (moe_glue.cu):
+// fp32 of the bf16 inputs, one rounding to bf16. What a kernel that computes its gated input
+// while it loads it (the decode family's staging, the stream family's B fragments) writes.
+__device__ inline std::uint16_t glu_value(const GluInput& glu, std::uint16_t gate,
+                                          std::uint16_t up) {
+  const float g = format::bf16_to_float(gate), u = format::bf16_to_float(up);
+  return format::float_to_bf16(
+      activation_f32(g, u, glu.clamped, glu.alpha, glu.limit, glu.silu_table));
 }
 
 }  // namespace metrale::cuda

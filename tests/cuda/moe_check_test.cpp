@@ -61,15 +61,41 @@ std::vector<LayerShape> layer_shapes() {
   };
 }
 
+// The stream family forced on every grouped call of the layer (METRALE_CUDA_KERNEL=sm90-stream):
+// the shapes it takes (H and I multiples of 64, prepacked in the fragment order), decode sizes
+// and past them; one token; an expert past its widest token tile (40 rows: two tiles); 256
+// experts on device offsets; gpt-oss's biases (the activation kernel) and the gated input
+// computed as down loads it (the others).
+std::vector<LayerShape> stream_layer_shapes() {
+  using check::with_router;
+  check::MoeRecipe grouped = with_router({}, MoeRouting::sigmoid_grouped_topk);
+  grouped.n_group = 8;
+  grouped.topk_group = 2;
+  const check::MoeRecipe precomputed = with_router({}, MoeRouting::precomputed);
+  return {
+      {64, 64, {0, 4, 2, RoutingKind::uniform}, {}},
+      {64, 64, {1, 1, 1, RoutingKind::uniform}, {}},
+      {128, 64, {3, 8, 2, RoutingKind::uniform}, check::kGptOssRecipe},
+      {128, 64, {17, 16, 4, RoutingKind::skew}, check::kDeepSeekV3Recipe},
+      {128, 64, {33, 16, 4, RoutingKind::empty_expert}, grouped},
+      {64, 64, {20, 8, 2, RoutingKind::one_expert}, precomputed},
+      {192, 128, {64, 256, 8, RoutingKind::skew}, {}},
+      {2048, 64, {65, 32, 4, RoutingKind::uniform}, check::kGptOssRecipe},
+  };
+}
+
 // prepacked: every projection's weights in prepack_nvfp4's layout, for the oracle too;
-// `layout`: what prepacked means (Case::prepacked_layout; "" the default, the fragment order).
-void sweep(check::Mode mode, bool prepacked = false, const char* layout = "") {
+// `layout`: what prepacked means (Case::prepacked_layout; "" the default, the fragment order);
+// `kernel`: a family forced (Case::cuda_kernel), "" the dispatcher's choice.
+void sweep(check::Mode mode, bool prepacked = false, const char* layout = "",
+           const std::vector<LayerShape>& shapes = layer_shapes(), const char* kernel = "") {
   int failures = 0;
   std::uint64_t seed = mode == check::Mode::exact ? 900 : 950;
-  for (const LayerShape& s : layer_shapes()) {
+  for (const LayerShape& s : shapes) {
     check::Case c = moe_case(mode, s.hidden, s.inter, s.routing, s.recipe, ++seed);
     c.prepacked = prepacked;
     c.prepacked_layout = layout;
+    c.cuda_kernel = kernel;
     run_moe(c, failures);
     if (failures >= kMaxReportedFailures) return;
   }
@@ -101,6 +127,16 @@ TEST(MoeLayer, PrepackedRealisticSweep) {
 TEST(MoeLayer, HalvesLayoutExactSweep) {
   METRALE_SKIP_WITHOUT_GPU();
   sweep(check::Mode::exact, true, "halves");
+}
+
+TEST(MoeLayer, StreamFamilyExactSweep) {
+  METRALE_SKIP_WITHOUT_GPU();
+  sweep(check::Mode::exact, true, "", stream_layer_shapes(), "sm90-stream");
+}
+
+TEST(MoeLayer, StreamFamilyRealisticSweep) {
+  METRALE_SKIP_WITHOUT_GPU();
+  sweep(check::Mode::realistic, true, "", stream_layer_shapes(), "sm90-stream");
 }
 
 TEST(MoeLayer, Presets) {

@@ -3,9 +3,10 @@
 // the harness (determinism) with NaN-poisoned outputs and guard bands.
 //   bf16 (dense GEMMs): M at each configuration's edges, N off the 8-row CTA, K off the 32-value
 //   group and off an even split over the 8 warps (some warps with no K at all).
-//   NVFP4 (grouped, host offsets, prepacked in the fragment order): routings of 0 to 32 rows an
-//   expert, up to 256 experts with few holding rows, both scale layouts (gate_up's [K/16, N],
-//   the others' SFB), the fused call's gather, N off the 16-row CTA, K of 1 to 32 groups.
+//   NVFP4 (grouped, prepacked in the fragment order, host and device offsets): routings of 0 to
+//   96 rows an expert (past 32: several token tiles), up to 256 experts with few holding rows,
+//   both scale layouts (gate_up's [K/16, N], the others' SFB), the fused call's gather, N off the
+//   16-row CTA, K of 1 to 32 groups. The MoE layer with the family forced: moe_check_test.cpp.
 // Which calls the dispatcher gives it, and what it refuses: host logic.
 #include <string>
 #include <vector>
@@ -78,6 +79,7 @@ std::vector<GroupedShape> nvfp4_shapes() {
       {136, 128, {12, 8, 2, RoutingKind::one_expert}},  // one expert of 24 rows
       {8, 640, {4, 256, 8, RoutingKind::skew}},         // 256 experts, few with rows; N < 16
       {64, 64, {16, 8, 1, RoutingKind::empty_expert}}, {1, 64, {3, 4, 2, RoutingKind::uniform}},
+      {72, 192, {48, 8, 2, RoutingKind::one_expert}},  // 96 rows on one expert: 3 token tiles
   };
 }
 
@@ -85,12 +87,14 @@ void sweep_nvfp4(Mode mode, const std::string& kernel) {
   int failures = 0;
   std::uint64_t seed = 5300;
   for (Op op : {Op::grouped_gate_up, Op::grouped_gate_up_fused, Op::grouped_down})
-    for (const GroupedShape& s : nvfp4_shapes()) {
-      check::Case c = grouped_case(op, mode, s.n, s.k, s.routing, ++seed);
-      c.prepacked = true;
-      c.cuda_kernel = kernel;
-      if (!expect_pass(c) && ++failures >= kMaxReportedFailures) return;
-    }
+    for (const GroupedShape& s : nvfp4_shapes())
+      for (bool device_offsets : {false, true}) {
+        check::Case c = grouped_case(op, mode, s.n, s.k, s.routing, ++seed);
+        c.prepacked = true;
+        c.device_offsets = device_offsets;
+        c.cuda_kernel = kernel;
+        if (!expect_pass(c) && ++failures >= kMaxReportedFailures) return;
+      }
 }
 
 TEST(StreamFamily, Nvfp4GroupedExact) {
@@ -103,13 +107,13 @@ TEST(StreamFamily, Nvfp4GroupedRealistic) {
   sweep_nvfp4(Mode::realistic, kStream);
 }
 
-// The widest NVFP4 configuration (32 tokens) forced on every shape, its expert rows mostly
-// short of the width.
-TEST(StreamFamily, Nvfp4WidestConfigurationExact) {
+// The narrowest and the widest NVFP4 configurations (8 and 32 tokens) forced on every shape: up
+// to 12 token tiles an expert, and rows mostly short of the width.
+TEST(StreamFamily, Nvfp4NarrowestAndWidestConfigurationsExact) {
   METRALE_SKIP_WITHOUT_GPU();
-  sweep_nvfp4(Mode::exact,
-              fmt::format("{}:{}", kStream,
-                          cuda::sm90::stream::config_for_rows(cuda::sm90::stream::kNvfp4MaxRows)));
+  for (int rows : {1, cuda::sm90::stream::kNvfp4MaxRows})
+    sweep_nvfp4(Mode::exact,
+                fmt::format("{}:{}", kStream, cuda::sm90::stream::config_for_rows(rows)));
 }
 
 // A configuration that holds fewer rows than M is refused with its reason, nothing launched.
@@ -119,7 +123,7 @@ TEST(StreamFamily, ConfigurationTooNarrowIsRefused) {
   c.cuda_kernel = fmt::format("{}:0", kStream);
   const check::Report r = check::run_case(c);
   EXPECT_FALSE(r.passed());
-  EXPECT_NE(r.detail.find("cannot hold 9 rows"), std::string::npos) << r.detail;
+  EXPECT_NE(r.detail.find("cannot hold M = 9 rows"), std::string::npos) << r.detail;
 }
 
 cuda::Problem dense_bf16(const std::int32_t (&offsets)[2], int n, int k) {
@@ -167,12 +171,20 @@ TEST(StreamFamily, RefusalsSayWhy) {
   packed.args.weight_layout = WeightLayout::packed;
   EXPECT_NE(stream->why_not(packed).find("fragment order"), std::string::npos);
   EXPECT_NE(stream->why_not(grouped_nvfp4(few, 64, 96)).find("K = 96"), std::string::npos);
-  cuda::Problem on_device = grouped_nvfp4(few, 64, 128);
+  // Device offsets: every expert's entries travel in the parameters; the width from the bound.
+  std::vector<std::int32_t> wide_table(cuda::kWideTableChunk + 2, 0);
+  cuda::Problem on_device = grouped_nvfp4(wide_table, 64, 128);
   on_device.args.groups.offsets_on_device = true;
-  EXPECT_NE(stream->why_not(on_device).find("device offsets"), std::string::npos);
+  on_device.args.groups.max_rows_per_expert = 5;
+  EXPECT_NE(stream->why_not(on_device).find("num_experts = 513"), std::string::npos);
+  on_device.args.groups.num_experts = cuda::kWideTableChunk;
+  EXPECT_EQ(stream->why_not(on_device), "");
+  EXPECT_EQ(stream->describe(stream->plan(on_device, cuda::RowWindow{})), "sm90-stream tokens=8");
+  // An expert past the widest NVFP4 width takes its rows a tile at a time.
   const std::vector<std::int32_t> wide{0, 40};
-  EXPECT_NE(stream->why_not(grouped_nvfp4(wide, 64, 128)).find("an expert of 40 rows"),
-            std::string::npos);
+  EXPECT_EQ(stream->why_not(grouped_nvfp4(wide, 64, 128)), "");
+  EXPECT_EQ(stream->describe(stream->plan(grouped_nvfp4(wide, 64, 128), cuda::RowWindow{})),
+            "sm90-stream tokens=32");
   std::vector<std::int32_t> many{0};
   for (int e = 0; e < cuda::sm90::stream::kStreamExperts + 1; ++e) many.push_back(e + 1);
   EXPECT_NE(stream->why_not(grouped_nvfp4(many, 64, 128)).find("129 experts hold rows"),

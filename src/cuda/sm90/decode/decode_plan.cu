@@ -166,14 +166,6 @@ constexpr bool natural(Staging s) {
   return s == Staging::copy_natural || s == Staging::glu_natural;
 }
 
-// act(gate, up) as the MoE layer's activation kernel computes it without biases (moe_glue.cu):
-// fp32 of the bf16 inputs, one rounding to bf16.
-__device__ std::uint16_t glu_value(const GluInput& glu, std::uint16_t gate, std::uint16_t up) {
-  const float g = format::bf16_to_float(gate), u = format::bf16_to_float(up);
-  return format::float_to_bf16(
-      activation_f32(g, u, glu.clamped, glu.alpha, glu.limit, glu.silu_table));
-}
-
 // The bf16 at column `k` (0..63) of a k-tile whose 32 words are `words`.
 __device__ std::uint16_t tile_value(const std::uint32_t* words, int k) {
   return static_cast<std::uint16_t>(words[k / 2] >> (16 * (k % 2)));

@@ -1,9 +1,12 @@
 // The stream family's host side (stream_params.hpp): which calls it takes, the configuration
 // for their rows, and the one launch. It needs no workspace and no staging launch.
 //   bf16 weights: a single GEMM of at most kMaxRows rows, K in whole 16-byte loads.
-//   NVFP4 weights: host offsets, at most kStreamExperts experts with rows (listed in the
-//   launch's parameters, as the decode family's host plan lists them), each at most
-//   kNvfp4MaxRows rows; prepacked in the fragment order, K in whole 64-value groups.
+//   NVFP4 weights prepacked in the fragment order, K in whole 64-value groups: on host offsets
+//   at most kStreamExperts experts with rows (listed in the launch's parameters, as the decode
+//   family's host plan lists them), on device offsets at most kWideTableChunk experts (all in the
+//   parameters); the token width sized for the largest expert (host) or the bound
+//   (device), at most kNvfp4MaxRows: an expert past it takes its rows a tile at a time, the
+//   weights streamed again for each. A gated input is computed as it is loaded.
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -48,12 +51,15 @@ class StreamFamily final : public Family {
   Plan plan(const Problem& problem, RowWindow rows) const override {
     Plan plan;
     plan.rows = rows;
-    plan.config = config_for_rows(problem.nvfp4 ? rows_in_window(problem.args.groups, rows).largest
-                                                : problem.args.groups.m_total);
+    plan.config =
+        config_for_rows(problem.nvfp4 ? nvfp4_rows(problem, rows) : problem.args.groups.m_total);
     return plan;
   }
 
   std::size_t workspace_bytes(const Problem&, const Plan&) const override { return 0; }
+
+  // The NVFP4 kernel computes a gated input (the MoE layer's down) as it loads it.
+  bool stages_glu_input(const Plan&) const override { return true; }
 
   void launch(const Problem& problem, const Plan& plan, core::Buffer,
               cudaStream_t stream) const override {
@@ -84,28 +90,35 @@ class StreamFamily final : public Family {
     if (a.k % kNvfp4GroupK != 0)
       return fmt::format("K = {} is not a multiple of {} (whole fragment-order groups)", a.k,
                          kNvfp4GroupK);
-    if (a.groups.offsets_on_device)
-      return "device offsets: the stream family lists its experts on the host";
+    if (a.groups.offsets_on_device) {
+      if (a.groups.num_experts > kWideTableChunk)
+        return fmt::format(
+            "num_experts = {} with device offsets, past the stream family's {} (every expert's "
+            "entries travel in its parameters)",
+            a.groups.num_experts, kWideTableChunk);
+      return {};
+    }
     const WindowRows w = rows_in_window(a.groups, RowWindow{});
     if (w.experts > kStreamExperts)
       return fmt::format("{} experts hold rows, past the stream family's {}", w.experts,
                          kStreamExperts);
-    if (w.largest > kNvfp4MaxRows)
-      return fmt::format("an expert of {} rows, past the stream family's {} a launch", w.largest,
-                         kNvfp4MaxRows);
     return {};
   }
 
-  void require_holds(const Problem& problem, const Plan& plan, int rows, int most) const {
-    if (rows > kConfigTokens[plan.config] || kConfigTokens[plan.config] > most)
-      fail(Status::unsupported,
-           "{}: configuration {} ({}) cannot hold {} rows (at most {} tokens for these weights)",
-           problem.op, plan.config, describe(plan), rows, most);
+  // The rows its token width is sized for: the largest expert's (host offsets) or the caller's
+  // bound (device offsets), at most the widest NVFP4 configuration.
+  static int nvfp4_rows(const Problem& problem, RowWindow window) {
+    const ExpertGroups& g = problem.args.groups;
+    const int rows = g.offsets_on_device ? std::min(g.max_rows_per_expert, window.max_rows)
+                                         : rows_in_window(g, window).largest;
+    return std::clamp(rows, 1, kNvfp4MaxRows);
   }
 
   void launch_bf16(const Problem& problem, const Plan& plan, cudaStream_t stream) const {
     const GroupedNvfp4& a = problem.args;
-    require_holds(problem, plan, a.groups.m_total, kMaxRows);
+    if (kConfigTokens[plan.config] < a.groups.m_total)
+      fail(Status::unsupported, "{}: configuration {} ({}) cannot hold M = {} rows", problem.op,
+           plan.config, describe(plan), a.groups.m_total);
     StreamParams p{};
     p.a = a.a;
     p.w = reinterpret_cast<const std::uint16_t*>(a.proj[0].packed_ptrs[0]);
@@ -118,17 +131,14 @@ class StreamFamily final : public Family {
 
   void launch_nvfp4(const Problem& problem, const Plan& plan, cudaStream_t stream) const {
     const GroupedNvfp4& a = problem.args;
-    thread_local StreamExperts experts;  // ~7 KB: per-thread scratch, no heap block per call
-    if (!list_experts(problem, plan.rows, experts))
-      fail(Status::unsupported, "{}: more than {} experts hold rows for the stream family",
-           problem.op, kStreamExperts);
-    if (experts.count == 0) return;
-    require_holds(problem, plan, *std::max_element(experts.rows, experts.rows + experts.count),
-                  kNvfp4MaxRows);
+    if (kConfigTokens[plan.config] > kNvfp4MaxRows)
+      fail(Status::unsupported, "{}: configuration {} ({}) is wider than NVFP4's {} tokens",
+           problem.op, plan.config, describe(plan), kNvfp4MaxRows);
     Nvfp4StreamParams p{};
     p.a = a.a;
     p.token_ids = a.token_ids;
     p.a_rows = a.a_rows;
+    p.m_total = a.groups.m_total;
     p.out[0] = a.out[0];
     p.out[1] = a.proj_count > 1 ? a.out[1] : nullptr;
     p.n = a.n;
@@ -136,6 +146,22 @@ class StreamFamily final : public Family {
     p.proj_count = a.proj_count;
     p.row_blocks = (a.n + kNvfp4RowsPerCta - 1) / kNvfp4RowsPerCta;
     p.scale_sfb = a.scale_layout == ScaleLayout::sfb;
+    p.glu = problem.glu;
+    if (a.groups.offsets_on_device) {
+      thread_local StreamTable table;  // ~25 KB: per-thread scratch, no heap block per call
+      fill_table_chunk(problem, 0, table.chunk);
+      table.offsets = a.groups.offsets;
+      // At most one expert a group row holds rows: the grid's bound (CTAs past the experts that
+      // have rows find none and return).
+      const long slots = std::min(a.groups.m_total, a.groups.num_experts);
+      METRALE_CUDA_CHECK(launch_stream_nvfp4(
+          plan.config, p, table, static_cast<int>(slots * a.proj_count * p.row_blocks), stream));
+      return;
+    }
+    thread_local StreamExperts experts;  // ~7 KB: per-thread scratch, no heap block per call
+    if (!list_experts(problem, plan.rows, experts))
+      fail(Status::unsupported, "{}: more than {} experts hold rows for the stream family",
+           problem.op, kStreamExperts);
     METRALE_CUDA_CHECK(launch_stream_nvfp4(plan.config, p, experts, stream));
   }
 };

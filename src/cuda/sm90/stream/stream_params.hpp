@@ -7,15 +7,18 @@
 // on K alone, and a second run gives the same bits.
 //   bf16 weights (a dense GEMM): 8 weight rows a CTA, the weights as the mma's n8 operand, the
 //     activation rows as its m16 one (stream_kernel.cu).
-//   NVFP4 weights prepacked in the fragment order (format/fragment_order.hpp), host offsets: 16
-//     weight rows of one expert and projection a CTA, the weights as the m16 operand, decoded as
-//     both sm90 families decode that order, the expert's rows as n8 (stream_nvfp4_kernel.cu).
+//   NVFP4 weights prepacked in the fragment order (format/fragment_order.hpp): 16 weight rows of
+//     one expert and projection a CTA, the weights as the m16 operand, decoded as both sm90
+//     families decode that order, the expert's rows as n8, a token tile at a time
+//     (stream_nvfp4_kernel.cu); host offsets (the experts with rows listed in the parameters) or
+//     device offsets (each CTA finds its expert), a gated input computed as it is loaded.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
+#include "cuda/cuda_backend.hpp"
 #include "cuda/stage/expert_table.hpp"
 
 namespace metrale::cuda::sm90::stream {
@@ -47,15 +50,14 @@ struct StreamParams {
   std::int32_t m, n, k;
 };
 
-// ---- NVFP4 weights in the fragment order, host offsets ----------------------------------------
+// ---- NVFP4 weights in the fragment order --------------------------------------------------
 inline constexpr int kNvfp4RowsPerCta = 16;  // the mma's m16
 inline constexpr int kNvfp4GroupK = 64;      // a fragment-order group: 8 bytes a lane and row
-// Experts with rows a launch lists in its parameters (~7 KB, as the decode family's host plan
-// lists its 64): Qwen3-Next at T = 8 has ~74 of its 512 with rows.
+// Host offsets: the experts with rows, listed in the launch's parameters (~7 KB; the decode
+// family's host plan lists 64): Qwen3-Next at T = 8 has ~74 of its 512 with rows.
 inline constexpr int kStreamExperts = 128;
 
-// The listed experts (those with rows, expert order): slot i is expert entries[p][i].
-struct StreamExperts {
+struct StreamExperts {  // slot i: expert entries[p][i], its group rows [row_begin, + rows)
   std::int32_t row_begin[kStreamExperts];
   std::int32_t rows[kStreamExperts];
   alignas(16) ExpertEntry entries[2][kStreamExperts];
@@ -63,20 +65,33 @@ struct StreamExperts {
 };
 static_assert(sizeof(StreamExperts) <= 32764 / 4, "the listed experts must leave a launch light");
 
+// Device offsets (the MoE layer's): every expert's entries in the parameters (~25 KB, at most
+// kWideTableChunk experts), and a CTA finds the slot-th expert with rows in the offsets itself.
+struct StreamTable {
+  WideTableChunk chunk;
+  const std::int32_t* offsets;  // [chunk.count + 1], device
+};
+
 struct Nvfp4StreamParams {
-  const std::uint16_t* a;         // bf16 [a_rows, k]
+  const std::uint16_t* a;         // bf16 [a_rows, k] (a gated input: the gate rows [m_total, k])
   const std::int32_t* token_ids;  // group row -> row of a, or null
   std::int32_t a_rows;            // 0: ids trusted; else ids outside [0, a_rows) read zeros
+  std::int32_t m_total;           // group rows: device offsets past them are dropped
   std::uint16_t* out[2];          // bf16 [m_total, n] per projection
   std::int32_t n, k, proj_count;
   std::int32_t row_blocks;  // ceil(n / kNvfp4RowsPerCta)
   std::int32_t scale_sfb;   // 1: SFB scales, 0: [K/16, N]
+  GluInput glu;             // glu.up set: row i's input is act(a[i], glu.up[i]) (no ids)
 };
 
 // Launch configuration `config` over ceil(n / 8) CTAs (bf16), or over the listed experts'
 // projections' row blocks (NVFP4); return the launch's error.
 cudaError_t launch_stream(int config, const StreamParams& params, cudaStream_t stream);
+// `ctas`: the listed experts' (host) or at most min(m_total, experts) experts' (device) row
+// blocks of every projection.
 cudaError_t launch_stream_nvfp4(int config, const Nvfp4StreamParams& params,
                                 const StreamExperts& experts, cudaStream_t stream);
+cudaError_t launch_stream_nvfp4(int config, const Nvfp4StreamParams& params,
+                                const StreamTable& table, int ctas, cudaStream_t stream);
 
 }  // namespace metrale::cuda::sm90::stream
