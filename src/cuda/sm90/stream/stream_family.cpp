@@ -151,18 +151,29 @@ class StreamFamily final : public Family {
       thread_local StreamTable table;  // ~25 KB: per-thread scratch, no heap block per call
       fill_table_chunk(problem, 0, table.chunk);
       table.offsets = a.groups.offsets;
-      // At most one expert a group row holds rows: the grid's bound (CTAs past the experts that
-      // have rows find none and return).
-      const long slots = std::min(a.groups.m_total, a.groups.num_experts);
-      METRALE_CUDA_CHECK(launch_stream_nvfp4(
-          plan.config, p, table, static_cast<int>(slots * a.proj_count * p.row_blocks), stream));
+      // No more experts than group rows can hold rows: the grid's bound (CTAs past the experts
+      // that have rows find none and return).
+      const int slots = std::min(a.groups.m_total, a.groups.num_experts);
+      METRALE_CUDA_CHECK(
+          launch_stream_nvfp4(plan.config, p, table, grid_of(problem, slots, p), stream));
       return;
     }
     thread_local StreamExperts experts;  // ~7 KB: per-thread scratch, no heap block per call
     if (!list_experts(problem, plan.rows, experts))
       fail(Status::unsupported, "{}: more than {} experts hold rows for the stream family",
            problem.op, kStreamExperts);
-    METRALE_CUDA_CHECK(launch_stream_nvfp4(plan.config, p, experts, stream));
+    METRALE_CUDA_CHECK(
+        launch_stream_nvfp4(plan.config, p, experts, grid_of(problem, experts.count, p), stream));
+  }
+
+  // CTAs for `slots` experts: their projections' row blocks, within a grid's x limit.
+  static int grid_of(const Problem& problem, int slots, const Nvfp4StreamParams& p) {
+    const long long ctas = 1LL * slots * p.proj_count * p.row_blocks;
+    constexpr long long kMaxGridX = 2147483647;
+    if (ctas > kMaxGridX)
+      fail(Status::unsupported, "{}: {} CTAs of {} weight rows exceed the grid limit of {}",
+           problem.op, ctas, kNvfp4RowsPerCta, kMaxGridX);
+    return static_cast<int>(ctas);
   }
 };
 

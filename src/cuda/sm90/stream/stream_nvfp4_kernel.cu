@@ -128,8 +128,8 @@ __global__ void __launch_bounds__(kThreads, 2)
   const float factor = x.entry.scale_2 * kEpilogueFactor;
   std::uint16_t* const out = p.out[proj];
 
-  // The expert's rows, kTokens at a time (the weights streamed again for each token tile past
-  // the first: more rows than the configuration's belong to another family).
+  // The expert's rows, kTokens at a time (an expert with more rows than the width streams its
+  // weights again for each further tile: the dispatcher gives such experts to other families).
   for (int t0 = 0; t0 < x.rows; t0 += kTokens) {
     // The input rows of the lane's B fragments in tile j: the expert's row t0 + 8 j + g.
     const std::uint16_t* act[kTiles];
@@ -232,9 +232,8 @@ cudaError_t launch_config(int config, const Nvfp4StreamParams& params, const Wor
 }  // namespace
 
 cudaError_t launch_stream_nvfp4(int config, const Nvfp4StreamParams& params,
-                                const StreamExperts& experts, cudaStream_t stream) {
-  return launch_config(config, params, experts,
-                       experts.count * params.proj_count * params.row_blocks, stream);
+                                const StreamExperts& experts, int ctas, cudaStream_t stream) {
+  return launch_config(config, params, experts, ctas, stream);
 }
 
 cudaError_t launch_stream_nvfp4(int config, const Nvfp4StreamParams& params,

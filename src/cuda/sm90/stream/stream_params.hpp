@@ -90,7 +90,7 @@ cudaError_t launch_stream(int config, const StreamParams& params, cudaStream_t s
 // `ctas`: the listed experts' (host) or at most min(m_total, experts) experts' (device) row
 // blocks of every projection.
 cudaError_t launch_stream_nvfp4(int config, const Nvfp4StreamParams& params,
-                                const StreamExperts& experts, cudaStream_t stream);
+                                const StreamExperts& experts, int ctas, cudaStream_t stream);
 cudaError_t launch_stream_nvfp4(int config, const Nvfp4StreamParams& params,
                                 const StreamTable& table, int ctas, cudaStream_t stream);
 
