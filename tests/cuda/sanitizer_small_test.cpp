@@ -25,16 +25,24 @@ TEST(SanitizerSmall, Gemms) {
   }
 }
 
-// The stream family's configurations forced (a dense bf16 GEMM of 1 and 16 rows takes the first
-// by itself): rows past a token tile's first 8, N off the 8-row CTA, K off an even split over
-// its warps (some with no K).
+// The stream family forced. bf16: each configuration with rows past its narrower neighbour's
+// width, N off the 8-row CTA, K off an even split over its warps (some with no K). NVFP4 (prepacked
+// in the fragment order): host and device offsets, an expert of 24 rows over 8-token tiles.
 TEST(SanitizerSmall, StreamConfigurations) {
   METRALE_SKIP_WITHOUT_GPU();
-  for (auto [config, m] : {std::pair{0, 9}, std::pair{1, 17}, std::pair{2, 33}}) {
+  for (auto [config, m] : {std::pair{0, 5}, std::pair{1, 9}, std::pair{2, 17}, std::pair{3, 33}}) {
     check::Case c = gemm_case(Op::bf16_gemm, Mode::exact, m, 9, 264, 5200 + config);
     c.cuda_kernel = fmt::format("sm90-stream:{}", config);
     expect_pass(c);
   }
+  for (Op op : {Op::grouped_gate_up, Op::grouped_gate_up_fused, Op::grouped_down})
+    for (bool device_offsets : {false, true}) {
+      check::Case c = grouped_case(op, Mode::exact, 24, 192, {12, 8, 2, RoutingKind::one_expert});
+      c.prepacked = true;
+      c.device_offsets = device_offsets;
+      c.cuda_kernel = "sm90-stream:0";
+      expect_pass(c);
+    }
 }
 
 // pack on both quantize kernels (the lean one stages tiles by cp.async: racecheck's case).
