@@ -28,18 +28,14 @@ namespace {
 #ifdef METRALE_HAS_CUDA
 
 using cuda::sm90::stream::kConfigCount;
-using cuda::sm90::stream::kConfigTokens;
+using cuda::sm90::stream::kConfigs;
 
 constexpr const char* kStream = "sm90-stream";
 
-// M at the edges of configuration `config`'s tokens, and one row.
+// M at the edges of configuration `config`'s width (past the next narrower one), and one row.
 std::vector<int> rows_for(int config) {
-  switch (config) {
-    case 0: return {1, 2, 7, 8};
-    case 1: return {1, 9, 15, 16};
-    case 2: return {1, 17, 31, 32};
-    default: return {1, 33, 63, 64};
-  }
+  const int tokens = kConfigs[config].tokens;
+  return {1, tokens / 2 + 1, tokens - 1, tokens};
 }
 
 // K: one lane's 8 values; a group and a half; 8 warps of one group each, plus one value tail;
@@ -119,7 +115,7 @@ TEST(StreamFamily, Nvfp4NarrowestAndWidestConfigurationsExact) {
 // A configuration that holds fewer rows than M is refused with its reason, nothing launched.
 TEST(StreamFamily, ConfigurationTooNarrowIsRefused) {
   METRALE_SKIP_WITHOUT_GPU();
-  check::Case c = gemm_case(Op::bf16_gemm, Mode::exact, kConfigTokens[0] + 1, 8, 64, 5100);
+  check::Case c = gemm_case(Op::bf16_gemm, Mode::exact, kConfigs[0].tokens + 1, 8, 64, 5100);
   c.cuda_kernel = fmt::format("{}:0", kStream);
   const check::Report r = check::run_case(c);
   EXPECT_FALSE(r.passed());
@@ -156,7 +152,7 @@ TEST(StreamFamily, RefusalsSayWhy) {
   const std::int32_t small[2] = {0, 4}, large[2] = {0, cuda::sm90::stream::kMaxRows + 1};
   EXPECT_EQ(stream->why_not(dense_bf16(small, 64, 64)), "");
   EXPECT_EQ(stream->describe(stream->plan(dense_bf16(small, 64, 64), cuda::RowWindow{})),
-            "sm90-stream tokens=8");
+            "sm90-stream tokens=8 bf16_rows=8");
   cuda::Problem grouped = dense_bf16(small, 64, 64);
   grouped.args.groups.offsets_on_device = true;
   EXPECT_NE(stream->why_not(grouped).find("single bf16 GEMMs"), std::string::npos);
@@ -166,7 +162,7 @@ TEST(StreamFamily, RefusalsSayWhy) {
   const std::vector<std::int32_t> few{0, 3, 3, 20};  // experts of 3, 0 and 17 rows
   EXPECT_EQ(stream->why_not(grouped_nvfp4(few, 64, 128)), "");
   EXPECT_EQ(stream->describe(stream->plan(grouped_nvfp4(few, 64, 128), cuda::RowWindow{})),
-            "sm90-stream tokens=32");
+            "sm90-stream tokens=32 bf16_rows=8");
   cuda::Problem packed = grouped_nvfp4(few, 64, 128);
   packed.args.weight_layout = WeightLayout::packed;
   EXPECT_NE(stream->why_not(packed).find("fragment order"), std::string::npos);
@@ -179,12 +175,13 @@ TEST(StreamFamily, RefusalsSayWhy) {
   EXPECT_NE(stream->why_not(on_device).find("num_experts = 513"), std::string::npos);
   on_device.args.groups.num_experts = cuda::kWideTableChunk;
   EXPECT_EQ(stream->why_not(on_device), "");
-  EXPECT_EQ(stream->describe(stream->plan(on_device, cuda::RowWindow{})), "sm90-stream tokens=8");
+  EXPECT_EQ(stream->describe(stream->plan(on_device, cuda::RowWindow{})),
+            "sm90-stream tokens=8 bf16_rows=8");
   // An expert past the widest NVFP4 width takes its rows a tile at a time.
   const std::vector<std::int32_t> wide{0, 40};
   EXPECT_EQ(stream->why_not(grouped_nvfp4(wide, 64, 128)), "");
   EXPECT_EQ(stream->describe(stream->plan(grouped_nvfp4(wide, 64, 128), cuda::RowWindow{})),
-            "sm90-stream tokens=32");
+            "sm90-stream tokens=32 bf16_rows=8");
   std::vector<std::int32_t> many{0};
   for (int e = 0; e < cuda::sm90::stream::kStreamExperts + 1; ++e) many.push_back(e + 1);
   EXPECT_NE(stream->why_not(grouped_nvfp4(many, 64, 128)).find("129 experts hold rows"),

@@ -41,7 +41,8 @@ class StreamFamily final : public Family {
   int config_count() const override { return kConfigCount; }
 
   std::string describe(const Plan& plan) const override {
-    return fmt::format("sm90-stream tokens={}", kConfigTokens[plan.config]);
+    const StreamConfig& c = kConfigs[plan.config];
+    return fmt::format("sm90-stream tokens={} bf16_rows={}", c.tokens, c.bf16_rows);
   }
 
   std::string why_not(const Problem& problem) const override {
@@ -116,7 +117,7 @@ class StreamFamily final : public Family {
 
   void launch_bf16(const Problem& problem, const Plan& plan, cudaStream_t stream) const {
     const GroupedNvfp4& a = problem.args;
-    if (kConfigTokens[plan.config] < a.groups.m_total)
+    if (kConfigs[plan.config].tokens < a.groups.m_total)
       fail(Status::unsupported, "{}: configuration {} ({}) cannot hold M = {} rows", problem.op,
            plan.config, describe(plan), a.groups.m_total);
     StreamParams p{};
@@ -131,7 +132,7 @@ class StreamFamily final : public Family {
 
   void launch_nvfp4(const Problem& problem, const Plan& plan, cudaStream_t stream) const {
     const GroupedNvfp4& a = problem.args;
-    if (kConfigTokens[plan.config] > kNvfp4MaxRows)
+    if (kConfigs[plan.config].tokens > kNvfp4MaxRows)
       fail(Status::unsupported, "{}: configuration {} ({}) is wider than NVFP4's {} tokens",
            problem.op, plan.config, describe(plan), kNvfp4MaxRows);
     Nvfp4StreamParams p{};

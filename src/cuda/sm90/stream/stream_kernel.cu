@@ -3,12 +3,14 @@
 //
 // The fragments ask for K in a fixed pattern, but a dot product does not care in which order its
 // K arrives, so long as both operands agree: lane (g, c) loads 16 bytes, K values 8c .. 8c + 7
-// of a 32-value group, of weight row g and of the activation rows it feeds, and hands them to
-// two mmas (values 0-3, then 4-7) as the K slots {2c, 2c + 1, 2c + 8, 2c + 9} that every lane
-// with that c holds in both operands. One 16-byte load a lane and group brings 8 weight rows x 32
-// K, with no shuffle, no shared memory and no pipeline to fill before the first product.
+// of a 32-value group, of weight row g (of each of the CTA's n8 tiles) and of the activation rows
+// it feeds, and hands them to two mmas (values 0-3, then 4-7) as the K slots
+// {2c, 2c + 1, 2c + 8, 2c + 9} that every lane with that c holds in both operands. One 16-byte
+// load a lane and group brings 8 weight rows x 32 K, with no shuffle, no shared memory and no
+// pipeline to fill before the first product.
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 
 #include "cuda/sm90/stream/stream_mma.cuh"
 #include "format/bf16.hpp"
@@ -21,26 +23,38 @@ __device__ __forceinline__ uint4 load_act(const std::uint16_t* p) {
   return __ldg(reinterpret_cast<const uint4*>(p));
 }
 
-// kTokens activation rows in m16 tiles; at 8 the tile's upper half (rows g + 8) is zero and
-// never loaded.
-template <int kTokens>
+// kTokens activation rows in m16 tiles (at 8 the tile's upper half, rows g + 8, is zero and
+// never loaded) against kRows weight rows in n8 tiles.
+template <int kTokens, int kRows>
 struct Bf16Shape {
   static constexpr int kTiles = (kTokens + 15) / 16;
   static constexpr int kHalves = kTokens >= 16 ? 2 : 1;
+  static constexpr int kRowTiles = kRows / 8;
   // Groups a warp loads before its first mma: enough 16-byte loads in flight to cover HBM's
-  // latency (8 a lane with one tile), within the registers (each tile half adds one a group).
-  static constexpr int kBatch = kTiles * kHalves <= 2 ? 8 : kTiles == 2 ? 4 : 2;
+  // latency (8 a lane with one tile of each), within the registers (each activation tile half
+  // and each weight row tile adds one a group).
+  static constexpr int kLoadsPerGroup = kTiles * kHalves + kRowTiles;
+  static constexpr int kBatch = kLoadsPerGroup <= 3    ? 8
+                                : kLoadsPerGroup <= 5  ? 4
+                                : kLoadsPerGroup <= 10 ? 2
+                                                       : 1;
 };
 
-template <int kTokens>
+template <int kTokens, int kRows>
 __global__ void __launch_bounds__(kThreads) stream_kernel(const __grid_constant__ StreamParams p) {
-  using S = Bf16Shape<kTokens>;
+  using S = Bf16Shape<kTokens, kRows>;
   const int lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
   const WarpRange range = warp_range((p.k + kBf16GroupK - 1) / kBf16GroupK);
 
-  const int row = static_cast<int>(blockIdx.x) * kBf16RowsPerCta + g;
-  const bool row_ok = row < p.n;
-  const std::uint16_t* w = p.w + static_cast<std::size_t>(row_ok ? row : 0) * p.k + 8 * c;
+  // Weight row g of each n8 tile r: CTA row 8 r + g.
+  const std::uint16_t* w[S::kRowTiles];
+  bool w_ok[S::kRowTiles];
+#pragma unroll
+  for (int r = 0; r < S::kRowTiles; ++r) {
+    const int row = static_cast<int>(blockIdx.x) * kRows + 8 * r + g;
+    w_ok[r] = row < p.n;
+    w[r] = p.w + static_cast<std::size_t>(w_ok[r] ? row : 0) * p.k + 8 * c;
+  }
   // Activation rows of the lane's A fragments: token 16 t + g (h = 0) and 16 t + 8 + g (h = 1).
   const std::uint16_t* a[S::kTiles][S::kHalves];
   bool a_ok[S::kTiles][S::kHalves];
@@ -53,14 +67,16 @@ __global__ void __launch_bounds__(kThreads) stream_kernel(const __grid_constant_
       a[t][h] = p.a + static_cast<std::size_t>(a_ok[t][h] ? token : 0) * p.k + 8 * c;
     }
 
-  float acc[S::kTiles][4] = {};
+  float acc[S::kRowTiles * S::kTiles][4] = {};
   for (int j0 = range.first; j0 < range.last; j0 += S::kBatch) {
-    uint4 wv[S::kBatch], av[S::kBatch][S::kTiles][2];
+    uint4 wv[S::kBatch][S::kRowTiles], av[S::kBatch][S::kTiles][2];
 #pragma unroll
     for (int b = 0; b < S::kBatch; ++b) {
       const int k = (j0 + b) * kBf16GroupK;
       const bool in = j0 + b < range.last && k + 8 * c < p.k;  // K % 8 == 0: all 8 or none
-      wv[b] = in && row_ok ? load_weights_16(w + k) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+      for (int r = 0; r < S::kRowTiles; ++r)
+        wv[b][r] = in && w_ok[r] ? load_weights_16(w[r] + k) : make_uint4(0, 0, 0, 0);
 #pragma unroll
       for (int t = 0; t < S::kTiles; ++t)
 #pragma unroll
@@ -73,40 +89,53 @@ __global__ void __launch_bounds__(kThreads) stream_kernel(const __grid_constant_
     for (int b = 0; b < S::kBatch; ++b) {
       if (j0 + b >= range.last) break;  // warp-uniform: no products past the warp's range
 #pragma unroll
-      for (int t = 0; t < S::kTiles; ++t) {
-        const uint4 lo = av[b][t][0], hi = av[b][t][1];
-        mma_16816(acc[t], lo.x, hi.x, lo.y, hi.y, wv[b].x, wv[b].y);  // K values 0-3 of the 8
-        mma_16816(acc[t], lo.z, hi.z, lo.w, hi.w, wv[b].z, wv[b].w);  // 4-7
-      }
+      for (int r = 0; r < S::kRowTiles; ++r)
+#pragma unroll
+        for (int t = 0; t < S::kTiles; ++t) {
+          const uint4 lo = av[b][t][0], hi = av[b][t][1], wr = wv[b][r];
+          float(&d)[4] = acc[r * S::kTiles + t];
+          mma_16816(d, lo.x, hi.x, lo.y, hi.y, wr.x, wr.y);  // K values 0-3 of the 8
+          mma_16816(d, lo.z, hi.z, lo.w, hi.w, wr.z, wr.w);  // 4-7
+        }
     }
   }
 
-  // Accumulator q of lane l: token 16 t + l / 4 + 8 (q >= 2), weight row 2 (l % 4) + q % 2.
-  fold_warps<S::kTiles>(acc, [&](int t, int q, int l, float sum) {
+  // Accumulator q of lane l in tile (r, t): token 16 t + l / 4 + 8 (q >= 2), weight row
+  // 8 r + 2 (l % 4) + q % 2 of the CTA's.
+  fold_warps<S::kRowTiles * S::kTiles>(acc, [&](int tile, int q, int l, float sum) {
+    const int r = tile / S::kTiles, t = tile % S::kTiles;
     const int token = 16 * t + (q >= 2 ? 8 : 0) + l / 4;
-    const int channel = static_cast<int>(blockIdx.x) * kBf16RowsPerCta + 2 * (l % 4) + q % 2;
+    const int channel = static_cast<int>(blockIdx.x) * kRows + 8 * r + 2 * (l % 4) + q % 2;
     if (token < p.m && channel < p.n)
       p.out[static_cast<std::size_t>(token) * p.n + channel] = format::float_to_bf16(sum);
   });
 }
 
-template <int kTokens>
-cudaError_t launch_tokens(const StreamParams& params, cudaStream_t stream) {
-  const unsigned ctas = static_cast<unsigned>((params.n + kBf16RowsPerCta - 1) / kBf16RowsPerCta);
-  stream_kernel<kTokens><<<ctas, kThreads, 0, stream>>>(params);
+template <int kTokens, int kRows>
+cudaError_t launch_shape(const StreamParams& params, cudaStream_t stream) {
+  const unsigned ctas = static_cast<unsigned>((params.n + kRows - 1) / kRows);
+  stream_kernel<kTokens, kRows><<<ctas, kThreads, 0, stream>>>(params);
   return cudaGetLastError();
+}
+
+// The instantiation of configuration `i` of kConfigs.
+template <int i>
+cudaError_t launch_config(const StreamParams& params, cudaStream_t stream) {
+  return launch_shape<kConfigs[i].tokens, kConfigs[i].bf16_rows>(params, stream);
+}
+
+template <int... kIndex>
+cudaError_t launch_indexed(int config, const StreamParams& params, cudaStream_t stream,
+                           std::integer_sequence<int, kIndex...>) {
+  cudaError_t result = cudaErrorInvalidValue;
+  ((config == kIndex ? (result = launch_config<kIndex>(params, stream), 0) : 0), ...);
+  return result;
 }
 
 }  // namespace
 
 cudaError_t launch_stream(int config, const StreamParams& params, cudaStream_t stream) {
-  switch (kConfigTokens[config]) {
-    case 8: return launch_tokens<8>(params, stream);
-    case 16: return launch_tokens<16>(params, stream);
-    case 32: return launch_tokens<32>(params, stream);
-    case 64: return launch_tokens<64>(params, stream);
-    default: return cudaErrorInvalidValue;
-  }
+  return launch_indexed(config, params, stream, std::make_integer_sequence<int, kConfigCount>{});
 }
 
 }  // namespace metrale::cuda::sm90::stream

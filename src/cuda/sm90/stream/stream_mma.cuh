@@ -35,23 +35,30 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], uint32_t a0, uint32_t a
 }
 
 // The CTA's fold: every warp leaves its accumulators (kTiles mma tiles of 4 a lane) in shared
-// memory; then each thread adds one accumulator's kWarps values in warp order and hands the sum
-// to store(tile, accumulator, lane, sum).
+// memory, kFoldTiles tiles at a time; then each thread adds one accumulator's kWarps values in
+// warp order and hands the sum to store(tile, accumulator, lane, sum).
+inline constexpr int kFoldTiles = 4;  // 16 KB of shared memory
 template <int kTiles, class Store>
 __device__ __forceinline__ void fold_warps(const float (&acc)[kTiles][4], Store&& store) {
-  __shared__ float sums[kWarps][kTiles][4][32];
+  constexpr int kChunk = kTiles < kFoldTiles ? kTiles : kFoldTiles;
+  static_assert(kTiles % kChunk == 0, "whole chunks of tiles");
+  __shared__ float sums[kWarps][kChunk][4][32];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
 #pragma unroll
-  for (int t = 0; t < kTiles; ++t)
+  for (int first = 0; first < kTiles; first += kChunk) {
+    if (first > 0) __syncthreads();  // the previous chunk's sums are read
 #pragma unroll
-    for (int q = 0; q < 4; ++q) sums[warp][t][q][lane] = acc[t][q];
-  __syncthreads();
-  for (int i = threadIdx.x; i < kTiles * 4 * 32; i += kThreads) {
-    const int t = i / 128, q = i / 32 % 4, l = i % 32;
-    float sum = sums[0][t][q][l];
+    for (int t = 0; t < kChunk; ++t)
 #pragma unroll
-    for (int v = 1; v < kWarps; ++v) sum = __fadd_rn(sum, sums[v][t][q][l]);
-    store(t, q, l, sum);
+      for (int q = 0; q < 4; ++q) sums[warp][t][q][lane] = acc[first + t][q];
+    __syncthreads();
+    for (int i = threadIdx.x; i < kChunk * 4 * 32; i += kThreads) {
+      const int t = i / 128, q = i / 32 % 4, l = i % 32;
+      float sum = sums[0][t][q][l];
+#pragma unroll
+      for (int v = 1; v < kWarps; ++v) sum = __fadd_rn(sum, sums[v][t][q][l]);
+      store(first + t, q, l, sum);
+    }
   }
 }
 

@@ -221,7 +221,7 @@ cudaError_t launch_tokens(const Nvfp4StreamParams& params, const Work& work, int
 template <class Work>
 cudaError_t launch_config(int config, const Nvfp4StreamParams& params, const Work& work, int ctas,
                           cudaStream_t stream) {
-  switch (kConfigTokens[config]) {
+  switch (kConfigs[config].tokens) {
     case 8: return launch_tokens<8>(params, work, ctas, stream);
     case 16: return launch_tokens<16>(params, work, ctas, stream);
     case 32: return launch_tokens<32>(params, work, ctas, stream);

@@ -26,22 +26,28 @@ namespace metrale::cuda::sm90::stream {
 inline constexpr int kWarps = 8;
 inline constexpr int kThreads = kWarps * 32;
 
-// Configurations: the activation rows a CTA holds (bf16: all M; NVFP4: an expert's rows).
-inline constexpr int kConfigTokens[] = {8, 16, 32, 64};
-inline constexpr int kConfigCount = sizeof(kConfigTokens) / sizeof(kConfigTokens[0]);
-inline constexpr int kMaxRows = kConfigTokens[kConfigCount - 1];
+// Configurations: the activation rows a CTA holds (bf16: all M; NVFP4: an expert's rows, a
+// token tile at a time) and, for bf16, the weight rows it owns: 8 (the mma's n8), or several n8
+// tiles sharing each activation fragment, so that at 32 and 64 tokens the CTAs re-read the
+// activations from L2 4x and 2x less (and there are that many fewer of them). NVFP4 CTAs own 16.
+struct StreamConfig {
+  int tokens;
+  int bf16_rows;
+};
+inline constexpr StreamConfig kConfigs[] = {{8, 8}, {16, 8}, {32, 8}, {64, 8}, {32, 32}, {64, 16}};
+inline constexpr int kConfigCount = sizeof(kConfigs) / sizeof(kConfigs[0]);
+inline constexpr int kMaxRows = 64;
 inline constexpr int kNvfp4MaxRows = 32;  // an n8 tile's 8 activation loads a group each: 4 tiles
 
-// The narrowest configuration holding `rows` activation rows (rows <= kMaxRows).
+// The narrowest configuration holding `rows` activation rows (rows <= kMaxRows), 8 weight rows.
 constexpr int config_for_rows(int rows) {
   for (int i = 0; i < kConfigCount; ++i)
-    if (rows <= kConfigTokens[i]) return i;
+    if (rows <= kConfigs[i].tokens) return i;
   return kConfigCount - 1;
 }
 
 // ---- bf16 weights: out[m, n] = a[m, k] · w[n, k]ᵀ ---------------------------------------------
-inline constexpr int kBf16RowsPerCta = 8;  // the mma's n8
-inline constexpr int kBf16GroupK = 32;     // K a warp's lanes cover with one 16-byte load each
+inline constexpr int kBf16GroupK = 32;  // K a warp's lanes cover with one 16-byte load each
 
 struct StreamParams {
   const std::uint16_t* a;  // bf16 [m, k]
@@ -84,8 +90,8 @@ struct Nvfp4StreamParams {
   GluInput glu;             // glu.up set: row i's input is act(a[i], glu.up[i]) (no ids)
 };
 
-// Launch configuration `config` over ceil(n / 8) CTAs (bf16), or over the listed experts'
-// projections' row blocks (NVFP4); return the launch's error.
+// Launch configuration `config` over ceil(n / its bf16 rows) CTAs (bf16), or over `ctas` (NVFP4);
+// return the launch's error.
 cudaError_t launch_stream(int config, const StreamParams& params, cudaStream_t stream);
 // `ctas`: the listed experts' (host) or at most min(m_total, experts) experts' (device) row
 // blocks of every projection.
