@@ -101,7 +101,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     stream_nvfp4_kernel(const __grid_constant__ Nvfp4StreamParams p,
                         const __grid_constant__ Work work) {
   constexpr int kTiles = kTokens / 8;                            // n8 tiles of the expert's rows
-  constexpr int kBatch = kTiles == 1 ? 4 : kTiles == 2 ? 2 : 1;  // groups loaded before the mmas
+  constexpr int kBatch = kTiles == 1 ? 3 : kTiles == 2 ? 2 : 1;  // groups a batch
   const int lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
   // The CTA's expert slot, projection and weight rows [n0, n0 + 16).
   const int per_slot = p.proj_count * p.row_blocks;
@@ -149,30 +149,47 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
     const std::uint8_t *w0 = w0_first, *w1 = w1_first, *sc0 = sc0_first, *sc1 = sc1_first;
 
-    float acc[kTiles][4] = {};
-    for (int g0 = range.first; g0 < range.last; g0 += kBatch) {
+    // A batch's weights (codes and block scales) are loaded a batch ahead of its products, so that
+    // a warp's next weights are in flight while it decodes; its activations (L2 hits, mostly)
+    // at the start of its own turn.
+    struct Weights {
       uint2 codes0[kBatch], codes1[kBatch];
-      std::uint32_t scales[kBatch], b[kBatch][kTiles][8];
+      std::uint32_t scales[kBatch];
+    };
+    auto load_weights = [&](int g0, Weights& into) {
 #pragma unroll
       for (int i = 0; i < kBatch; ++i) {
         const bool in = g0 + i < range.last;
-        codes0[i] = in && ok0 ? load_weights_8(w0 + i * kGroupBytes) : make_uint2(0, 0);
-        codes1[i] = in && ok1 ? load_weights_8(w1 + i * kGroupBytes) : make_uint2(0, 0);
+        into.codes0[i] = in && ok0 ? load_weights_8(w0 + i * kGroupBytes) : make_uint2(0, 0);
+        into.codes1[i] = in && ok1 ? load_weights_8(w1 + i * kGroupBytes) : make_uint2(0, 0);
         const std::uint32_t scale0 = in && ok0 ? __ldg(sc0 + i * scale_step) : 0;
         const std::uint32_t scale1 = in && ok1 ? __ldg(sc1 + i * scale_step) : 0;
-        scales[i] = scale0 | scale1 << 8;
-#pragma unroll
-        for (int j = 0; j < kTiles; ++j)
-#pragma unroll
-          for (int v = 0; v < 8; ++v) {  // step v / 2's values {2c, 2c + 1} + 8 (v % 2)
-            const int at = i * kNvfp4GroupK + 8 * v;
-            b[i][j][v] = in && act_ok[j] ? input_pair<kGlu>(p, act[j] + at, up_at[j] + at) : 0;
-          }
+        into.scales[i] = scale0 | scale1 << 8;
       }
       w0 += kBatch * kGroupBytes;
       w1 += kBatch * kGroupBytes;
       sc0 += kBatch * scale_step;
       sc1 += kBatch * scale_step;
+    };
+
+    float acc[kTiles][4] = {};
+    Weights now;
+    load_weights(range.first, now);
+    for (int g0 = range.first; g0 < range.last; g0 += kBatch) {
+      Weights next;
+      load_weights(g0 + kBatch, next);  // nothing past the warp's range
+      std::uint32_t b[kBatch][kTiles][8];
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i)
+#pragma unroll
+        for (int j = 0; j < kTiles; ++j)
+#pragma unroll
+          for (int v = 0; v < 8; ++v) {  // step v / 2's values {2c, 2c + 1} + 8 (v % 2)
+            const int at = i * kNvfp4GroupK + 8 * v;
+            b[i][j][v] = g0 + i < range.last && act_ok[j]
+                             ? input_pair<kGlu>(p, act[j] + at, up_at[j] + at)
+                             : 0;
+          }
 #pragma unroll
       for (int j = 0; j < kTiles; ++j) {
         act[j] += kBatch * kNvfp4GroupK;
@@ -182,8 +199,8 @@ __global__ void __launch_bounds__(kThreads, 2)
       for (int i = 0; i < kBatch; ++i) {
         if (g0 + i >= range.last) break;  // warp-uniform (the quad's shuffles need every lane)
         std::uint32_t step_scales[4], frag[4][4];
-        quad_shared(e4m3x2_to_scaled_bf16x2(scales[i]), step_scales);
-        fragment_order_frags(codes0[i], codes1[i], step_scales, frag);
+        quad_shared(e4m3x2_to_scaled_bf16x2(now.scales[i]), step_scales);
+        fragment_order_frags(now.codes0[i], now.codes1[i], step_scales, frag);
 #pragma unroll
         for (int s = 0; s < 4; ++s)
 #pragma unroll
@@ -191,6 +208,7 @@ __global__ void __launch_bounds__(kThreads, 2)
             mma_16816(acc[j], frag[s][0], frag[s][1], frag[s][2], frag[s][3], b[i][j][2 * s],
                       b[i][j][2 * s + 1]);
       }
+      now = next;
     }
 
     // Accumulator q of lane l in tile j: weight row n0 + l / 4 + 8 (q >= 2), the expert's row
