@@ -39,12 +39,20 @@ struct LayerShape {
   check::MoeRecipe recipe;
 };
 
-std::vector<LayerShape> layer_shapes() {
-  using check::with_router;
-  check::MoeRecipe grouped = with_router({}, MoeRouting::sigmoid_grouped_topk);
+// DeepSeek-V3's group-limited routing on a small layer (8 groups, 2 of them kept), and the
+// caller's own ids and weights.
+check::MoeRecipe grouped_recipe() {
+  check::MoeRecipe grouped = check::with_router({}, MoeRouting::sigmoid_grouped_topk);
   grouped.n_group = 8;
   grouped.topk_group = 2;
-  const check::MoeRecipe precomputed = with_router({}, MoeRouting::precomputed);
+  return grouped;
+}
+check::MoeRecipe precomputed_recipe() {
+  return check::with_router({}, MoeRouting::precomputed);
+}
+
+std::vector<LayerShape> layer_shapes() {
+  const check::MoeRecipe grouped = grouped_recipe(), precomputed = precomputed_recipe();
   return {
       {64, 32, {0, 4, 2, RoutingKind::uniform}, {}},
       {64, 32, {1, 1, 1, RoutingKind::uniform}, {}},
@@ -67,11 +75,7 @@ std::vector<LayerShape> layer_shapes() {
 // experts on device offsets; gpt-oss's biases (the activation kernel) and the gated input
 // computed as down loads it (the others).
 std::vector<LayerShape> stream_layer_shapes() {
-  using check::with_router;
-  check::MoeRecipe grouped = with_router({}, MoeRouting::sigmoid_grouped_topk);
-  grouped.n_group = 8;
-  grouped.topk_group = 2;
-  const check::MoeRecipe precomputed = with_router({}, MoeRouting::precomputed);
+  const check::MoeRecipe grouped = grouped_recipe(), precomputed = precomputed_recipe();
   return {
       {64, 64, {0, 4, 2, RoutingKind::uniform}, {}},
       {64, 64, {1, 1, 1, RoutingKind::uniform}, {}},
