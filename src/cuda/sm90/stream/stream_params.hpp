@@ -5,8 +5,8 @@
 // into the registers of mma.sync m16n8k16 (no shared-memory staging, no pipeline to fill, no
 // staging launch), and the CTA adds the warps' sums in warp order. So the order of a sum depends
 // on K alone, and a second run gives the same bits.
-//   bf16 weights (a dense GEMM): 8 weight rows a CTA, the weights as the mma's n8 operand, the
-//     activation rows as its m16 one (stream_kernel.cu).
+//   bf16 weights (a dense GEMM): 8 to 32 weight rows a CTA, the weights as the mma's n8
+//     operand, the activation rows as its m16 one (stream_kernel.cu).
 //   NVFP4 weights prepacked in the fragment order (format/fragment_order.hpp): 16 weight rows of
 //     one expert and projection a CTA, the weights as the m16 operand, decoded as both sm90
 //     families decode that order, the expert's rows as n8, a token tile at a time
