@@ -8,8 +8,8 @@ implementation, gate_up, down, dense and moe side by side (the ops the run has).
 (active experts' NVFP4 weights + activations + outputs over the read ceiling) and the compute
 floor (2·rows·N·K over the bf16 ceiling), both ceilings measured in the same run. 100 % is the
 floor itself; the dotted lines are PERF.md's targets for our kernels (80 % decode, 85 % prefill).
-metrale's points say which kernel family ran them (the rows' `kernel` field): filled circles the
-decode family, squares the tiled family, diamonds both in one call. The moe panel plots the whole
+metrale's points say which kernel family ran them (the rows' `kernel` field): circles the decode
+family, triangles the stream family, squares the tiled family, diamonds several in one call. The moe panel plots the whole
 layer against its floor (gate_up's plus down's on the layer's routing) and, on its right axis,
 layer / (gate_up + down) with issue 9's targets (1.15 below T = 64, 1.10 from T = 64).
 """
@@ -39,14 +39,15 @@ def load(path):
     return doc.get("metadata", {}), rows
 
 
-# metrale rows: the marker of the kernel family that ran each point.
-FAMILY_MARKER = {"sm90-decode": "o", "sm90-tiled": "s", "both": "D"}
+# metrale rows: the marker of the kernel family that ran each point ("several": more than one
+# family's launches in the call).
+FAMILY_MARKER = {"sm90-decode": "o", "sm90-stream": "v", "sm90-tiled": "s", "several": "D"}
 
 
 def family(row):
     kernel = row.get("kernel", "")
-    names = [name for name in ("sm90-decode", "sm90-tiled") if name in kernel]
-    return "both" if len(names) == 2 else (names[0] if names else None)
+    names = [name for name in FAMILY_MARKER if name != "several" and name in kernel]
+    return "several" if len(names) > 1 else (names[0] if names else None)
 
 
 def mark_families(ax, selected):
