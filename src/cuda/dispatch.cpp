@@ -184,12 +184,13 @@ std::optional<Launch> one_decode_launch(const Problem& problem, const Launch& na
 // kStreamMaxBf16Rows rows, or an NVFP4 call whose experts have at most kStreamMaxNvfp4Rows rows
 // each (host offsets) or may have (device offsets: the caller's bound).
 bool stream_takes(const Problem& problem) {
+  const int most = problem.nvfp4 ? kStreamMaxNvfp4Rows : kStreamMaxBf16Rows;
+  if (most <= 0) return false;  // no pass over the experts while the family takes nothing
   const ExpertGroups& g = problem.args.groups;
   const int rows = !problem.nvfp4        ? g.m_total
                    : g.offsets_on_device ? g.max_rows_per_expert
                                          : rows_in_window(g, RowWindow{}).largest;
-  return rows <= (problem.nvfp4 ? kStreamMaxNvfp4Rows : kStreamMaxBf16Rows) &&
-         sm90::stream::stream_family().why_not(problem).empty();
+  return rows <= most && sm90::stream::stream_family().why_not(problem).empty();
 }
 
 std::vector<Launch> choose(const Problem& problem) {
@@ -341,22 +342,9 @@ const Family* find_family(std::string_view name) {
   return nullptr;
 }
 
-namespace {
-
-// fn(rows) for each expert whose row count falls in `window` (host offsets).
-template <class Fn>
-void for_each_in_window(const ExpertGroups& groups, RowWindow window, Fn&& fn) {
-  for (int e = 0; e < groups.num_experts; ++e) {
-    const std::int32_t rows = groups.offsets[e + 1] - groups.offsets[e];
-    if (rows > 0 && window.contains(rows)) fn(rows);
-  }
-}
-
-}  // namespace
-
 WindowRows rows_in_window(const ExpertGroups& groups, RowWindow window) {
   WindowRows w;
-  for_each_in_window(groups, window, [&](std::int32_t rows) {
+  for_each_in_window(groups, window, [&](int, std::int32_t rows) {
     ++w.experts;
     w.rows += rows;
     w.largest = std::max(w.largest, rows);
@@ -367,7 +355,7 @@ WindowRows rows_in_window(const ExpertGroups& groups, RowWindow window) {
 long row_tiles_in_window(const ExpertGroups& groups, RowWindow window, int tokens) {
   long tiles = 0;
   for_each_in_window(groups, window,
-                     [&](std::int32_t rows) { tiles += (rows + tokens - 1) / tokens; });
+                     [&](int, std::int32_t rows) { tiles += (rows + tokens - 1) / tokens; });
   return tiles;
 }
 

@@ -79,6 +79,16 @@ struct RowWindow {
   bool contains(std::int32_t rows) const { return rows >= min_rows && rows <= max_rows; }
 };
 
+// fn(expert, rows) for each expert of a host-offset call whose row count falls in `window`
+// (experts without rows never do), in expert order.
+template <class Fn>
+void for_each_in_window(const ExpertGroups& groups, RowWindow window, Fn&& fn) {
+  for (int e = 0; e < groups.num_experts; ++e) {
+    const std::int32_t rows = groups.offsets[e + 1] - groups.offsets[e];
+    if (rows > 0 && window.contains(rows)) fn(e, rows);
+  }
+}
+
 // The experts of a host-offset call whose row counts fall in `window` (experts without rows never
 // do): how many, their rows in all, and the largest.
 struct WindowRows {

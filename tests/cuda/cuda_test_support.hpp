@@ -8,6 +8,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -103,6 +104,23 @@ inline std::vector<GroupedShape> grouped_shapes() {
       // number of stages (the decode family with device offsets; the tiled one with host offsets).
       {72, 160, {80, 8, 1, RoutingKind::one_expert}},
   };
+}
+
+// Grouped cases of `op`: each of `shapes` on host, then device offsets, seeded ++seed, `kernel`
+// forced as METRALE_CUDA_KERNEL would ("": the dispatcher's choice), the weights prepacked or
+// not. False once `failures` (counted across calls) reaches kMaxReportedFailures.
+inline bool sweep_grouped_shapes(check::Op op, check::Mode mode,
+                                 const std::vector<GroupedShape>& shapes, const std::string& kernel,
+                                 bool prepacked, std::uint64_t& seed, int& failures) {
+  for (const GroupedShape& s : shapes)
+    for (bool device_offsets : {false, true}) {
+      check::Case c = grouped_case(op, mode, s.n, s.k, s.routing, ++seed);
+      c.device_offsets = device_offsets;
+      c.cuda_kernel = kernel;
+      c.prepacked = prepacked;
+      if (!expect_pass(c) && ++failures >= kMaxReportedFailures) return false;
+    }
+  return true;
 }
 
 }  // namespace metrale::cuda_test

@@ -51,14 +51,7 @@ void sweep_pack(Op op, Mode mode, const char* quantizer = "") {
 void sweep_grouped(Op op, Mode mode, const char* kernel = "", bool prepacked = false) {
   int failures = 0;
   std::uint64_t seed = 3000;
-  for (const GroupedShape& s : grouped_shapes())
-    for (bool device_offsets : {false, true}) {
-      check::Case c = grouped_case(op, mode, s.n, s.k, s.routing, ++seed);
-      c.device_offsets = device_offsets;
-      c.cuda_kernel = kernel;
-      c.prepacked = prepacked;
-      if (!expect_pass(c) && ++failures >= kMaxReportedFailures) return;
-    }
+  sweep_grouped_shapes(op, mode, grouped_shapes(), kernel, prepacked, seed, failures);
 }
 
 TEST(ExactSweep, Bf16Gemm) {

@@ -83,14 +83,7 @@ void sweep_nvfp4(Mode mode, const std::string& kernel) {
   int failures = 0;
   std::uint64_t seed = 5300;
   for (Op op : {Op::grouped_gate_up, Op::grouped_gate_up_fused, Op::grouped_down})
-    for (const GroupedShape& s : nvfp4_shapes())
-      for (bool device_offsets : {false, true}) {
-        check::Case c = grouped_case(op, mode, s.n, s.k, s.routing, ++seed);
-        c.prepacked = true;
-        c.device_offsets = device_offsets;
-        c.cuda_kernel = kernel;
-        if (!expect_pass(c) && ++failures >= kMaxReportedFailures) return;
-      }
+    if (!sweep_grouped_shapes(op, mode, nvfp4_shapes(), kernel, true, seed, failures)) return;
 }
 
 TEST(StreamFamily, Nvfp4GroupedExact) {

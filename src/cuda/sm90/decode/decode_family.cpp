@@ -196,14 +196,12 @@ class DecodeFamily final : public Family {
   // Host offsets with at most kCompactExperts experts holding rows in the window: their ids.
   static bool list_active(const GroupedNvfp4& a, RowWindow window, std::vector<int>& listed) {
     if (a.groups.offsets_on_device) return false;
-    for (int e = 0; e < a.groups.num_experts; ++e) {
-      const int rows = a.groups.offsets[e + 1] - a.groups.offsets[e];
-      if (rows > 0 && window.contains(rows)) {
-        if (static_cast<int>(listed.size()) == kCompactExperts) return false;
-        listed.push_back(e);
-      }
-    }
-    return true;
+    bool fits = true;
+    for_each_in_window(a.groups, window, [&](int e, std::int32_t) {
+      fits = fits && static_cast<int>(listed.size()) < kCompactExperts;
+      if (fits) listed.push_back(e);
+    });
+    return fits;
   }
 
   // The plan kernel with the offsets and the table's first chunk in its parameters (the rest of

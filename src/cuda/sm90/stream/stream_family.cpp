@@ -23,16 +23,16 @@ namespace {
 bool list_experts(const Problem& problem, RowWindow window, StreamExperts& x) {
   const GroupedNvfp4& a = problem.args;
   x.count = 0;
-  for (int e = 0; e < a.groups.num_experts; ++e) {
-    const int rows = a.groups.offsets[e + 1] - a.groups.offsets[e];
-    if (rows <= 0 || !window.contains(rows)) continue;
-    if (x.count == kStreamExperts) return false;
+  bool fits = true;
+  for_each_in_window(a.groups, window, [&](int e, std::int32_t rows) {
+    fits = fits && x.count < kStreamExperts;
+    if (!fits) return;
     x.row_begin[x.count] = a.groups.offsets[e];
     x.rows[x.count] = rows;
     for (int p = 0; p < a.proj_count; ++p) x.entries[p][x.count] = expert_entry(problem, p, e);
     ++x.count;
-  }
-  return true;
+  });
+  return fits;
 }
 
 class StreamFamily final : public Family {
@@ -122,7 +122,7 @@ class StreamFamily final : public Family {
            plan.config, describe(plan), a.groups.m_total);
     StreamParams p{};
     p.a = a.a;
-    p.w = reinterpret_cast<const std::uint16_t*>(a.proj[0].packed_ptrs[0]);
+    p.w = static_cast<const std::uint16_t*>(expert_entry(problem, 0, 0).weight);
     p.out = a.out[0];
     p.m = a.groups.m_total;
     p.n = a.n;

@@ -55,15 +55,16 @@ __global__ void __launch_bounds__(kThreads) stream_kernel(const __grid_constant_
     w_ok[r] = row < p.n;
     w[r] = p.w + static_cast<std::size_t>(w_ok[r] ? row : 0) * p.k + 8 * c;
   }
-  // Activation rows of the lane's A fragments: token 16 t + g (h = 0) and 16 t + 8 + g (h = 1).
-  const std::uint16_t* a[S::kTiles][S::kHalves];
-  bool a_ok[S::kTiles][S::kHalves];
+  // Activation rows of the lane's A fragments: token 16 t + g (h = 0) and 16 t + 8 + g (h = 1,
+  // none at 8 tokens).
+  const std::uint16_t* a[S::kTiles][2];
+  bool a_ok[S::kTiles][2];
 #pragma unroll
   for (int t = 0; t < S::kTiles; ++t)
 #pragma unroll
-    for (int h = 0; h < S::kHalves; ++h) {
+    for (int h = 0; h < 2; ++h) {
       const int token = 16 * t + 8 * h + g;
-      a_ok[t][h] = token < p.m;
+      a_ok[t][h] = h < S::kHalves && token < p.m;
       a[t][h] = p.a + static_cast<std::size_t>(a_ok[t][h] ? token : 0) * p.k + 8 * c;
     }
 
@@ -81,9 +82,7 @@ __global__ void __launch_bounds__(kThreads) stream_kernel(const __grid_constant_
       for (int t = 0; t < S::kTiles; ++t)
 #pragma unroll
         for (int h = 0; h < 2; ++h)
-          av[b][t][h] = h < S::kHalves && in && a_ok[t][h % S::kHalves]
-                            ? load_act(a[t][h % S::kHalves] + k)
-                            : make_uint4(0, 0, 0, 0);
+          av[b][t][h] = in && a_ok[t][h] ? load_act(a[t][h] + k) : make_uint4(0, 0, 0, 0);
     }
 #pragma unroll
     for (int b = 0; b < S::kBatch; ++b) {

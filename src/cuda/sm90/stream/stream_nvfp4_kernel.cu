@@ -72,13 +72,16 @@ __device__ __forceinline__ bool locate(const StreamTable& x, const Nvfp4StreamPa
   return true;
 }
 
-// Where a row's block scale of block `c` of group 0 sits, and how far one group moves it.
+// Where a row's block scale of block `c` of group 0 sits, and how far one group moves it (the
+// same for every row: one SFB tile, or four rows of [K/16, N]).
 struct ScaleWalk {
-  std::size_t at, step;
+  std::size_t at;
+  int step;
 };
 __device__ __forceinline__ ScaleWalk scale_walk(const Nvfp4StreamParams& p, int row, int c) {
-  if (p.scale_sfb) return {format::sfb_offset(row, c, p.k), format::kSfbTileBytes};
-  return {format::k16_by_n_offset(row, c, p.n), 4 * static_cast<std::size_t>(p.n)};
+  if (p.scale_sfb)
+    return {format::sfb_offset(row, c, p.k), static_cast<int>(format::kSfbTileBytes)};
+  return {format::k16_by_n_offset(row, c, p.n), 4 * p.n};
 }
 
 // A B-fragment register: the input's values k and k + 1 of a row (`at` points at k), gated or
@@ -122,9 +125,10 @@ __global__ void __launch_bounds__(kThreads, 2)
   const std::uint8_t* const w0_first = weights + (ok0 ? r0 : 0) * row_bytes + first_code_byte;
   const std::uint8_t* const w1_first = weights + (ok1 ? r1 : 0) * row_bytes + first_code_byte;
   const ScaleWalk walk0 = scale_walk(p, ok0 ? r0 : 0, c), walk1 = scale_walk(p, ok1 ? r1 : 0, c);
-  const int scale_step = static_cast<int>(walk0.step);
-  const std::uint8_t* const sc0_first = x.entry.scale + walk0.at + range.first * walk0.step;
-  const std::uint8_t* const sc1_first = x.entry.scale + walk1.at + range.first * walk1.step;
+  const int scale_step = walk0.step;
+  const std::size_t first_scale = static_cast<std::size_t>(range.first) * scale_step;
+  const std::uint8_t* const sc0_first = x.entry.scale + walk0.at + first_scale;
+  const std::uint8_t* const sc1_first = x.entry.scale + walk1.at + first_scale;
   const float factor = x.entry.scale_2 * kEpilogueFactor;
   std::uint16_t* const out = p.out[proj];
 
