@@ -66,10 +66,15 @@ inline constexpr std::int32_t kDecodeMaxMeanRows = 48;
 // The stream family (one launch, weights loaded straight into mma.sync's registers, no pipeline
 // to fill) takes a dense bf16 GEMM of up to kStreamMaxBf16Rows rows, and an NVFP4 call whose
 // experts all have at most kStreamMaxNvfp4Rows rows (host offsets) or may have (device offsets:
-// max_rows_per_expert) when it can run it (its why_not); the other families take the rest. Both 0
-// until the family has run on a GPU (built in a session without one, docs/perf.md, twenty-seventh
-// session): until then METRALE_CUDA_KERNEL=sm90-stream alone reaches it.
-inline constexpr std::int32_t kStreamMaxBf16Rows = 0;
+// max_rows_per_expert) when it can run it (its why_not); the other families take the rest.
+// Measured on an H100 against the tiled family and cuBLASLt in one call (docs/perf.md,
+// twenty-eighth session), dense bf16 of the five presets: at M <= 16 0.49-0.97x the tiled family's
+// time and 1.02-1.51x cuBLASLt's speed; at M = 32 (stream_params.hpp's bf16_config) 0.47-0.88x
+// the tiled family's time, except Mixtral-8x7B's 1.03x; at M = 64 1.02-2.98x (Qwen3-Next 0.92x),
+// so 64 rows stay with the tiled family. Its NVFP4 kernel measured 1.06-2.6x the decode family's
+// time at 1-64 rows (gpt-oss down T = 1 0.94x): NVFP4 calls reach it only through
+// METRALE_CUDA_KERNEL=sm90-stream.
+inline constexpr std::int32_t kStreamMaxBf16Rows = 32;
 inline constexpr std::int32_t kStreamMaxNvfp4Rows = 0;
 
 // Expert row counts a launch covers: experts whose rows fall outside are left to another family.

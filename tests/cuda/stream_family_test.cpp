@@ -184,11 +184,30 @@ TEST(StreamFamily, RefusalsSayWhy) {
 // The dispatcher gives a dense bf16 GEMM of up to kStreamMaxBf16Rows rows to the stream family, the
 // larger ones to the tiled family (bf16_gemm_plan: the bench's label). Host logic.
 TEST(StreamFamily, DispatcherTakesFewRowsOfBf16) {
-  for (int m : {1, 8, 16, 17, 32, 64, 512}) {
+  for (int m : {1, 8, 16, 17, 32, 33, 64, 512}) {
     const std::string label = cuda::bf16_gemm_plan(m, 1536, 2048);
     EXPECT_EQ(label.starts_with("sm90-stream"), m <= cuda::kStreamMaxBf16Rows)
         << m << ": " << label;
   }
+}
+
+// A bf16 GEMM's configuration: the narrowest holding M with 8 weight rows a CTA, and past 16 rows
+// 32 weight rows a CTA where N gives them kWideMinCtas CTAs. Host logic.
+TEST(StreamFamily, Bf16ConfigurationFollowsRowsAndWidth) {
+  namespace s = cuda::sm90::stream;
+  const auto config = [](int m, int n) { return s::kConfigs[s::bf16_config(m, n)]; };
+  EXPECT_EQ(config(1, 28672).tokens, 8);
+  EXPECT_EQ(config(9, 28672).tokens, 16);
+  EXPECT_EQ(config(16, 28672).bf16_rows, 8);
+  const int wide_n = s::kWideMinCtas * 32;
+  for (int m : {17, 32}) {
+    EXPECT_EQ(config(m, wide_n - 32).tokens, 32);
+    EXPECT_EQ(config(m, wide_n - 32).bf16_rows, 8) << m;
+    EXPECT_EQ(config(m, wide_n - 31).bf16_rows, 32) << m;
+    EXPECT_EQ(config(m, 28672).bf16_rows, 32) << m;
+  }
+  EXPECT_EQ(config(33, 28672).tokens, 64);
+  EXPECT_EQ(config(33, 28672).bf16_rows, 8);
 }
 
 #endif

@@ -52,8 +52,8 @@ class StreamFamily final : public Family {
   Plan plan(const Problem& problem, RowWindow rows) const override {
     Plan plan;
     plan.rows = rows;
-    plan.config =
-        config_for_rows(problem.nvfp4 ? nvfp4_rows(problem, rows) : problem.args.groups.m_total);
+    plan.config = problem.nvfp4 ? config_for_rows(nvfp4_rows(problem, rows))
+                                : bf16_config(problem.args.groups.m_total, problem.args.n);
     return plan;
   }
 

@@ -46,6 +46,22 @@ constexpr int config_for_rows(int rows) {
   return kConfigCount - 1;
 }
 
+// A bf16 GEMM's configuration: the narrowest holding its rows, 8 weight rows a CTA, except that
+// past 16 rows the 32 x 32 one takes an N wide enough to give it kWideMinCtas CTAs. Each 8-row
+// CTA re-reads all M x K activations from L2, so at 32 rows that traffic is 8x the weights' over
+// the whole grid; 32 weight rows a CTA cut it 4x while the grid still covers the SMs. H100, one
+// call (docs/perf.md, twenty-eighth session), M = 32: 32 x 32 over 32 x 8 at 128 CTAs
+// (DeepSeek-V3, N = 4096) 0.90x, 180 (gpt-oss) 0.80x, 896 (Mixtral) 0.76x; at 48 CTAs
+// (Qwen3-30B, N = 1536) 1.5x and 32 (Qwen3-Next) 1.43x.
+inline constexpr int kWideMinCtas = 128;
+constexpr int bf16_config(int m, int n) {
+  constexpr int wide = 4;
+  static_assert(kConfigs[wide].tokens == 32 && kConfigs[wide].bf16_rows == 32);
+  const int narrow = config_for_rows(m);
+  const bool fills = (n + kConfigs[wide].bf16_rows - 1) / kConfigs[wide].bf16_rows >= kWideMinCtas;
+  return kConfigs[narrow].tokens == 32 && fills ? wide : narrow;
+}
+
 // ---- bf16 weights: out[m, n] = a[m, k] · w[n, k]ᵀ ---------------------------------------------
 inline constexpr int kBf16GroupK = 32;  // K a warp's lanes cover with one 16-byte load each
 
