@@ -135,6 +135,7 @@ cuda::Problem grouped_nvfp4(const std::vector<std::int32_t>& offsets, int n, int
   problem.args.k = k;
   problem.args.proj_count = 2;
   problem.args.weight_layout = WeightLayout::prepacked;
+  problem.args.scale_layout = ScaleLayout::sfb;
   return problem;
 }
 
@@ -160,6 +161,14 @@ TEST(StreamFamily, RefusalsSayWhy) {
   packed.args.weight_layout = WeightLayout::packed;
   EXPECT_NE(stream->why_not(packed).find("fragment order"), std::string::npos);
   EXPECT_NE(stream->why_not(grouped_nvfp4(few, 64, 96)).find("K = 96"), std::string::npos);
+  // [K/16, N] scales are copied in 4-byte words: their pointers must be 4-byte aligned.
+  cuda::Problem k16 = grouped_nvfp4(few, 64, 128);
+  k16.args.scale_layout = ScaleLayout::k16_by_n;
+  const std::uint64_t words[3] = {0x1000, 0x2004, 0x3008}, odd[3] = {0x1000, 0x2002, 0x3008};
+  for (int p = 0; p < 2; ++p) k16.args.proj[p].scale_ptrs = words;
+  EXPECT_EQ(stream->why_not(k16), "");
+  k16.args.proj[1].scale_ptrs = odd;
+  EXPECT_NE(stream->why_not(k16).find("not 4-byte aligned"), std::string::npos);
   // Device offsets: every expert's entries travel in the parameters; the width from the bound.
   std::vector<std::int32_t> wide_table(cuda::kWideTableChunk + 2, 0);
   cuda::Problem on_device = grouped_nvfp4(wide_table, 64, 128);

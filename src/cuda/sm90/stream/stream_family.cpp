@@ -91,6 +91,9 @@ class StreamFamily final : public Family {
     if (a.k % kNvfp4GroupK != 0)
       return fmt::format("K = {} is not a multiple of {} (whole fragment-order groups)", a.k,
                          kNvfp4GroupK);
+    if (a.scale_layout != ScaleLayout::sfb && !scales_in_words(a))
+      return "[K/16, N] block scales at a pointer not 4-byte aligned: the stream family copies "
+             "them 4 bytes at a time";
     if (a.groups.offsets_on_device) {
       if (a.groups.num_experts > kWideTableChunk)
         return fmt::format(
@@ -104,6 +107,15 @@ class StreamFamily final : public Family {
       return fmt::format("{} experts hold rows, past the stream family's {}", w.experts,
                          kStreamExperts);
     return {};
+  }
+
+  // Whether every expert's block scales start on a 4-byte word (SFB's are 16-byte aligned, a
+  // condition of every call).
+  static bool scales_in_words(const GroupedNvfp4& a) {
+    for (int p = 0; p < a.proj_count; ++p)
+      for (int e = 0; e < a.groups.num_experts; ++e)
+        if (a.proj[p].scale_ptrs[e] % 4 != 0) return false;
+    return true;
   }
 
   // The rows its token width is sized for: the largest expert's (host offsets) or the caller's
@@ -152,29 +164,29 @@ class StreamFamily final : public Family {
       thread_local StreamTable table;  // ~25 KB: per-thread scratch, no heap block per call
       fill_table_chunk(problem, 0, table.chunk);
       table.offsets = a.groups.offsets;
-      // No more experts than group rows can hold rows: the grid's bound (CTAs past the experts
-      // that have rows find none and return).
+      // No more experts than group rows can hold rows: the items' bound (the CTAs skip items
+      // past the experts that have rows).
       const int slots = std::min(a.groups.m_total, a.groups.num_experts);
-      METRALE_CUDA_CHECK(
-          launch_stream_nvfp4(plan.config, p, table, grid_of(problem, slots, p), stream));
+      METRALE_CUDA_CHECK(launch_stream_nvfp4(plan.config, p, table, items_of(problem, slots, p),
+                                             device_sm_count(), stream));
       return;
     }
     thread_local StreamExperts experts;  // ~7 KB: per-thread scratch, no heap block per call
     if (!list_experts(problem, plan.rows, experts))
       fail(Status::unsupported, "{}: more than {} experts hold rows for the stream family",
            problem.op, kStreamExperts);
-    METRALE_CUDA_CHECK(
-        launch_stream_nvfp4(plan.config, p, experts, grid_of(problem, experts.count, p), stream));
+    METRALE_CUDA_CHECK(launch_stream_nvfp4(
+        plan.config, p, experts, items_of(problem, experts.count, p), device_sm_count(), stream));
   }
 
-  // CTAs for `slots` experts: their projections' row blocks, within a grid's x limit.
-  static int grid_of(const Problem& problem, int slots, const Nvfp4StreamParams& p) {
-    const long long ctas = 1LL * slots * p.proj_count * p.row_blocks;
-    constexpr long long kMaxGridX = 2147483647;
-    if (ctas > kMaxGridX)
-      fail(Status::unsupported, "{}: {} CTAs of {} weight rows exceed the grid limit of {}",
-           problem.op, ctas, kNvfp4RowsPerCta, kMaxGridX);
-    return static_cast<int>(ctas);
+  // Work items of `slots` experts: their projections' row blocks, counted in an int.
+  static int items_of(const Problem& problem, int slots, const Nvfp4StreamParams& p) {
+    const long long items = 1LL * slots * p.proj_count * p.row_blocks;
+    constexpr long long kMaxItems = 1LL << 30;  // item + grid stays an int
+    if (items > kMaxItems)
+      fail(Status::unsupported, "{}: {} work items of {} weight rows exceed {}", problem.op, items,
+           kNvfp4RowsPerCta, kMaxItems);
+    return static_cast<int>(items);
   }
 };
 

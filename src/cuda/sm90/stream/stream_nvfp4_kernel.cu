@@ -1,8 +1,13 @@
 // The stream family's NVFP4 kernel: the grouped (or single) GEMM of experts with few rows each,
 // the weights prepacked in the fragment order (stream_params.hpp).
 //
-// A CTA owns 16 weight rows of one expert and projection over all of K; lane (g, c) of a warp
-// loads, for each 64-value group of its warp's K range, the 8 bytes of rows g and g + 8 that the
+// Work items are (expert slot, projection, 16 weight rows); a persistent grid of CTAs takes them
+// in turn (item i, i + gridDim.x, ...), and each CTA's 8 warps cut K into contiguous ranges. A
+// warp's weights stream through a ring of shared-memory stages of its own, one 64-value group of
+// K a stage (the 16 rows' 32 code bytes and 4 block scales each), filled by cp.async kStages
+// groups ahead of its products and across the CTA's items and token tiles, so that HBM stays
+// busy through each item's fold and the next item's first bytes are in flight while the last
+// ones are multiplied. Lane (g, c) reads from a stage the 8 bytes of rows g and g + 8 that the
 // fragment order puts where its mma A fragments need them, and the block scales of block c of
 // both rows, which the quad shares (the decode both sm90 families run: fragment_order_frags,
 // exact). The expert's rows are the n8 operand, kTokens at a time: lane (g, c) loads its B
@@ -11,9 +16,11 @@
 // the fragment order keeps it.
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "cuda/silu_table.cuh"
 #include "cuda/sm90/decode/fp4_bits.cuh"
+#include "cuda/sm90/primitives.cuh"
 #include "cuda/sm90/stream/stream_mma.cuh"
 #include "format/bf16.hpp"
 #include "format/layouts.hpp"
@@ -26,63 +33,180 @@ using decode::fragment_order_frags;
 using decode::kEpilogueFactor;
 using decode::quad_shared;
 
-constexpr int kGroupBytes = kNvfp4GroupK / 2;  // a row's codes of one group
+constexpr int kGroupBytes = kNvfp4GroupK / 2;               // a row's codes of one group
+constexpr int kCodeBytes = kNvfp4RowsPerCta * kGroupBytes;  // a stage's codes: 16 rows
+// and their 4 block scales each, copied as 4-byte words: SFB, a row's 4 blocks a word (16
+// words); [K/16, N], the 16 rows of a block from the word holding the first (5 words a block).
+constexpr int kScaleWords = 20;
+constexpr int kStageBytes = kCodeBytes + 4 * kScaleWords;  // 592, a multiple of 16
+// Stages a warp: as many as leave the CTA's static shared memory (ring, fold, expert table)
+// under 48 KB; the fold's sums grow with the token tiles.
+template <int kTokens>
+constexpr int kStages = kTokens == 8    ? 8
+                        : kTokens == 16 ? 7
+                                        : 6;
 
-// The CTA's expert: its entry for the CTA's projection and its group rows.
+// 4-byte asynchronous copy global -> shared of which the first `bytes` (0-4) are read and the
+// rest written as zeros.
+__device__ __forceinline__ void cp_async_4_partial(uint32_t dst, const void* src, int bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(bytes)
+               : "memory");
+}
+
+// A work item's expert: its entry for the item's projection and its group rows.
 struct ExpertRows {
   ExpertEntry entry;
   int row_begin, rows;
 };
 
-// Host offsets: listed expert `slot`.
-__device__ __forceinline__ bool locate(const StreamExperts& x, const Nvfp4StreamParams&, int slot,
-                                       int proj, ExpertRows& found) {
-  found = {x.entries[proj][slot], x.row_begin[slot], x.rows[slot]};
-  return true;
-}
+// Host offsets: the experts with rows, listed in the parameters.
+struct ListedExperts {
+  const StreamExperts& x;
+  __device__ int count() const { return x.count; }
+  __device__ ExpertRows at(int slot, int proj) const {
+    return {x.entries[proj][slot], x.row_begin[slot], x.rows[slot]};
+  }
+};
 
-// Device offsets: the slot-th expert with rows, found by one warp's ballots over the offsets
-// (staged in shared memory by every thread: one load latency, not one per 32 experts); false
-// when fewer experts have rows (the grid is sized for the most there can be). Rows past m_total
-// are dropped.
-__device__ __forceinline__ bool locate(const StreamTable& x, const Nvfp4StreamParams& p, int slot,
-                                       int proj, ExpertRows& found) {
-  __shared__ std::int32_t offsets[kWideTableChunk + 1];
-  __shared__ int expert;
-  const int experts = x.chunk.count;
-  for (int i = threadIdx.x; i <= experts; i += kThreads)
-    offsets[i] = min(max(x.offsets[i], 0), p.m_total);
-  if (threadIdx.x == 0) expert = -1;
-  __syncthreads();
-  if (threadIdx.x < 32) {
-    const int lane = threadIdx.x;
-    int before = 0;  // experts with rows in the words already passed
-    for (int base = 0; base < experts; base += 32) {
-      const int e = base + lane;
+// Device offsets: every expert's entries in the parameters; the CTA lists the experts with rows
+// once (the offsets staged in shared memory, each warp's ballots over words of 32 experts). Rows
+// past m_total are dropped.
+struct SearchedExperts {
+  const StreamTable& x;
+  std::int32_t* offsets;  // shared [kWideTableChunk + 1]
+  std::int16_t* active;   // shared [kWideTableChunk]: the slot-th expert with rows
+  int* active_count;      // shared
+  __device__ void prepare(const Nvfp4StreamParams& p) {
+    constexpr int kWords = kWideTableChunk / 32;
+    __shared__ int word_count[kWords];
+    const int experts = x.chunk.count, words = (experts + 31) / 32;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    for (int i = threadIdx.x; i <= experts; i += kThreads)
+      offsets[i] = min(max(x.offsets[i], 0), p.m_total);
+    __syncthreads();
+    for (int w = warp; w < words; w += kWarps) {
+      const int e = 32 * w + lane;
+      const unsigned ballot =
+          __ballot_sync(0xffffffffu, e < experts && offsets[e + 1] > offsets[e]);
+      if (lane == 0) word_count[w] = __popc(ballot);
+    }
+    __syncthreads();
+    for (int w = warp; w < words; w += kWarps) {
+      const int e = 32 * w + lane;
       const bool has_rows = e < experts && offsets[e + 1] > offsets[e];
       const unsigned ballot = __ballot_sync(0xffffffffu, has_rows);
-      if (has_rows && before + __popc(ballot & ((1u << lane) - 1)) == slot) expert = e;
-      before += __popc(ballot);
-      if (before > slot) break;
+      int before = 0;
+      for (int v = 0; v < w; ++v) before += word_count[v];
+      if (has_rows)
+        active[before + __popc(ballot & ((1u << lane) - 1))] = static_cast<std::int16_t>(e);
+      if (w == words - 1 && lane == 0) *active_count = before + __popc(ballot);
     }
+    if (words == 0 && threadIdx.x == 0) *active_count = 0;
+    __syncthreads();
   }
-  __syncthreads();
-  if (expert < 0) return false;
-  found = {x.chunk.entries[proj][expert], offsets[expert], offsets[expert + 1] - offsets[expert]};
-  return true;
+  __device__ int count() const { return *active_count; }
+  __device__ ExpertRows at(int slot, int proj) const {
+    const int e = active[slot];
+    return {x.chunk.entries[proj][e], offsets[e], offsets[e + 1] - offsets[e]};
+  }
+};
+
+// Work item `item`'s expert slot, projection and first weight row.
+struct ItemPlace {
+  int slot, proj, n0;
+};
+__device__ __forceinline__ ItemPlace item_place(const Nvfp4StreamParams& p, int item) {
+  const int per_slot = p.proj_count * p.row_blocks;
+  const int slot = item / per_slot, in_slot = item - slot * per_slot;
+  const int proj = in_slot / p.row_blocks;
+  return {slot, proj, (in_slot - proj * p.row_blocks) * kNvfp4RowsPerCta};
 }
 
-// Where a row's block scale of block `c` of group 0 sits, and how far one group moves it (the
-// same for every row: one SFB tile, or four rows of [K/16, N]).
-struct ScaleWalk {
-  std::size_t at;
-  int step;
+// Where lane (g, c) finds the scales of block c of rows g and g + 8 in a stage: SFB, byte c of
+// the rows' words; [K/16, N], block c's 16 rows from byte (c N) % 4 of its 5 words (the block
+// starts at ((4 group + c) N + n0) bytes, n0 a multiple of 16).
+struct ScaleSpots {
+  int row0, row8;
 };
-__device__ __forceinline__ ScaleWalk scale_walk(const Nvfp4StreamParams& p, int row, int c) {
-  if (p.scale_sfb)
-    return {format::sfb_offset(row, c, p.k), static_cast<int>(format::kSfbTileBytes)};
-  return {format::k16_by_n_offset(row, c, p.n), 4 * p.n};
+__device__ __forceinline__ ScaleSpots scale_spots(const Nvfp4StreamParams& p, int g, int c) {
+  if (p.scale_sfb) return {kCodeBytes + 4 * g + c, kCodeBytes + 4 * (g + 8) + c};
+  const int at = kCodeBytes + 20 * c + (c * p.n) % 4 + g;
+  return {at, at + 8};
 }
+
+// A warp's weight stream: the groups of its K range of each token tile of each of the CTA's
+// items, in the order its products take them; `fill` copies the next group into a stage (lane l:
+// 16 code bytes of row n0 + l / 2; lanes 0-19 a scale word: SFB, row n0 + l's 4 blocks (lanes
+// 0-15); [K/16, N], word l % 5 of block l / 5's rows), then `advance` steps to the one after.
+template <int kTokens, class Experts>
+struct WeightStream {
+  const Nvfp4StreamParams& p;
+  const Experts& experts;
+  WarpRange range;
+  int total;  // the CTA's items end here
+  int item, t0, group, rows;
+  const std::uint8_t *codes, *scales, *codes_first, *scales_first;
+  bool code_ok;
+  int scale_bytes, scale_step;
+
+  __device__ bool done() const { return item >= total; }
+
+  __device__ void begin_item(int next) {
+    item = range.first < range.last ? next : total;  // a warp with no K streams nothing
+    if (done()) return;
+    const int lane = threadIdx.x % 32;
+    const ItemPlace at = item_place(p, item);
+    const ExpertRows x = experts.at(at.slot, at.proj);
+    rows = x.rows;
+    t0 = 0;
+    group = range.first;
+    const std::size_t row_bytes = static_cast<std::size_t>(p.k) / 2;
+    const int code_row = at.n0 + lane / 2;
+    code_ok = code_row < p.n;
+    codes_first = static_cast<const std::uint8_t*>(x.entry.weight) +
+                  (code_ok ? code_row : 0) * row_bytes +
+                  static_cast<std::size_t>(range.first) * kGroupBytes + 16 * (lane % 2);
+    std::size_t scale_at = 0;
+    if (p.scale_sfb) {
+      const int scale_row = at.n0 + lane;
+      scale_bytes = lane < 16 && scale_row < p.n ? 4 : 0;
+      if (scale_bytes > 0) scale_at = format::sfb_offset(scale_row, 4 * range.first, p.k);
+      scale_step = static_cast<int>(format::kSfbTileBytes);
+    } else {
+      // Word w of block q: the bytes of rows n0 .. n0 + 15 of the block from the 4-byte word
+      // holding row n0's; the bytes before it and past row n - 1 are written as zeros.
+      const int q = lane / 5, w = lane % 5;
+      const std::size_t block_at = format::k16_by_n_offset(at.n0, 4 * range.first + q, p.n);
+      const int shift = static_cast<int>(block_at % 4);
+      const int rows_here = min(p.n - at.n0, kNvfp4RowsPerCta);
+      scale_bytes = lane < kScaleWords ? min(max(shift + rows_here - 4 * w, 0), 4) : 0;
+      if (scale_bytes > 0) scale_at = block_at - shift + 4 * w;
+      scale_step = 4 * p.n;
+    }
+    scales_first = x.entry.scale + scale_at;
+    codes = codes_first;
+    scales = scales_first;
+  }
+
+  __device__ void fill(std::uint8_t* stage) const {
+    const int lane = threadIdx.x % 32;
+    cp_async_zfill<16>(smem_address(stage + 16 * lane), codes, code_ok);
+    if (lane < kScaleWords)
+      cp_async_4_partial(smem_address(stage + kCodeBytes + 4 * lane), scales, scale_bytes);
+  }
+
+  __device__ void advance() {
+    ++group;
+    codes += kGroupBytes;
+    scales += scale_step;
+    if (group < range.last) return;
+    group = range.first;
+    codes = codes_first;
+    scales = scales_first;
+    t0 += kTokens;
+    if (t0 >= rows) begin_item(item + static_cast<int>(gridDim.x));
+  }
+};
 
 // A B-fragment register: the input's values k and k + 1 of a row (`at` points at k), gated or
 // copied.
@@ -99,154 +223,155 @@ __device__ __forceinline__ std::uint32_t input_pair(const Nvfp4StreamParams& p,
   }
 }
 
-template <int kTokens, bool kGlu, class Work>
-__global__ void __launch_bounds__(kThreads, 2)
-    stream_nvfp4_kernel(const __grid_constant__ Nvfp4StreamParams p,
-                        const __grid_constant__ Work work) {
-  constexpr int kTiles = kTokens / 8;                            // n8 tiles of the expert's rows
-  constexpr int kBatch = kTiles == 1 ? 3 : kTiles == 2 ? 2 : 1;  // groups a batch
-  const int lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
-  // The CTA's expert slot, projection and weight rows [n0, n0 + 16).
-  const int per_slot = p.proj_count * p.row_blocks;
-  const int slot = static_cast<int>(blockIdx.x) / per_slot;
-  const int proj = (static_cast<int>(blockIdx.x) - slot * per_slot) / p.row_blocks;
-  const int n0 =
-      (static_cast<int>(blockIdx.x) - slot * per_slot - proj * p.row_blocks) * kNvfp4RowsPerCta;
-  ExpertRows x;
-  if (!locate(work, p, slot, proj, x)) return;  // CTA-uniform
+template <int kTokens, bool kGlu, class Experts>
+__device__ __forceinline__ void stream_items(const Nvfp4StreamParams& p, const Experts& experts) {
+  constexpr int kTiles = kTokens / 8;  // n8 tiles of the expert's rows
+  constexpr int kRing = kStages<kTokens>;
+  __shared__ alignas(16) std::uint8_t ring[kWarps][kRing][kStageBytes];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
   const WarpRange range = warp_range(p.k / kNvfp4GroupK);
+  const int total = experts.count() * p.proj_count * p.row_blocks;
+  const ScaleSpots spots = scale_spots(p, g, c);
 
-  // Weight rows r0 = n0 + g and r1 = r0 + 8: 8 bytes a group each, and block c's scales.
-  const int r0 = n0 + g, r1 = r0 + 8;
-  const bool ok0 = r0 < p.n, ok1 = r1 < p.n;
-  const std::size_t row_bytes = static_cast<std::size_t>(p.k) / 2;
-  const std::size_t first_code_byte = static_cast<std::size_t>(range.first) * kGroupBytes + 8 * c;
-  const auto* weights = static_cast<const std::uint8_t*>(x.entry.weight);
-  const std::uint8_t* const w0_first = weights + (ok0 ? r0 : 0) * row_bytes + first_code_byte;
-  const std::uint8_t* const w1_first = weights + (ok1 ? r1 : 0) * row_bytes + first_code_byte;
-  const ScaleWalk walk0 = scale_walk(p, ok0 ? r0 : 0, c), walk1 = scale_walk(p, ok1 ? r1 : 0, c);
-  const int scale_step = walk0.step;
-  const std::size_t first_scale = static_cast<std::size_t>(range.first) * scale_step;
-  const std::uint8_t* const sc0_first = x.entry.scale + walk0.at + first_scale;
-  const std::uint8_t* const sc1_first = x.entry.scale + walk1.at + first_scale;
-  const float factor = x.entry.scale_2 * kEpilogueFactor;
-  std::uint16_t* const out = p.out[proj];
-
-  // The expert's rows, kTokens at a time (an expert with more rows than the width streams its
-  // weights again for each further tile: the dispatcher gives such experts to other families).
-  for (int t0 = 0; t0 < x.rows; t0 += kTokens) {
-    // The input rows of the lane's B fragments in tile j: the expert's row t0 + 8 j + g.
-    const std::uint16_t* act[kTiles];
-    std::size_t up_at[kTiles];
-    bool act_ok[kTiles];
+  WeightStream<kTokens, Experts> load{p, experts, range, total};
+  load.begin_item(static_cast<int>(blockIdx.x));
 #pragma unroll
-    for (int j = 0; j < kTiles; ++j) {
-      const int row = x.row_begin + t0 + 8 * j + g;  // group row
-      int source = row;
-      bool ok = t0 + 8 * j + g < x.rows;
-      if (ok && p.token_ids != nullptr) source = p.token_ids[row];
-      ok = ok && source >= 0 && (p.a_rows == 0 || source < p.a_rows);
-      act_ok[j] = ok;
-      const std::size_t first_value = static_cast<std::size_t>(range.first) * kNvfp4GroupK + 2 * c;
-      act[j] = p.a + static_cast<std::size_t>(ok ? source : 0) * p.k + first_value;
-      up_at[j] = static_cast<std::size_t>(ok ? row : 0) * p.k + first_value;
+  for (int s = 0; s < kRing; ++s) {
+    if (!load.done()) {
+      load.fill(ring[warp][s]);
+      load.advance();
     }
-    const std::uint8_t *w0 = w0_first, *w1 = w1_first, *sc0 = sc0_first, *sc1 = sc1_first;
+    cp_async_commit();
+  }
+  int stage = 0;
 
-    // A batch's weights (codes and block scales) are loaded a batch ahead of its products, so that
-    // a warp's next weights are in flight while it decodes; its activations (L2 hits, mostly)
-    // at the start of its own turn.
-    struct Weights {
-      uint2 codes0[kBatch], codes1[kBatch];
-      std::uint32_t scales[kBatch];
-    };
-    auto load_weights = [&](int g0, Weights& into) {
-#pragma unroll
-      for (int i = 0; i < kBatch; ++i) {
-        const bool in = g0 + i < range.last;
-        into.codes0[i] = in && ok0 ? load_weights_8(w0 + i * kGroupBytes) : make_uint2(0, 0);
-        into.codes1[i] = in && ok1 ? load_weights_8(w1 + i * kGroupBytes) : make_uint2(0, 0);
-        const std::uint32_t scale0 = in && ok0 ? __ldg(sc0 + i * scale_step) : 0;
-        const std::uint32_t scale1 = in && ok1 ? __ldg(sc1 + i * scale_step) : 0;
-        into.scales[i] = scale0 | scale1 << 8;
-      }
-      w0 += kBatch * kGroupBytes;
-      w1 += kBatch * kGroupBytes;
-      sc0 += kBatch * scale_step;
-      sc1 += kBatch * scale_step;
-    };
-
-    float acc[kTiles][4] = {};
-    Weights now;
-    load_weights(range.first, now);
-    for (int g0 = range.first; g0 < range.last; g0 += kBatch) {
-      Weights next;
-      load_weights(g0 + kBatch, next);  // nothing past the warp's range
-      std::uint32_t b[kBatch][kTiles][8];
-#pragma unroll
-      for (int i = 0; i < kBatch; ++i)
-#pragma unroll
-        for (int j = 0; j < kTiles; ++j)
-#pragma unroll
-          for (int v = 0; v < 8; ++v) {  // step v / 2's values {2c, 2c + 1} + 8 (v % 2)
-            const int at = i * kNvfp4GroupK + 8 * v;
-            b[i][j][v] = g0 + i < range.last && act_ok[j]
-                             ? input_pair<kGlu>(p, act[j] + at, up_at[j] + at)
-                             : 0;
-          }
+  for (int item = static_cast<int>(blockIdx.x); item < total; item += static_cast<int>(gridDim.x)) {
+    const ItemPlace at = item_place(p, item);
+    const ExpertRows x = experts.at(at.slot, at.proj);
+    const float factor = x.entry.scale_2 * kEpilogueFactor;
+    std::uint16_t* const out = p.out[at.proj];
+    // The expert's rows, kTokens at a time (an expert with more rows than the width streams its
+    // weights again for each further tile: the dispatcher gives such experts to other families).
+    for (int t0 = 0; t0 < x.rows; t0 += kTokens) {
+      // The input rows of the lane's B fragments in tile j: the expert's row t0 + 8 j + g.
+      const std::uint16_t* act[kTiles];
+      std::size_t up_at[kTiles];
+      bool act_ok[kTiles];
 #pragma unroll
       for (int j = 0; j < kTiles; ++j) {
-        act[j] += kBatch * kNvfp4GroupK;
-        up_at[j] += kBatch * kNvfp4GroupK;
+        const int row = x.row_begin + t0 + 8 * j + g;  // group row
+        int source = row;
+        bool ok = t0 + 8 * j + g < x.rows;
+        if (ok && p.token_ids != nullptr) source = p.token_ids[row];
+        ok = ok && source >= 0 && (p.a_rows == 0 || source < p.a_rows);
+        act_ok[j] = ok;
+        const std::size_t first_value =
+            static_cast<std::size_t>(range.first) * kNvfp4GroupK + 2 * c;
+        act[j] = p.a + static_cast<std::size_t>(ok ? source : 0) * p.k + first_value;
+        up_at[j] = static_cast<std::size_t>(ok ? row : 0) * p.k + first_value;
       }
+
+      float acc[kTiles][4] = {};
+      for (int gi = range.first; gi < range.last; ++gi) {
+        // The group's B fragments first (L2 hits, mostly): their latency runs under the wait.
+        std::uint32_t b[kTiles][8];
 #pragma unroll
-      for (int i = 0; i < kBatch; ++i) {
-        if (g0 + i >= range.last) break;  // warp-uniform (the quad's shuffles need every lane)
+        for (int j = 0; j < kTiles; ++j) {
+#pragma unroll
+          for (int v = 0; v < 8; ++v)  // step v / 2's values {2c, 2c + 1} + 8 (v % 2)
+            b[j][v] = act_ok[j] ? input_pair<kGlu>(p, act[j] + 8 * v, up_at[j] + 8 * v) : 0;
+          act[j] += kNvfp4GroupK;
+          up_at[j] += kNvfp4GroupK;
+        }
+        cp_async_wait<kRing - 1>();  // this group's stage has landed (the lane's own copies)
+        __syncwarp();                // and the other lanes'
+        const std::uint8_t* const s = ring[warp][stage];
+        const uint2 codes0 = *reinterpret_cast<const uint2*>(s + 32 * g + 8 * c);
+        const uint2 codes1 = *reinterpret_cast<const uint2*>(s + 32 * (g + 8) + 8 * c);
+        const std::uint32_t scales = s[spots.row0] | s[spots.row8] << 8;
+        __syncwarp();  // every lane has read the stage before it is filled again
+        if (!load.done()) {
+          load.fill(ring[warp][stage]);
+          load.advance();
+        }
+        cp_async_commit();
+        stage = stage + 1 == kRing ? 0 : stage + 1;
+
         std::uint32_t step_scales[4], frag[4][4];
-        quad_shared(e4m3x2_to_scaled_bf16x2(now.scales[i]), step_scales);
-        fragment_order_frags(now.codes0[i], now.codes1[i], step_scales, frag);
+        quad_shared(e4m3x2_to_scaled_bf16x2(scales), step_scales);
+        fragment_order_frags(codes0, codes1, step_scales, frag);
 #pragma unroll
-        for (int s = 0; s < 4; ++s)
+        for (int st = 0; st < 4; ++st)
 #pragma unroll
           for (int j = 0; j < kTiles; ++j)
-            mma_16816(acc[j], frag[s][0], frag[s][1], frag[s][2], frag[s][3], b[i][j][2 * s],
-                      b[i][j][2 * s + 1]);
+            mma_16816(acc[j], frag[st][0], frag[st][1], frag[st][2], frag[st][3], b[j][2 * st],
+                      b[j][2 * st + 1]);
       }
-      now = next;
-    }
 
-    // Accumulator q of lane l in tile j: weight row n0 + l / 4 + 8 (q >= 2), the expert's row
-    // t0 + 8 j + 2 (l % 4) + q % 2.
-    fold_warps<kTiles>(acc, [&](int j, int q, int l, float sum) {
-      const int n = n0 + l / 4 + (q >= 2 ? 8 : 0);
-      const int t = t0 + 8 * j + 2 * (l % 4) + q % 2;
-      if (n < p.n && t < x.rows)
-        out[static_cast<std::size_t>(x.row_begin + t) * p.n + n] =
-            format::float_to_bf16(__fmul_rn(sum, factor));
-    });
-    __syncthreads();  // the fold's shared sums are read before the next tile writes them
+      // Accumulator q of lane l in tile j: weight row n0 + l / 4 + 8 (q >= 2), the expert's row
+      // t0 + 8 j + 2 (l % 4) + q % 2.
+      fold_warps<kTiles>(acc, [&](int j, int q, int l, float sum) {
+        const int n = at.n0 + l / 4 + (q >= 2 ? 8 : 0);
+        const int t = t0 + 8 * j + 2 * (l % 4) + q % 2;
+        if (n < p.n && t < x.rows)
+          out[static_cast<std::size_t>(x.row_begin + t) * p.n + n] =
+              format::float_to_bf16(__fmul_rn(sum, factor));
+      });
+      __syncthreads();  // the fold's shared sums are read before the next tile writes them
+    }
+  }
+  cp_async_wait<0>();
+}
+
+template <int kTokens, bool kGlu, class Work>
+__global__ void __launch_bounds__(kThreads, kTokens == 8 && !kGlu ? 3 : 2)
+    stream_nvfp4_kernel(const __grid_constant__ Nvfp4StreamParams p,
+                        const __grid_constant__ Work work) {
+  if constexpr (std::is_same_v<Work, StreamTable>) {
+    __shared__ std::int32_t offsets[kWideTableChunk + 1];
+    __shared__ std::int16_t active[kWideTableChunk];
+    __shared__ int active_count;
+    SearchedExperts experts{work, offsets, active, &active_count};
+    experts.prepare(p);
+    stream_items<kTokens, kGlu>(p, experts);
+  } else {
+    stream_items<kTokens, kGlu>(p, ListedExperts{work});
   }
 }
 
-template <int kTokens, class Work>
-cudaError_t launch_tokens(const Nvfp4StreamParams& params, const Work& work, int ctas,
+// A persistent grid: as many CTAs as fit on the device at once, at most one an item.
+template <int kTokens, bool kGlu, class Work>
+cudaError_t launch_kernel(const Nvfp4StreamParams& params, const Work& work, int items, int sms,
                           cudaStream_t stream) {
-  if (ctas <= 0) return cudaSuccess;
-  if (params.glu.up != nullptr) {
-    stream_nvfp4_kernel<kTokens, true, Work><<<ctas, kThreads, 0, stream>>>(params, work);
-  } else {
-    stream_nvfp4_kernel<kTokens, false, Work><<<ctas, kThreads, 0, stream>>>(params, work);
-  }
+  static const int resident = [] {
+    int ctas = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &ctas, &stream_nvfp4_kernel<kTokens, kGlu, Work>, kThreads, 0) != cudaSuccess)
+      ctas = 1;
+    return ctas < 1 ? 1 : ctas;
+  }();
+  const long long fill = 1LL * resident * sms;
+  const int grid = static_cast<int>(items < fill ? items : fill);
+  stream_nvfp4_kernel<kTokens, kGlu, Work><<<grid, kThreads, 0, stream>>>(params, work);
   return cudaGetLastError();
 }
 
-template <class Work>
-cudaError_t launch_config(int config, const Nvfp4StreamParams& params, const Work& work, int ctas,
+template <int kTokens, class Work>
+cudaError_t launch_tokens(const Nvfp4StreamParams& params, const Work& work, int items, int sms,
                           cudaStream_t stream) {
+  if (items <= 0) return cudaSuccess;
+  if (params.glu.up != nullptr)
+    return launch_kernel<kTokens, true>(params, work, items, sms, stream);
+  return launch_kernel<kTokens, false>(params, work, items, sms, stream);
+}
+
+template <class Work>
+cudaError_t launch_config(int config, const Nvfp4StreamParams& params, const Work& work, int items,
+                          int sms, cudaStream_t stream) {
   switch (kConfigs[config].tokens) {
-    case 8: return launch_tokens<8>(params, work, ctas, stream);
-    case 16: return launch_tokens<16>(params, work, ctas, stream);
-    case 32: return launch_tokens<32>(params, work, ctas, stream);
+    case 8: return launch_tokens<8>(params, work, items, sms, stream);
+    case 16: return launch_tokens<16>(params, work, items, sms, stream);
+    case 32: return launch_tokens<32>(params, work, items, sms, stream);
     default: return cudaErrorInvalidValue;
   }
 }
@@ -254,13 +379,14 @@ cudaError_t launch_config(int config, const Nvfp4StreamParams& params, const Wor
 }  // namespace
 
 cudaError_t launch_stream_nvfp4(int config, const Nvfp4StreamParams& params,
-                                const StreamExperts& experts, int ctas, cudaStream_t stream) {
-  return launch_config(config, params, experts, ctas, stream);
+                                const StreamExperts& experts, int items, int sms,
+                                cudaStream_t stream) {
+  return launch_config(config, params, experts, items, sms, stream);
 }
 
 cudaError_t launch_stream_nvfp4(int config, const Nvfp4StreamParams& params,
-                                const StreamTable& table, int ctas, cudaStream_t stream) {
-  return launch_config(config, params, table, ctas, stream);
+                                const StreamTable& table, int items, int sms, cudaStream_t stream) {
+  return launch_config(config, params, table, items, sms, stream);
 }
 
 }  // namespace metrale::cuda::sm90::stream

@@ -106,14 +106,16 @@ struct Nvfp4StreamParams {
   GluInput glu;             // glu.up set: row i's input is act(a[i], glu.up[i]) (no ids)
 };
 
-// Launch configuration `config` over ceil(n / its bf16 rows) CTAs (bf16), or over `ctas` (NVFP4);
-// return the launch's error.
+// Launch configuration `config` over ceil(n / its bf16 rows) CTAs (bf16), or over the work items
+// below (NVFP4); return the launch's error.
 cudaError_t launch_stream(int config, const StreamParams& params, cudaStream_t stream);
-// `ctas`: the listed experts' (host) or at most min(m_total, experts) experts' (device) row
-// blocks of every projection.
+// `items`: (expert, projection, 16 weight rows) work items, of the listed experts (host) or of at
+// most min(m_total, experts) experts (device: items past the experts with rows are skipped),
+// taken by a persistent grid of at most the CTAs `sms` multiprocessors hold at once.
 cudaError_t launch_stream_nvfp4(int config, const Nvfp4StreamParams& params,
-                                const StreamExperts& experts, int ctas, cudaStream_t stream);
+                                const StreamExperts& experts, int items, int sms,
+                                cudaStream_t stream);
 cudaError_t launch_stream_nvfp4(int config, const Nvfp4StreamParams& params,
-                                const StreamTable& table, int ctas, cudaStream_t stream);
+                                const StreamTable& table, int items, int sms, cudaStream_t stream);
 
 }  // namespace metrale::cuda::sm90::stream
