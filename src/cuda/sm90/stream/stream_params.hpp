@@ -7,11 +7,12 @@
 // on K alone, and a second run gives the same bits.
 //   bf16 weights (a dense GEMM): 8 to 32 weight rows a CTA, the weights as the mma's n8
 //     operand, the activation rows as its m16 one (stream_kernel.cu).
-//   NVFP4 weights prepacked in the fragment order (format/fragment_order.hpp): 16 weight rows of
-//     one expert and projection a CTA, the weights as the m16 operand, decoded as both sm90
-//     families decode that order, the expert's rows as n8, a token tile at a time
+//   NVFP4 weights prepacked in the fragment order (format/fragment_order.hpp): work items of 16
+//     weight rows of one expert and projection, taken in turn by a persistent grid; the weights
+//     the m16 operand, streamed through a shared-memory ring a warp by cp.async and decoded as
+//     both sm90 families decode that order; the expert's rows the n8 one, a token tile at a time
 //     (stream_nvfp4_kernel.cu); host offsets (the experts with rows listed in the parameters) or
-//     device offsets (each CTA finds its expert), a gated input computed as it is loaded.
+//     device offsets (each CTA lists the experts with rows), a gated input computed as it loads.
 #pragma once
 
 #include <cuda_runtime.h>
