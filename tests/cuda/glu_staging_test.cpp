@@ -237,10 +237,13 @@ TEST(DecodeGluStaging, RefusedWithoutLaunchingWhenALaunchWouldNotStageIt) {
 TEST(DecodeGluStaging, OnlyTheDecodeFamilyStagesIt) {
   const cuda::Family* decode = cuda::find_family("sm90-decode");
   const cuda::Family* tiled = cuda::find_family("sm90-tiled");
+  const cuda::Family* stream = cuda::find_family("sm90-stream");
   ASSERT_NE(decode, nullptr);
   ASSERT_NE(tiled, nullptr);
+  ASSERT_NE(stream, nullptr);
   EXPECT_TRUE(decode->stages_glu_input(cuda::Plan{}));
   EXPECT_FALSE(tiled->stages_glu_input(cuda::Plan{}));
+  EXPECT_FALSE(stream->stages_glu_input(cuda::Plan{}));
 }
 
 // Host logic, no GPU: the gated input takes gate rows in group order; token ids are refused,

@@ -6,7 +6,9 @@
 //   family's host plan lists them), on device offsets at most kWideTableChunk experts (all in the
 //   parameters); the token width sized for the largest expert (host) or the bound
 //   (device), at most kNvfp4MaxRows: an expert past it takes its rows a tile at a time, the
-//   weights streamed again for each. A gated input is computed as it is loaded.
+//   weights streamed again for each. It takes no gated input (stages_glu_input: false): each of a
+//   down's N / 16 row blocks would compute the activation of its K range again (measured in
+//   docs/perf.md, twenty-eighth session), so the MoE layer runs its activation kernel first.
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -58,9 +60,6 @@ class StreamFamily final : public Family {
   }
 
   std::size_t workspace_bytes(const Problem&, const Plan&) const override { return 0; }
-
-  // The NVFP4 kernel computes a gated input (the MoE layer's down) as it loads it.
-  bool stages_glu_input(const Plan&) const override { return true; }
 
   void launch(const Problem& problem, const Plan& plan, core::Buffer,
               cudaStream_t stream) const override {
@@ -159,7 +158,6 @@ class StreamFamily final : public Family {
     p.proj_count = a.proj_count;
     p.row_blocks = (a.n + kNvfp4RowsPerCta - 1) / kNvfp4RowsPerCta;
     p.scale_sfb = a.scale_layout == ScaleLayout::sfb;
-    p.glu = problem.glu;
     if (a.groups.offsets_on_device) {
       thread_local StreamTable table;  // ~25 KB: per-thread scratch, no heap block per call
       fill_table_chunk(problem, 0, table.chunk);

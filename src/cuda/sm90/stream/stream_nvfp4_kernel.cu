@@ -12,13 +12,11 @@
 // both rows, which the quad shares (the decode both sm90 families run: fragment_order_frags,
 // exact). The expert's rows are the n8 operand, kTokens at a time: lane (g, c) loads its B
 // fragments, the values {2c, 2c + 1} and {2c + 8, 2c + 9} of each k16 step, from the expert's row
-// 8 j + g (gathered through token_ids, or act(gate, up) of the gated input), in natural K order as
-// the fragment order keeps it.
+// 8 j + g (gathered through token_ids), in natural K order as the fragment order keeps it.
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
-#include "cuda/silu_table.cuh"
 #include "cuda/sm90/decode/fp4_bits.cuh"
 #include "cuda/sm90/primitives.cuh"
 #include "cuda/sm90/stream/stream_mma.cuh"
@@ -208,22 +206,12 @@ struct WeightStream {
   }
 };
 
-// A B-fragment register: the input's values k and k + 1 of a row (`at` points at k), gated or
-// copied.
-template <bool kGlu>
-__device__ __forceinline__ std::uint32_t input_pair(const Nvfp4StreamParams& p,
-                                                    const std::uint16_t* at, std::size_t up_at) {
-  const std::uint32_t a = __ldg(reinterpret_cast<const unsigned int*>(at));
-  if constexpr (!kGlu) {
-    return a;
-  } else {
-    const std::uint32_t u = __ldg(reinterpret_cast<const unsigned int*>(p.glu.up + up_at));
-    return glu_value(p.glu, a & 0xFFFFu, u & 0xFFFFu) |
-           static_cast<std::uint32_t>(glu_value(p.glu, a >> 16, u >> 16)) << 16;
-  }
+// A B-fragment register: the input's values k and k + 1 of a row (`at` points at k).
+__device__ __forceinline__ std::uint32_t input_pair(const std::uint16_t* at) {
+  return __ldg(reinterpret_cast<const unsigned int*>(at));
 }
 
-template <int kTokens, bool kGlu, class Experts>
+template <int kTokens, class Experts>
 __device__ __forceinline__ void stream_items(const Nvfp4StreamParams& p, const Experts& experts) {
   constexpr int kTiles = kTokens / 8;  // n8 tiles of the expert's rows
   constexpr int kRing = kStages<kTokens>;
@@ -255,7 +243,6 @@ __device__ __forceinline__ void stream_items(const Nvfp4StreamParams& p, const E
     for (int t0 = 0; t0 < x.rows; t0 += kTokens) {
       // The input rows of the lane's B fragments in tile j: the expert's row t0 + 8 j + g.
       const std::uint16_t* act[kTiles];
-      std::size_t up_at[kTiles];
       bool act_ok[kTiles];
 #pragma unroll
       for (int j = 0; j < kTiles; ++j) {
@@ -268,7 +255,6 @@ __device__ __forceinline__ void stream_items(const Nvfp4StreamParams& p, const E
         const std::size_t first_value =
             static_cast<std::size_t>(range.first) * kNvfp4GroupK + 2 * c;
         act[j] = p.a + static_cast<std::size_t>(ok ? source : 0) * p.k + first_value;
-        up_at[j] = static_cast<std::size_t>(ok ? row : 0) * p.k + first_value;
       }
 
       float acc[kTiles][4] = {};
@@ -279,9 +265,8 @@ __device__ __forceinline__ void stream_items(const Nvfp4StreamParams& p, const E
         for (int j = 0; j < kTiles; ++j) {
 #pragma unroll
           for (int v = 0; v < 8; ++v)  // step v / 2's values {2c, 2c + 1} + 8 (v % 2)
-            b[j][v] = act_ok[j] ? input_pair<kGlu>(p, act[j] + 8 * v, up_at[j] + 8 * v) : 0;
+            b[j][v] = act_ok[j] ? input_pair(act[j] + 8 * v) : 0;
           act[j] += kNvfp4GroupK;
-          up_at[j] += kNvfp4GroupK;
         }
         cp_async_wait<kRing - 1>();  // this group's stage has landed (the lane's own copies)
         __syncwarp();                // and the other lanes'
@@ -323,8 +308,8 @@ __device__ __forceinline__ void stream_items(const Nvfp4StreamParams& p, const E
   cp_async_wait<0>();
 }
 
-template <int kTokens, bool kGlu, class Work>
-__global__ void __launch_bounds__(kThreads, kTokens == 8 && !kGlu ? 3 : 2)
+template <int kTokens, class Work>
+__global__ void __launch_bounds__(kThreads, kTokens == 8 ? 3 : 2)
     stream_nvfp4_kernel(const __grid_constant__ Nvfp4StreamParams p,
                         const __grid_constant__ Work work) {
   if constexpr (std::is_same_v<Work, StreamTable>) {
@@ -333,26 +318,26 @@ __global__ void __launch_bounds__(kThreads, kTokens == 8 && !kGlu ? 3 : 2)
     __shared__ int active_count;
     SearchedExperts experts{work, offsets, active, &active_count};
     experts.prepare(p);
-    stream_items<kTokens, kGlu>(p, experts);
+    stream_items<kTokens>(p, experts);
   } else {
-    stream_items<kTokens, kGlu>(p, ListedExperts{work});
+    stream_items<kTokens>(p, ListedExperts{work});
   }
 }
 
 // A persistent grid: as many CTAs as fit on the device at once, at most one an item.
-template <int kTokens, bool kGlu, class Work>
+template <int kTokens, class Work>
 cudaError_t launch_kernel(const Nvfp4StreamParams& params, const Work& work, int items, int sms,
                           cudaStream_t stream) {
   static const int resident = [] {
     int ctas = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &ctas, &stream_nvfp4_kernel<kTokens, kGlu, Work>, kThreads, 0) != cudaSuccess)
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas, &stream_nvfp4_kernel<kTokens, Work>,
+                                                      kThreads, 0) != cudaSuccess)
       ctas = 1;
     return ctas < 1 ? 1 : ctas;
   }();
   const long long fill = 1LL * resident * sms;
   const int grid = static_cast<int>(items < fill ? items : fill);
-  stream_nvfp4_kernel<kTokens, kGlu, Work><<<grid, kThreads, 0, stream>>>(params, work);
+  stream_nvfp4_kernel<kTokens, Work><<<grid, kThreads, 0, stream>>>(params, work);
   return cudaGetLastError();
 }
 
@@ -360,9 +345,7 @@ template <int kTokens, class Work>
 cudaError_t launch_tokens(const Nvfp4StreamParams& params, const Work& work, int items, int sms,
                           cudaStream_t stream) {
   if (items <= 0) return cudaSuccess;
-  if (params.glu.up != nullptr)
-    return launch_kernel<kTokens, true>(params, work, items, sms, stream);
-  return launch_kernel<kTokens, false>(params, work, items, sms, stream);
+  return launch_kernel<kTokens>(params, work, items, sms, stream);
 }
 
 template <class Work>

@@ -12,7 +12,7 @@
 //     the m16 operand, streamed through a shared-memory ring a warp by cp.async and decoded as
 //     both sm90 families decode that order; the expert's rows the n8 one, a token tile at a time
 //     (stream_nvfp4_kernel.cu); host offsets (the experts with rows listed in the parameters) or
-//     device offsets (each CTA lists the experts with rows), a gated input computed as it loads.
+//     device offsets (each CTA lists the experts with rows).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -96,7 +96,7 @@ struct StreamTable {
 };
 
 struct Nvfp4StreamParams {
-  const std::uint16_t* a;         // bf16 [a_rows, k] (a gated input: the gate rows [m_total, k])
+  const std::uint16_t* a;         // bf16 [a_rows, k]
   const std::int32_t* token_ids;  // group row -> row of a, or null
   std::int32_t a_rows;            // 0: ids trusted; else ids outside [0, a_rows) read zeros
   std::int32_t m_total;           // group rows: device offsets past them are dropped
@@ -104,7 +104,6 @@ struct Nvfp4StreamParams {
   std::int32_t n, k, proj_count;
   std::int32_t row_blocks;  // ceil(n / kNvfp4RowsPerCta)
   std::int32_t scale_sfb;   // 1: SFB scales, 0: [K/16, N]
-  GluInput glu;             // glu.up set: row i's input is act(a[i], glu.up[i]) (no ids)
 };
 
 // Launch configuration `config` over ceil(n / its bf16 rows) CTAs (bf16), or over the work items
