@@ -1,5 +1,5 @@
-// What both stream kernels share: the weight load that bypasses L1, the activation load through
-// it, mma.sync m16n8k16 on bf16 with fp32 sums, and the warps' fold.
+// What both stream kernels share: the bf16 weight load that bypasses L1, mma.sync m16n8k16 on
+// bf16 with fp32 sums, the warps' K ranges and their fold.
 #pragma once
 
 #include <cstdint>
@@ -14,13 +14,6 @@ __device__ __forceinline__ uint4 load_weights_16(const void* p) {
   uint4 v;
   asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
       : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-      : "l"(p));
-  return v;
-}
-__device__ __forceinline__ uint2 load_weights_8(const void* p) {
-  uint2 v;
-  asm("ld.global.nc.L1::no_allocate.L2::256B.v2.u32 {%0, %1}, [%2];\n"
-      : "=r"(v.x), "=r"(v.y)
       : "l"(p));
   return v;
 }
