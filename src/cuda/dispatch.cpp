@@ -404,11 +404,11 @@ long device_l2_bytes() {
   return cached_device_attribute(cudaDevAttrL2CacheSize, kH200L2Bytes);
 }
 
-bool scales_aligned_16(const Problem& problem) {
+bool scales_aligned(const Problem& problem, std::size_t bytes) {
   const GroupedNvfp4& a = problem.args;
   for (int p = 0; p < a.proj_count; ++p)
     for (int e = 0; e < a.groups.num_experts; ++e)
-      if (a.proj[p].scale_ptrs[e] % kPointerAlignment != 0) return false;
+      if (a.proj[p].scale_ptrs[e] % bytes != 0) return false;
   return true;
 }
 

@@ -154,8 +154,9 @@ const Family* find_family(std::string_view name);
 int device_sm_count();
 long device_l2_bytes();
 
-// Whether every expert's block-scale pointer is 16-byte aligned (vector loads of [K/16, N] rows).
-bool scales_aligned_16(const Problem& problem);
+// Whether every expert's block-scale pointer is a multiple of `bytes` (16: vector loads of
+// [K/16, N] rows; 4: the stream family's 4-byte copies).
+bool scales_aligned(const Problem& problem, std::size_t bytes);
 
 // Whether the weights are prepacked (format/prepack.hpp's bits; each family decodes both
 // layouts).

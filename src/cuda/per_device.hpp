@@ -4,9 +4,12 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <utility>
+
+#include "cuda/cuda_check.hpp"
 
 namespace metrale::cuda {
 
@@ -24,6 +27,14 @@ auto once_per_device(const Key& key, Compute&& compute, NoDevice&& no_device) {
   auto it = values.find({device, key});
   if (it == values.end()) it = values.emplace(std::pair{device, key}, compute(device)).first;
   return it->second;
+}
+
+// How many CTAs of `kernel` (`threads` each, static shared memory only) one SM holds at once.
+template <class Kernel>
+int resident_ctas(Kernel* kernel, int threads) {
+  int ctas = 0;
+  METRALE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas, kernel, threads, 0));
+  return std::max(ctas, 1);
 }
 
 }  // namespace metrale::cuda

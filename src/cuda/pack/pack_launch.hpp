@@ -1,7 +1,7 @@
 // Launch sizing shared by the packing kernels (quantize, swizzle, transpose): a grid-stride grid
 // of at most `ctas_per_sm` CTAs per SM, enough to keep every SM streaming, never more CTAs than
-// there is work; `resident_ctas` for a kernel that loops (all its CTAs resident at once). Host
-// only.
+// there is work; `resident_ctas` (per_device.hpp) for a kernel that loops (all its CTAs resident
+// at once). Host only.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -22,14 +22,6 @@ inline unsigned grid_size(std::size_t work_items, std::size_t items_per_cta, int
   const std::size_t wanted = (work_items + items_per_cta - 1) / items_per_cta;
   const std::size_t cap = static_cast<std::size_t>(std::max(sms, 1)) * ctas_per_sm;
   return static_cast<unsigned>(std::max<std::size_t>(1, std::min(wanted, cap)));
-}
-
-// How many CTAs of `kernel` (`threads` each, static shared memory only) one SM holds at once.
-template <class Kernel>
-int resident_ctas(Kernel* kernel, int threads) {
-  int ctas = 0;
-  METRALE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas, kernel, threads, 0));
-  return std::max(ctas, 1);
 }
 
 }  // namespace metrale::cuda::pack

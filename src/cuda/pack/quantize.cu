@@ -30,6 +30,7 @@
 #include "cuda/pack/quantize_block.hpp"
 #include "cuda/pack/quantize_tile.cuh"
 #include "cuda/pack/scale_table.hpp"
+#include "cuda/per_device.hpp"
 #include "cuda/require_device.hpp"
 #include "format/nvfp4_recipe.hpp"
 
@@ -252,7 +253,7 @@ void pack_nvfp4(std::string_view who, const PackNvfp4& args, core::Buffer ws, vo
   if (args.scale_2_out != nullptr) {
     const std::size_t vectors = static_cast<std::size_t>(n * k / 8);
     const unsigned grid = pack::grid_size(vectors, kScanThreads * kScanUnroll,
-                                          pack::resident_ctas(scan_kernel, kScanThreads));
+                                          resident_ctas(scan_kernel, kScanThreads));
     scan_kernel<<<grid, kScanThreads, 0, s>>>(reinterpret_cast<const uint4*>(args.weight), vectors,
                                               scratch);
     METRALE_CUDA_CHECK_LAUNCH(scan_kernel);
@@ -272,7 +273,7 @@ void pack_nvfp4(std::string_view who, const PackNvfp4& args, core::Buffer ws, vo
     quantize_lean(p, s);
   } else {
     const unsigned grid = pack::grid_size(static_cast<std::size_t>(p.row_tiles * p.col_tiles), 1,
-                                          pack::resident_ctas(quantize_kernel, kQuantThreads));
+                                          resident_ctas(quantize_kernel, kQuantThreads));
     quantize_kernel<<<grid, kQuantThreads, 0, s>>>(p);
     METRALE_CUDA_CHECK_LAUNCH(quantize_kernel);
   }

@@ -35,6 +35,7 @@
 #include "cuda/pack/quantize_tile.cuh"
 #include "cuda/pack/scale_table.hpp"
 #include "cuda/pack/search_codes.hpp"
+#include "cuda/per_device.hpp"
 #include "cuda/sm90/primitives.cuh"  // cp.async
 
 namespace metrale::cuda {
@@ -254,7 +255,7 @@ __global__ void __launch_bounds__(kQuantThreads, 4) quantize_lean_kernel(Quantiz
 void quantize_lean(const QuantizeParams& p, cudaStream_t stream) {
   const std::int64_t tiles = p.row_tiles * p.col_tiles;
   const unsigned grid = pack::grid_size(static_cast<std::size_t>(tiles), 1,
-                                        pack::resident_ctas(quantize_lean_kernel, kQuantThreads));
+                                        resident_ctas(quantize_lean_kernel, kQuantThreads));
   // The walk's last step passes `tiles` by up to a grid: that too must count in 32 bits.
   if (tiles > std::numeric_limits<int>::max() - static_cast<std::int64_t>(grid))
     fail_message(Status::internal, concat("quantize_lean: ", p.n, " x ", p.k, " is ", tiles,

@@ -40,6 +40,13 @@ __device__ __forceinline__ void cp_async_zfill(uint32_t dst, const void* src, bo
   }
 }
 
+// 4-byte asynchronous copy global -> shared of which the first `bytes` (0-4) are read and the
+// rest written as zeros (L1-allocating).
+__device__ __forceinline__ void cp_async_4_first(uint32_t dst, const void* src, int bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(bytes)
+               : "memory");
+}
+
 __device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, bool valid) {
   cp_async_zfill<16>(dst, src, valid);
 }

@@ -302,7 +302,7 @@ class DecodeFamily final : public Family {
     p.proj_count = a.proj_count;
     p.n_tiles = FastDiv::of(static_cast<std::uint32_t>(s.n_tiles));
     p.scale_sfb = a.scale_layout == ScaleLayout::sfb;
-    p.scale_vec16 = !p.scale_sfb && a.n % 16 == 0 && scales_aligned_16(problem);
+    p.scale_vec16 = !p.scale_sfb && a.n % 16 == 0 && scales_aligned(problem, 16);
     p.max_segments = s.tables.num_experts;
     return p;
   }

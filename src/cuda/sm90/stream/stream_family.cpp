@@ -90,7 +90,7 @@ class StreamFamily final : public Family {
     if (a.k % kNvfp4GroupK != 0)
       return fmt::format("K = {} is not a multiple of {} (whole fragment-order groups)", a.k,
                          kNvfp4GroupK);
-    if (a.scale_layout != ScaleLayout::sfb && !scales_in_words(a))
+    if (a.scale_layout != ScaleLayout::sfb && !scales_aligned(problem, 4))
       return "[K/16, N] block scales at a pointer not 4-byte aligned: the stream family copies "
              "them 4 bytes at a time";
     if (a.groups.offsets_on_device) {
@@ -106,15 +106,6 @@ class StreamFamily final : public Family {
       return fmt::format("{} experts hold rows, past the stream family's {}", w.experts,
                          kStreamExperts);
     return {};
-  }
-
-  // Whether every expert's block scales start on a 4-byte word (SFB's are 16-byte aligned, a
-  // condition of every call).
-  static bool scales_in_words(const GroupedNvfp4& a) {
-    for (int p = 0; p < a.proj_count; ++p)
-      for (int e = 0; e < a.groups.num_experts; ++e)
-        if (a.proj[p].scale_ptrs[e] % 4 != 0) return false;
-    return true;
   }
 
   // The rows its token width is sized for: the largest expert's (host offsets) or the caller's

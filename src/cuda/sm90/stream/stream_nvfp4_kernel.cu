@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "cuda/per_device.hpp"
 #include "cuda/sm90/decode/fp4_bits.cuh"
 #include "cuda/sm90/primitives.cuh"
 #include "cuda/sm90/stream/stream_mma.cuh"
@@ -44,13 +45,6 @@ constexpr int kStages = kTokens == 8    ? 8
                         : kTokens == 16 ? 7
                                         : 6;
 
-// 4-byte asynchronous copy global -> shared of which the first `bytes` (0-4) are read and the
-// rest written as zeros.
-__device__ __forceinline__ void cp_async_4_partial(uint32_t dst, const void* src, int bytes) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(bytes)
-               : "memory");
-}
-
 // A work item's expert: its entry for the item's projection and its group rows.
 struct ExpertRows {
   ExpertEntry entry;
@@ -75,8 +69,7 @@ struct SearchedExperts {
   std::int16_t* active;   // shared [kWideTableChunk]: the slot-th expert with rows
   int* active_count;      // shared
   __device__ void prepare(const Nvfp4StreamParams& p) {
-    constexpr int kWords = kWideTableChunk / 32;
-    __shared__ int word_count[kWords];
+    __shared__ unsigned word_bits[kWideTableChunk / 32];  // a word's experts with rows
     const int experts = x.chunk.count, words = (experts + 31) / 32;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     for (int i = threadIdx.x; i <= experts; i += kThreads)
@@ -86,17 +79,16 @@ struct SearchedExperts {
       const int e = 32 * w + lane;
       const unsigned ballot =
           __ballot_sync(0xffffffffu, e < experts && offsets[e + 1] > offsets[e]);
-      if (lane == 0) word_count[w] = __popc(ballot);
+      if (lane == 0) word_bits[w] = ballot;
     }
     __syncthreads();
     for (int w = warp; w < words; w += kWarps) {
-      const int e = 32 * w + lane;
-      const bool has_rows = e < experts && offsets[e + 1] > offsets[e];
-      const unsigned ballot = __ballot_sync(0xffffffffu, has_rows);
+      const unsigned ballot = word_bits[w];
       int before = 0;
-      for (int v = 0; v < w; ++v) before += word_count[v];
-      if (has_rows)
-        active[before + __popc(ballot & ((1u << lane) - 1))] = static_cast<std::int16_t>(e);
+      for (int v = 0; v < w; ++v) before += __popc(word_bits[v]);
+      if (ballot >> lane & 1u)
+        active[before + __popc(ballot & ((1u << lane) - 1))] =
+            static_cast<std::int16_t>(32 * w + lane);
       if (w == words - 1 && lane == 0) *active_count = before + __popc(ballot);
     }
     if (words == 0 && threadIdx.x == 0) *active_count = 0;
@@ -133,9 +125,10 @@ __device__ __forceinline__ ScaleSpots scale_spots(const Nvfp4StreamParams& p, in
 }
 
 // A warp's weight stream: the groups of its K range of each token tile of each of the CTA's
-// items, in the order its products take them; `fill` copies the next group into a stage (lane l:
-// 16 code bytes of row n0 + l / 2; lanes 0-19 a scale word: SFB, row n0 + l's 4 blocks (lanes
-// 0-15); [K/16, N], word l % 5 of block l / 5's rows), then `advance` steps to the one after.
+// items, in the order its products take them. `issue` copies the next group into a stage (`fill`,
+// lane l: 16 code bytes of row n0 + l / 2; lanes 0-19 a scale word: SFB, row n0 + l's 4 blocks
+// (lanes 0-15); [K/16, N], word l % 5 of block l / 5's rows) and steps to the one after
+// (`advance`).
 template <int kTokens, class Experts>
 struct WeightStream {
   const Nvfp4StreamParams& p;
@@ -186,11 +179,20 @@ struct WeightStream {
     scales = scales_first;
   }
 
+  // The next group into `stage` (nothing past the stream's end), as one cp.async group.
+  __device__ void issue(std::uint8_t* stage) {
+    if (!done()) {
+      fill(stage);
+      advance();
+    }
+    cp_async_commit();
+  }
+
   __device__ void fill(std::uint8_t* stage) const {
     const int lane = threadIdx.x % 32;
     cp_async_zfill<16>(smem_address(stage + 16 * lane), codes, code_ok);
     if (lane < kScaleWords)
-      cp_async_4_partial(smem_address(stage + kCodeBytes + 4 * lane), scales, scale_bytes);
+      cp_async_4_first(smem_address(stage + kCodeBytes + 4 * lane), scales, scale_bytes);
   }
 
   __device__ void advance() {
@@ -224,13 +226,7 @@ __device__ __forceinline__ void stream_items(const Nvfp4StreamParams& p, const E
   WeightStream<kTokens, Experts> load{p, experts, range, total};
   load.begin_item(static_cast<int>(blockIdx.x));
 #pragma unroll
-  for (int s = 0; s < kRing; ++s) {
-    if (!load.done()) {
-      load.fill(ring[warp][s]);
-      load.advance();
-    }
-    cp_async_commit();
-  }
+  for (int s = 0; s < kRing; ++s) load.issue(ring[warp][s]);
   int stage = 0;
 
   for (int item = static_cast<int>(blockIdx.x); item < total; item += static_cast<int>(gridDim.x)) {
@@ -275,11 +271,7 @@ __device__ __forceinline__ void stream_items(const Nvfp4StreamParams& p, const E
         const uint2 codes1 = *reinterpret_cast<const uint2*>(s + 32 * (g + 8) + 8 * c);
         const std::uint32_t scales = s[spots.row0] | s[spots.row8] << 8;
         __syncwarp();  // every lane has read the stage before it is filled again
-        if (!load.done()) {
-          load.fill(ring[warp][stage]);
-          load.advance();
-        }
-        cp_async_commit();
+        load.issue(ring[warp][stage]);
         stage = stage + 1 == kRing ? 0 : stage + 1;
 
         std::uint32_t step_scales[4], frag[4][4];
@@ -328,13 +320,9 @@ __global__ void __launch_bounds__(kThreads, kTokens == 8 ? 3 : 2)
 template <int kTokens, class Work>
 cudaError_t launch_kernel(const Nvfp4StreamParams& params, const Work& work, int items, int sms,
                           cudaStream_t stream) {
-  static const int resident = [] {
-    int ctas = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas, &stream_nvfp4_kernel<kTokens, Work>,
-                                                      kThreads, 0) != cudaSuccess)
-      ctas = 1;
-    return ctas < 1 ? 1 : ctas;
-  }();
+  const int resident = once_per_device(
+      kTokens, [](int) { return resident_ctas(&stream_nvfp4_kernel<kTokens, Work>, kThreads); },
+      [](cudaError_t) { return 1; });
   const long long fill = 1LL * resident * sms;
   const int grid = static_cast<int>(items < fill ? items : fill);
   stream_nvfp4_kernel<kTokens, Work><<<grid, kThreads, 0, stream>>>(params, work);

@@ -375,7 +375,7 @@ class TiledFamily final : public Family {
     p.k = a.k;
     p.num_experts = a.groups.num_experts;
     p.scale_sfb = a.scale_layout == ScaleLayout::sfb;
-    p.scale_vec16 = problem.nvfp4 && !p.scale_sfb && a.n % 16 == 0 && scales_aligned_16(problem);
+    p.scale_vec16 = problem.nvfp4 && !p.scale_sfb && a.n % 16 == 0 && scales_aligned(problem, 16);
     p.offsets = a.groups.offsets_on_device ? a.groups.offsets : l.offsets;
     p.m_total = a.groups.m_total;
     p.min_rows = plan.rows.min_rows;
