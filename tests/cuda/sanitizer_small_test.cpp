@@ -27,7 +27,8 @@ TEST(SanitizerSmall, Gemms) {
 
 // The stream family forced. bf16: each configuration with rows past its narrower neighbour's
 // width, N off the 8-row CTA, K off an even split over its warps (some with no K). NVFP4 (prepacked
-// in the fragment order): host and device offsets, an expert of 24 rows over 8-token tiles.
+// in the fragment order): host and device offsets, an expert of 24 rows over 8-token tiles, each
+// team size (a lone warp's direct stores, folds of 2, 4 and 8 warps on named barriers).
 TEST(SanitizerSmall, StreamConfigurations) {
   METRALE_SKIP_WITHOUT_GPU();
   for (auto [config, m] : {std::pair{0, 5}, std::pair{1, 9}, std::pair{2, 17}, std::pair{3, 33}}) {
@@ -36,13 +37,14 @@ TEST(SanitizerSmall, StreamConfigurations) {
     expect_pass(c);
   }
   for (Op op : {Op::grouped_gate_up, Op::grouped_gate_up_fused, Op::grouped_down})
-    for (bool device_offsets : {false, true}) {
-      check::Case c = grouped_case(op, Mode::exact, 24, 192, {12, 8, 2, RoutingKind::one_expert});
-      c.prepacked = true;
-      c.device_offsets = device_offsets;
-      c.cuda_kernel = "sm90-stream:0";
-      expect_pass(c);
-    }
+    for (bool device_offsets : {false, true})
+      for (int warps : {1, 2, 4, 8}) {
+        check::Case c = grouped_case(op, Mode::exact, 24, 192, {12, 8, 2, RoutingKind::one_expert});
+        c.prepacked = true;
+        c.device_offsets = device_offsets;
+        c.cuda_kernel = fmt::format("sm90-stream:0:{}", warps);
+        expect_pass(c);
+      }
 }
 
 // pack on both quantize kernels (the lean one stages tiles by cp.async: racecheck's case).

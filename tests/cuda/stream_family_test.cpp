@@ -7,7 +7,8 @@
 //   96 rows an expert (past 32: several token tiles), up to 256 experts with few holding rows,
 //   both scale layouts (gate_up's [K/16, N], the others' SFB), the fused call's gather, N off the
 //   16-row CTA, K of 1 to 32 groups. The MoE layer with the family forced: moe_check_test.cpp.
-// Which calls the dispatcher gives it, and what it refuses: host logic.
+// Every team size (the warps sharing an NVFP4 item's K) forced on the same shapes.
+// Which calls the dispatcher gives it, what it refuses, the team size it picks: host logic.
 #include <string>
 #include <vector>
 
@@ -105,6 +106,21 @@ TEST(StreamFamily, Nvfp4NarrowestAndWidestConfigurationsExact) {
                 fmt::format("{}:{}", kStream, cuda::sm90::stream::config_for_rows(rows)));
 }
 
+// Every team size forced (the warps sharing an item's K: 1, 2, 4 and 8) on the 8-token
+// configuration: a lone warp's sums stored straight from its accumulators, teams folding through
+// shared memory, team members with no K (K of 1 to 3 groups); a team size of 3 refused.
+TEST(StreamFamily, Nvfp4EveryTeamSizeExact) {
+  METRALE_SKIP_WITHOUT_GPU();
+  for (int warps : {1, 2, 4, 8}) sweep_nvfp4(Mode::exact, fmt::format("{}:0:{}", kStream, warps));
+  check::Case c = grouped_case(Op::grouped_down, Mode::exact, 64, 128,
+                               {4, 8, 2, check::RoutingKind::uniform}, 5400);
+  c.prepacked = true;
+  c.cuda_kernel = fmt::format("{}:0:3", kStream);
+  const check::Report r = check::run_case(c);
+  EXPECT_FALSE(r.passed());
+  EXPECT_NE(r.detail.find("3 warps sharing an item's K"), std::string::npos) << r.detail;
+}
+
 // A configuration that holds fewer rows than M is refused with its reason, nothing launched.
 TEST(StreamFamily, ConfigurationTooNarrowIsRefused) {
   METRALE_SKIP_WITHOUT_GPU();
@@ -155,8 +171,9 @@ TEST(StreamFamily, RefusalsSayWhy) {
 
   const std::vector<std::int32_t> few{0, 3, 3, 20};  // experts of 3, 0 and 17 rows
   EXPECT_EQ(stream->why_not(grouped_nvfp4(few, 64, 128)), "");
-  EXPECT_EQ(stream->describe(stream->plan(grouped_nvfp4(few, 64, 128), cuda::RowWindow{})),
-            "sm90-stream tokens=32 bf16_rows=8");
+  // The team size follows the device's resident warps (team_warps: TeamSizeFollowsItemsAndK).
+  EXPECT_TRUE(stream->describe(stream->plan(grouped_nvfp4(few, 64, 128), cuda::RowWindow{}))
+                  .starts_with("sm90-stream tokens=32 warps="));
   cuda::Problem packed = grouped_nvfp4(few, 64, 128);
   packed.args.weight_layout = WeightLayout::packed;
   EXPECT_NE(stream->why_not(packed).find("fragment order"), std::string::npos);
@@ -177,13 +194,13 @@ TEST(StreamFamily, RefusalsSayWhy) {
   EXPECT_NE(stream->why_not(on_device).find("num_experts = 513"), std::string::npos);
   on_device.args.groups.num_experts = cuda::kWideTableChunk;
   EXPECT_EQ(stream->why_not(on_device), "");
-  EXPECT_EQ(stream->describe(stream->plan(on_device, cuda::RowWindow{})),
-            "sm90-stream tokens=8 bf16_rows=8");
+  EXPECT_TRUE(stream->describe(stream->plan(on_device, cuda::RowWindow{}))
+                  .starts_with("sm90-stream tokens=8 warps="));
   // An expert past the widest NVFP4 width takes its rows a tile at a time.
   const std::vector<std::int32_t> wide{0, 40};
   EXPECT_EQ(stream->why_not(grouped_nvfp4(wide, 64, 128)), "");
-  EXPECT_EQ(stream->describe(stream->plan(grouped_nvfp4(wide, 64, 128), cuda::RowWindow{})),
-            "sm90-stream tokens=32 bf16_rows=8");
+  EXPECT_TRUE(stream->describe(stream->plan(grouped_nvfp4(wide, 64, 128), cuda::RowWindow{}))
+                  .starts_with("sm90-stream tokens=32 warps="));
   std::vector<std::int32_t> many{0};
   for (int e = 0; e < cuda::sm90::stream::kStreamExperts + 1; ++e) many.push_back(e + 1);
   EXPECT_NE(stream->why_not(grouped_nvfp4(many, 64, 128)).find("129 experts hold rows"),
@@ -217,6 +234,24 @@ TEST(StreamFamily, Bf16ConfigurationFollowsRowsAndWidth) {
   }
   EXPECT_EQ(config(33, 28672).tokens, 64);
   EXPECT_EQ(config(33, 28672).bf16_rows, 8);
+}
+
+// The warps sharing an NVFP4 item's K: the fewest that cut a warp's range to kTeamGroups groups
+// and give 5/8 of the resident warps an item. Host logic.
+TEST(StreamFamily, TeamSizeFollowsItemsAndK) {
+  namespace s = cuda::sm90::stream;
+  constexpr long long kH100Warps = 132 * 3 * s::kWarps;                 // the 8-token kernel's
+  EXPECT_EQ(s::team_warps(100000, s::kTeamGroups, kH100Warps), 1);      // many items, short K
+  EXPECT_EQ(s::team_warps(100000, s::kTeamGroups + 1, kH100Warps), 2);  // a range past 24
+  EXPECT_EQ(s::team_warps(100000, 4096, kH100Warps), 8);                // at most 8
+  EXPECT_EQ(s::team_warps(2048, 112, kH100Warps), 8);  // DeepSeek-V3 gate_up, T = 1
+  EXPECT_EQ(s::team_warps(3584, 32, kH100Warps), 2);   // its down
+  EXPECT_EQ(s::team_warps(768, 32, kH100Warps), 4);    // Qwen3-30B-A3B gate_up: items
+  EXPECT_EQ(s::team_warps(7296, 12, kH100Warps), 1);   // its down at T = 8
+  EXPECT_EQ(s::team_warps(1980, 12, kH100Warps), 1);   // 5/8 of the warps have an item
+  EXPECT_EQ(s::team_warps(1979, 12, kH100Warps), 2);   // not quite
+  for (int warps : {1, 2, 4, 8}) EXPECT_TRUE(s::valid_team_warps(warps));
+  for (int warps : {0, 3, 16}) EXPECT_FALSE(s::valid_team_warps(warps));
 }
 
 #endif

@@ -19,6 +19,20 @@ __device__ __forceinline__ uint32_t smem_address(const void* ptr) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(ptr));
 }
 
+// Loads from a shared-memory address (smem_address's): a loop that keeps its buffers' addresses
+// as 32-bit offsets does not recompute the generic window of a pointer each time. Ordered like
+// any memory access (cp.async waits and barriers are not crossed).
+__device__ __forceinline__ uint2 ld_shared_v2(uint32_t at) {
+  uint2 v;
+  asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n" : "=r"(v.x), "=r"(v.y) : "r"(at) : "memory");
+  return v;
+}
+__device__ __forceinline__ uint32_t ld_shared_u8(uint32_t at) {
+  uint32_t v;
+  asm volatile("ld.shared.u8 %0, [%1];\n" : "=r"(v) : "r"(at) : "memory");
+  return v;
+}
+
 // Byte offset of 16-byte chunk `chunk` of row `row` inside a 128-byte-swizzled tile.
 __device__ __forceinline__ uint32_t swizzled_offset(int row, int chunk) {
   return row * kSwizzleRowBytes + ((chunk ^ (row & 7)) << 4);

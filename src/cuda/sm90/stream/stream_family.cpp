@@ -44,6 +44,8 @@ class StreamFamily final : public Family {
 
   std::string describe(const Plan& plan) const override {
     const StreamConfig& c = kConfigs[plan.config];
+    if (plan.splits > 0)  // NVFP4: the warps of a team
+      return fmt::format("sm90-stream tokens={} warps={}", c.tokens, plan.splits);
     return fmt::format("sm90-stream tokens={} bf16_rows={}", c.tokens, c.bf16_rows);
   }
 
@@ -54,8 +56,12 @@ class StreamFamily final : public Family {
   Plan plan(const Problem& problem, RowWindow rows) const override {
     Plan plan;
     plan.rows = rows;
-    plan.config = problem.nvfp4 ? config_for_rows(nvfp4_rows(problem, rows))
-                                : bf16_config(problem.args.groups.m_total, problem.args.n);
+    if (!problem.nvfp4) {
+      plan.config = bf16_config(problem.args.groups.m_total, problem.args.n);
+      return plan;
+    }
+    plan.config = config_for_rows(nvfp4_rows(problem, rows));
+    plan.splits = auto_team(problem, plan.config, rows);
     return plan;
   }
 
@@ -147,16 +153,19 @@ class StreamFamily final : public Family {
     p.n = a.n;
     p.k = a.k;
     p.proj_count = a.proj_count;
-    p.row_blocks = (a.n + kNvfp4RowsPerCta - 1) / kNvfp4RowsPerCta;
+    p.row_blocks = row_blocks(a.n);
     p.scale_sfb = a.scale_layout == ScaleLayout::sfb;
+    // A forced configuration without a forced team takes the family's own team for it.
+    p.team_warps = plan.splits > 0 ? plan.splits : auto_team(problem, plan.config, plan.rows);
+    if (!valid_team_warps(p.team_warps))
+      fail(Status::unsupported, "{}: {} warps sharing an item's K, expected 1, 2, 4 or 8",
+           problem.op, p.team_warps);
     if (a.groups.offsets_on_device) {
       thread_local StreamTable table;  // ~25 KB: per-thread scratch, no heap block per call
       fill_table_chunk(problem, 0, table.chunk);
       table.offsets = a.groups.offsets;
-      // No more experts than group rows can hold rows: the items' bound (the CTAs skip items
-      // past the experts that have rows).
-      const int slots = std::min(a.groups.m_total, a.groups.num_experts);
-      METRALE_CUDA_CHECK(launch_stream_nvfp4(plan.config, p, table, items_of(problem, slots, p),
+      METRALE_CUDA_CHECK(launch_stream_nvfp4(plan.config, p, table,
+                                             items_of(problem, item_slots(problem, plan.rows), p),
                                              device_sm_count(), stream));
       return;
     }
@@ -166,6 +175,27 @@ class StreamFamily final : public Family {
            problem.op, kStreamExperts);
     METRALE_CUDA_CHECK(launch_stream_nvfp4(
         plan.config, p, experts, items_of(problem, experts.count, p), device_sm_count(), stream));
+  }
+
+  static int row_blocks(int n) { return (n + kNvfp4RowsPerCta - 1) / kNvfp4RowsPerCta; }
+
+  // The team size for configuration `config`'s items of the experts in `window` on this device.
+  static int auto_team(const Problem& problem, int config, RowWindow window) {
+    const GroupedNvfp4& a = problem.args;
+    const long long items = 1LL * item_slots(problem, window) * a.proj_count * row_blocks(a.n);
+    const long long resident_warps =
+        1LL * stream_nvfp4_resident_ctas(config, a.groups.offsets_on_device) * device_sm_count() *
+        kWarps;
+    return team_warps(items, a.k / kNvfp4GroupK, resident_warps);
+  }
+
+  // The experts that items are made for: those with rows in `window` (host offsets), or on
+  // device offsets a bound, since no more experts than group rows can hold rows (the CTAs skip
+  // items past the experts that have them).
+  static int item_slots(const Problem& problem, RowWindow window) {
+    const ExpertGroups& g = problem.args.groups;
+    if (g.offsets_on_device) return std::min(g.m_total, g.num_experts);
+    return rows_in_window(g, window).experts;
   }
 
   // Work items of `slots` experts: their projections' row blocks, counted in an int.

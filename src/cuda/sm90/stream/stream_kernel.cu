@@ -44,7 +44,8 @@ template <int kTokens, int kRows>
 __global__ void __launch_bounds__(kThreads) stream_kernel(const __grid_constant__ StreamParams p) {
   using S = Bf16Shape<kTokens, kRows>;
   const int lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
-  const WarpRange range = warp_range((p.k + kBf16GroupK - 1) / kBf16GroupK);
+  const Team cta = warp_team(kWarps);  // the CTA's warps share its weight rows' K
+  const WarpRange range = warp_range((p.k + kBf16GroupK - 1) / kBf16GroupK, cta);
 
   // Weight row g of each n8 tile r: CTA row 8 r + g.
   const std::uint16_t* w[S::kRowTiles];
@@ -101,7 +102,7 @@ __global__ void __launch_bounds__(kThreads) stream_kernel(const __grid_constant_
 
   // Accumulator q of lane l in tile (r, t): token 16 t + l / 4 + 8 (q >= 2), weight row
   // 8 r + 2 (l % 4) + q % 2 of the CTA's.
-  fold_warps<S::kRowTiles * S::kTiles>(acc, [&](int tile, int q, int l, float sum) {
+  fold_team<S::kRowTiles * S::kTiles>(acc, cta, [&](int tile, int q, int l, float sum) {
     const int r = tile / S::kTiles, t = tile % S::kTiles;
     const int token = 16 * t + (q >= 2 ? 8 : 0) + l / 4;
     const int channel = static_cast<int>(blockIdx.x) * kRows + 8 * r + 2 * (l % 4) + q % 2;

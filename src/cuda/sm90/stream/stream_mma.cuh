@@ -1,5 +1,5 @@
 // What both stream kernels share: the bf16 weight load that bypasses L1, mma.sync m16n8k16 on
-// bf16 with fp32 sums, the warps' K ranges and their fold.
+// bf16 with fp32 sums, teams of warps, their K ranges and their fold.
 #pragma once
 
 #include <cstdint>
@@ -27,41 +27,66 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], uint32_t a0, uint32_t a
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-// The CTA's fold: every warp leaves its accumulators (kTiles mma tiles of 4 a lane) in shared
-// memory, kFoldTiles tiles at a time; then each thread adds one accumulator's kWarps values in
-// warp order and hands the sum to store(tile, accumulator, lane, sum).
+// A team: the `members` warps (1, 2, 4 or 8) of a CTA that share one item's K. The CTA holds
+// kWarps / members teams, team t of its warps t members to (t + 1) members - 1.
+struct Team {
+  int index, member, members;
+};
+__device__ __forceinline__ Team warp_team(int members) {
+  const int warp = static_cast<int>(threadIdx.x / 32);
+  return {warp / members, warp % members, members};
+}
+
+// The team's warps wait for each other: named barrier 1 + team (barrier 0 is __syncthreads').
+__device__ __forceinline__ void team_sync(const Team& team) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(1 + team.index), "r"(32 * team.members) : "memory");
+}
+
+// The team's fold: a lone warp's sums are the item's; otherwise every warp leaves its
+// accumulators (kTiles mma tiles of 4 a lane) in shared memory, kFoldTiles tiles at a time, and
+// each of the team's threads adds one accumulator's values in warp order and hands the sum to
+// store(tile, accumulator, lane, sum). The caller syncs the team before its next fold.
 inline constexpr int kFoldTiles = 4;  // 16 KB of shared memory
 template <int kTiles, class Store>
-__device__ __forceinline__ void fold_warps(const float (&acc)[kTiles][4], Store&& store) {
+__device__ __forceinline__ void fold_team(const float (&acc)[kTiles][4], const Team& team,
+                                          Store&& store) {
+  const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
+  if (team.members == 1) {
+#pragma unroll
+    for (int t = 0; t < kTiles; ++t)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) store(t, q, lane, acc[t][q]);
+    return;
+  }
   constexpr int kChunk = kTiles < kFoldTiles ? kTiles : kFoldTiles;
   static_assert(kTiles % kChunk == 0, "whole chunks of tiles");
   __shared__ float sums[kWarps][kChunk][4][32];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int first_warp = team.index * team.members;
+  const int index = static_cast<int>(threadIdx.x) - 32 * first_warp;
 #pragma unroll
   for (int first = 0; first < kTiles; first += kChunk) {
-    if (first > 0) __syncthreads();  // the previous chunk's sums are read
+    if (first > 0) team_sync(team);  // the previous chunk's sums are read
 #pragma unroll
     for (int t = 0; t < kChunk; ++t)
 #pragma unroll
       for (int q = 0; q < 4; ++q) sums[warp][t][q][lane] = acc[first + t][q];
-    __syncthreads();
-    for (int i = threadIdx.x; i < kChunk * 4 * 32; i += kThreads) {
+    team_sync(team);
+    for (int i = index; i < kChunk * 4 * 32; i += 32 * team.members) {
       const int t = i / 128, q = i / 32 % 4, l = i % 32;
-      float sum = sums[0][t][q][l];
-#pragma unroll
-      for (int v = 1; v < kWarps; ++v) sum = __fadd_rn(sum, sums[v][t][q][l]);
+      float sum = sums[first_warp][t][q][l];
+      for (int v = 1; v < team.members; ++v) sum = __fadd_rn(sum, sums[first_warp + v][t][q][l]);
       store(first + t, q, l, sum);
     }
   }
 }
 
-// A warp's contiguous range [first, last) of a K cut into `groups` groups.
+// A warp's contiguous range [first, last) of a K cut into `groups` groups among its team.
 struct WarpRange {
   int first, last;
 };
-__device__ __forceinline__ WarpRange warp_range(int groups) {
-  const int per_warp = (groups + kWarps - 1) / kWarps;
-  const int first = min(static_cast<int>(threadIdx.x / 32) * per_warp, groups);
+__device__ __forceinline__ WarpRange warp_range(int groups, const Team& team) {
+  const int per_warp = (groups + team.members - 1) / team.members;
+  const int first = min(team.member * per_warp, groups);
   return {first, min(first + per_warp, groups)};
 }
 

@@ -1,18 +1,21 @@
 // The stream family's NVFP4 kernel: the grouped (or single) GEMM of experts with few rows each,
 // the weights prepacked in the fragment order (stream_params.hpp).
 //
-// Work items are (expert slot, projection, 16 weight rows); a persistent grid of CTAs takes them
-// in turn (item i, i + gridDim.x, ...), and each CTA's 8 warps cut K into contiguous ranges. A
-// warp's weights stream through a ring of shared-memory stages of its own, one 64-value group of
-// K a stage (the 16 rows' 32 code bytes and 4 block scales each), filled by cp.async kStages
-// groups ahead of its products and across the CTA's items and token tiles, so that HBM stays
-// busy through each item's fold and the next item's first bytes are in flight while the last
-// ones are multiplied. Lane (g, c) reads from a stage the 8 bytes of rows g and g + 8 that the
-// fragment order puts where its mma A fragments need them, and the block scales of block c of
-// both rows, which the quad shares (the decode both sm90 families run: fragment_order_frags,
-// exact). The expert's rows are the n8 operand, kTokens at a time: lane (g, c) loads its B
-// fragments, the values {2c, 2c + 1} and {2c + 8, 2c + 9} of each k16 step, from the expert's row
-// 8 j + g (gathered through token_ids), in natural K order as the fragment order keeps it.
+// Work items are (expert slot, projection, 16 weight rows). A CTA's 8 warps form teams of 1, 2, 4
+// or 8 (team_warps, stream_params.hpp); a persistent grid's teams take the items in turn (team t
+// of CTA b: item b teams + t, then a grid's worth of teams on), and a team's warps cut K into
+// contiguous ranges, a lone warp's sums stored from its registers, a team's folded through
+// shared memory on a named barrier of its own. A warp's weights stream through a ring of
+// shared-memory stages of its own, one 64-value group of K a stage (the 16 rows' 32 code bytes and
+// 4 block scales each), filled by cp.async kStages groups ahead of its products and across its
+// team's items and token tiles, so that HBM stays busy through each item's fold and the next item's
+// first bytes are in flight while the last ones are multiplied. Lane (g, c) reads from a stage the
+// 8 bytes of rows g and g + 8 that the fragment order puts where its mma A fragments need them, and
+// the block scales of block c of both rows, which the quad shares (the decode both sm90 families
+// run: fragment_order_frags, exact). The expert's rows are the n8 operand, kTokens at a time: lane
+// (g, c) loads its B fragments, the values {2c, 2c + 1} and {2c + 8, 2c + 9} of each k16 step, from
+// the expert's row 8 j + g (gathered through token_ids), in natural K order as the fragment order
+// keeps it.
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
@@ -134,7 +137,8 @@ struct WeightStream {
   const Nvfp4StreamParams& p;
   const Experts& experts;
   WarpRange range;
-  int total;  // the CTA's items end here
+  int total;   // the items end here
+  int stride;  // from one of the team's items to its next
   int item, t0, group, rows;
   const std::uint8_t *codes, *scales, *codes_first, *scales_first;
   bool code_ok;
@@ -179,8 +183,9 @@ struct WeightStream {
     scales = scales_first;
   }
 
-  // The next group into `stage` (nothing past the stream's end), as one cp.async group.
-  __device__ void issue(std::uint8_t* stage) {
+  // The next group into the stage at shared address `stage` (nothing past the stream's end), as
+  // one cp.async group.
+  __device__ void issue(std::uint32_t stage) {
     if (!done()) {
       fill(stage);
       advance();
@@ -188,11 +193,10 @@ struct WeightStream {
     cp_async_commit();
   }
 
-  __device__ void fill(std::uint8_t* stage) const {
+  __device__ void fill(std::uint32_t stage) const {
     const int lane = threadIdx.x % 32;
-    cp_async_zfill<16>(smem_address(stage + 16 * lane), codes, code_ok);
-    if (lane < kScaleWords)
-      cp_async_4_first(smem_address(stage + kCodeBytes + 4 * lane), scales, scale_bytes);
+    cp_async_zfill<16>(stage + 16 * lane, codes, code_ok);
+    if (lane < kScaleWords) cp_async_4_first(stage + kCodeBytes + 4 * lane, scales, scale_bytes);
   }
 
   __device__ void advance() {
@@ -204,7 +208,7 @@ struct WeightStream {
     codes = codes_first;
     scales = scales_first;
     t0 += kTokens;
-    if (t0 >= rows) begin_item(item + static_cast<int>(gridDim.x));
+    if (t0 >= rows) begin_item(item + stride);
   }
 };
 
@@ -219,17 +223,22 @@ __device__ __forceinline__ void stream_items(const Nvfp4StreamParams& p, const E
   constexpr int kRing = kStages<kTokens>;
   __shared__ alignas(16) std::uint8_t ring[kWarps][kRing][kStageBytes];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
-  const WarpRange range = warp_range(p.k / kNvfp4GroupK);
+  const Team team = warp_team(p.team_warps);
+  const int teams = kWarps / team.members;
+  const WarpRange range = warp_range(p.k / kNvfp4GroupK, team);
   const int total = experts.count() * p.proj_count * p.row_blocks;
+  const int first_item = static_cast<int>(blockIdx.x) * teams + team.index;
+  const int stride = static_cast<int>(gridDim.x) * teams;
   const ScaleSpots spots = scale_spots(p, g, c);
+  const std::uint32_t ring_at = smem_address(ring[warp][0]);
 
-  WeightStream<kTokens, Experts> load{p, experts, range, total};
-  load.begin_item(static_cast<int>(blockIdx.x));
+  WeightStream<kTokens, Experts> load{p, experts, range, total, stride};
+  load.begin_item(first_item);
 #pragma unroll
-  for (int s = 0; s < kRing; ++s) load.issue(ring[warp][s]);
+  for (int s = 0; s < kRing; ++s) load.issue(ring_at + s * kStageBytes);
   int stage = 0;
 
-  for (int item = static_cast<int>(blockIdx.x); item < total; item += static_cast<int>(gridDim.x)) {
+  for (int item = first_item; item < total; item += stride) {
     const ItemPlace at = item_place(p, item);
     const ExpertRows x = experts.at(at.slot, at.proj);
     const float factor = x.entry.scale_2 * kEpilogueFactor;
@@ -266,12 +275,13 @@ __device__ __forceinline__ void stream_items(const Nvfp4StreamParams& p, const E
         }
         cp_async_wait<kRing - 1>();  // this group's stage has landed (the lane's own copies)
         __syncwarp();                // and the other lanes'
-        const std::uint8_t* const s = ring[warp][stage];
-        const uint2 codes0 = *reinterpret_cast<const uint2*>(s + 32 * g + 8 * c);
-        const uint2 codes1 = *reinterpret_cast<const uint2*>(s + 32 * (g + 8) + 8 * c);
-        const std::uint32_t scales = s[spots.row0] | s[spots.row8] << 8;
+        const std::uint32_t s = ring_at + stage * kStageBytes;
+        const uint2 codes0 = ld_shared_v2(s + 32 * g + 8 * c);
+        const uint2 codes1 = ld_shared_v2(s + 32 * (g + 8) + 8 * c);
+        const std::uint32_t scales = ld_shared_u8(s + spots.row0) | ld_shared_u8(s + spots.row8)
+                                                                        << 8;
         __syncwarp();  // every lane has read the stage before it is filled again
-        load.issue(ring[warp][stage]);
+        load.issue(s);
         stage = stage + 1 == kRing ? 0 : stage + 1;
 
         std::uint32_t step_scales[4], frag[4][4];
@@ -287,14 +297,14 @@ __device__ __forceinline__ void stream_items(const Nvfp4StreamParams& p, const E
 
       // Accumulator q of lane l in tile j: weight row n0 + l / 4 + 8 (q >= 2), the expert's row
       // t0 + 8 j + 2 (l % 4) + q % 2.
-      fold_warps<kTiles>(acc, [&](int j, int q, int l, float sum) {
+      fold_team<kTiles>(acc, team, [&](int j, int q, int l, float sum) {
         const int n = at.n0 + l / 4 + (q >= 2 ? 8 : 0);
         const int t = t0 + 8 * j + 2 * (l % 4) + q % 2;
         if (n < p.n && t < x.rows)
           out[static_cast<std::size_t>(x.row_begin + t) * p.n + n] =
               format::float_to_bf16(__fmul_rn(sum, factor));
       });
-      __syncthreads();  // the fold's shared sums are read before the next tile writes them
+      if (team.members > 1) team_sync(team);  // the fold's sums are read before the next's
     }
   }
   cp_async_wait<0>();
@@ -316,38 +326,55 @@ __global__ void __launch_bounds__(kThreads, kTokens == 8 ? 3 : 2)
   }
 }
 
-// A persistent grid: as many CTAs as fit on the device at once, at most one an item.
+// The kernel's CTAs one multiprocessor holds at once (asked once a device).
 template <int kTokens, class Work>
-cudaError_t launch_kernel(const Nvfp4StreamParams& params, const Work& work, int items, int sms,
-                          cudaStream_t stream) {
-  const int resident = once_per_device(
+int resident() {
+  return once_per_device(
       kTokens, [](int) { return resident_ctas(&stream_nvfp4_kernel<kTokens, Work>, kThreads); },
       [](cudaError_t) { return 1; });
-  const long long fill = 1LL * resident * sms;
-  const int grid = static_cast<int>(items < fill ? items : fill);
-  stream_nvfp4_kernel<kTokens, Work><<<grid, kThreads, 0, stream>>>(params, work);
-  return cudaGetLastError();
 }
 
+// A persistent grid: as many CTAs as fit on the device at once, at most one a team of items.
 template <int kTokens, class Work>
 cudaError_t launch_tokens(const Nvfp4StreamParams& params, const Work& work, int items, int sms,
                           cudaStream_t stream) {
   if (items <= 0) return cudaSuccess;
-  return launch_kernel<kTokens>(params, work, items, sms, stream);
+  const int teams = kWarps / params.team_warps;
+  const long long fill = 1LL * resident<kTokens, Work>() * sms;
+  const long long wanted = (items + teams - 1) / teams;
+  const int grid = static_cast<int>(wanted < fill ? wanted : fill);
+  stream_nvfp4_kernel<kTokens, Work><<<grid, kThreads, 0, stream>>>(params, work);
+  return cudaGetLastError();
+}
+
+// f(std::integral_constant<int, tokens>) for NVFP4 configuration `config`'s token width (8, 16
+// or 32; the family refuses wider ones before it launches).
+template <class F>
+auto with_tokens(int config, F&& f) {
+  switch (kConfigs[config].tokens) {
+    case 8: return f(std::integral_constant<int, 8>{});
+    case 16: return f(std::integral_constant<int, 16>{});
+    default: return f(std::integral_constant<int, 32>{});
+  }
 }
 
 template <class Work>
 cudaError_t launch_config(int config, const Nvfp4StreamParams& params, const Work& work, int items,
                           int sms, cudaStream_t stream) {
-  switch (kConfigs[config].tokens) {
-    case 8: return launch_tokens<8>(params, work, items, sms, stream);
-    case 16: return launch_tokens<16>(params, work, items, sms, stream);
-    case 32: return launch_tokens<32>(params, work, items, sms, stream);
-    default: return cudaErrorInvalidValue;
-  }
+  if (kConfigs[config].tokens > kNvfp4MaxRows) return cudaErrorInvalidValue;
+  return with_tokens(config, [&](auto tokens) {
+    return launch_tokens<decltype(tokens)::value>(params, work, items, sms, stream);
+  });
 }
 
 }  // namespace
+
+int stream_nvfp4_resident_ctas(int config, bool device_offsets) {
+  return with_tokens(config, [&](auto tokens) {
+    return device_offsets ? resident<decltype(tokens)::value, StreamTable>()
+                          : resident<decltype(tokens)::value, StreamExperts>();
+  });
+}
 
 cudaError_t launch_stream_nvfp4(int config, const Nvfp4StreamParams& params,
                                 const StreamExperts& experts, int items, int sms,

@@ -1,18 +1,19 @@
 // The stream family's host/device contract (stream_family.cpp, stream_kernel.cu,
 // stream_nvfp4_kernel.cu). A GEMM of few activation rows is a stream of weight bytes, and the
-// work is to keep HBM busy and the launch short: each CTA owns a few weight rows over all of K,
-// its kWarps warps cut K into contiguous ranges, load their weights straight from global memory
-// into the registers of mma.sync m16n8k16 (no shared-memory staging, no pipeline to fill, no
-// staging launch), and the CTA adds the warps' sums in warp order. So the order of a sum depends
-// on K alone, and a second run gives the same bits.
-//   bf16 weights (a dense GEMM): 8 to 32 weight rows a CTA, the weights as the mma's n8
-//     operand, the activation rows as its m16 one (stream_kernel.cu).
+// work is to keep HBM busy and the launch short: a few weight rows over all of K are a CTA's or a
+// team of its warps' at a time, the warps cut K into contiguous ranges and feed mma.sync m16n8k16
+// (no staging launch, no workspace), and the sums of the warps are added in warp order. So the
+// order of a sum depends on the shape alone (K, and for NVFP4 the team size that team_warps picks
+// from the shape and the device), and a second run gives the same bits.
+//   bf16 weights (a dense GEMM): 8 to 32 weight rows a CTA, loaded straight from global memory
+//     into registers, the weights as the mma's n8 operand, the activation rows as its m16 one
+//     (stream_kernel.cu).
 //   NVFP4 weights prepacked in the fragment order (format/fragment_order.hpp): work items of 16
-//     weight rows of one expert and projection, taken in turn by a persistent grid; the weights
-//     the m16 operand, streamed through a shared-memory ring a warp by cp.async and decoded as
-//     both sm90 families decode that order; the expert's rows the n8 one, a token tile at a time
-//     (stream_nvfp4_kernel.cu); host offsets (the experts with rows listed in the parameters) or
-//     device offsets (each CTA lists the experts with rows).
+//     weight rows of one expert and projection, taken in turn by a persistent grid's teams of
+//     warps; the weights the m16 operand, streamed through a shared-memory ring a warp by
+//     cp.async and decoded as both sm90 families decode that order; the expert's rows the n8
+//     one, a token tile at a time (stream_nvfp4_kernel.cu); host offsets (the experts with rows
+//     listed in the parameters) or device offsets (each CTA lists the experts with rows).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -104,7 +105,27 @@ struct Nvfp4StreamParams {
   std::int32_t n, k, proj_count;
   std::int32_t row_blocks;  // ceil(n / kNvfp4RowsPerCta)
   std::int32_t scale_sfb;   // 1: SFB scales, 0: [K/16, N]
+  std::int32_t team_warps;  // warps sharing an item's K: 1, 2, 4 or 8 (team_warps below)
 };
+
+// The warps that share a work item's K (a team; kWarps / team CTA teams take items in turn): the
+// fewest that cut a warp's range to at most kTeamGroups groups and give at least 5/8 of the
+// resident warps an item (or kWarps). A lone warp's long range is a serial chain of products on
+// one set of sums, and a fold through shared memory costs about a group of products, so the
+// sizes between are measured ones: H200, 20 rows of the five presets at T = 1 and 8 with every
+// size forced (docs/perf.md, twenty-ninth session): this rule picks the best size on fourteen,
+// one within 3 % of it on four, and 1.06-1.07x its time on DeepSeek-V3 gate_up and down at T = 8.
+inline constexpr int kTeamGroups = 24;
+constexpr int team_warps(long long items, int groups, long long resident_warps) {
+  int warps = 1;
+  while (warps < kWarps &&
+         ((groups + warps - 1) / warps > kTeamGroups || 8 * items * warps < 5 * resident_warps))
+    warps *= 2;
+  return warps;
+}
+constexpr bool valid_team_warps(int warps) {
+  return warps == 1 || warps == 2 || warps == 4 || warps == 8;
+}
 
 // Launch configuration `config` over ceil(n / its bf16 rows) CTAs (bf16), or over the work items
 // below (NVFP4); return the launch's error.
@@ -115,6 +136,9 @@ cudaError_t launch_stream(int config, const StreamParams& params, cudaStream_t s
 cudaError_t launch_stream_nvfp4(int config, const Nvfp4StreamParams& params,
                                 const StreamExperts& experts, int items, int sms,
                                 cudaStream_t stream);
+// The CTAs of NVFP4 configuration `config` one multiprocessor holds at once (host or device
+// offsets: their kernels differ).
+int stream_nvfp4_resident_ctas(int config, bool device_offsets);
 cudaError_t launch_stream_nvfp4(int config, const Nvfp4StreamParams& params,
                                 const StreamTable& table, int items, int sms, cudaStream_t stream);
 
