@@ -11,9 +11,11 @@
 //                         capturing stream is refused. Unset, "" or "0": off (the device makes a
 //                         bad token's row NaN instead).
 //   METRALE_CUDA_KERNEL   tuning and tests only: "FAMILY[:CONFIG[:SPLITS]]" runs every expert of
-//                         a CUDA-backend call on that kernel family (sm90-decode, sm90-tiled),
-//                         configuration index and (decode) K split, instead of the dispatcher's
-//                         choice. The CUDA backend checks the names against its families.
+//                         a CUDA-backend call on that kernel family (sm90-decode, sm90-stream,
+//                         sm90-tiled), configuration index and K split (the decode and tiled
+//                         families' splits; the stream family's warps sharing a work item's K:
+//                         1, 2, 4 or 8), instead of the dispatcher's choice. The CUDA backend
+//                         checks the names against its families.
 //   METRALE_CUDA_QUANTIZER tuning and tests only: the CUDA quantizer's quantize kernel
 //                         (pack_bf16_weight_to_nvfp4_t on the CUDA backend): unset, "" or
 //                         "lean", the lean kernel (the default since it measured 0.79-0.85x the
