@@ -71,9 +71,11 @@ inline constexpr std::int32_t kDecodeMaxMeanRows = 48;
 // twenty-eighth session), dense bf16 of the five presets: at M <= 16 0.49-0.97x the tiled family's
 // time and 1.02-1.51x cuBLASLt's speed; at M = 32 (stream_params.hpp's bf16_config) 0.47-0.88x
 // the tiled family's time, except Mixtral-8x7B's 1.03x; at M = 64 1.02-2.98x (Qwen3-Next 0.92x),
-// so 64 rows stay with the tiled family. Its NVFP4 kernel measured 1.06-2.6x the decode family's
-// time at 1-64 rows (gpt-oss down T = 1 0.94x): NVFP4 calls reach it only through
-// METRALE_CUDA_KERNEL=sm90-stream.
+// so 64 rows stay with the tiled family. Its NVFP4 kernel, with teams of warps (H200,
+// twenty-ninth session), measured 0.75-1.28x the decode family's time at T <= 8 on the presets,
+// faster on 6 of 20 rows (small calls: Qwen3-30B-A3B and gpt-oss down at T = 1, Qwen3-Next at
+// T = 1 and 8): NVFP4 calls reach it only through METRALE_CUDA_KERNEL=sm90-stream until a default
+// for those is measured (docs/perf.md, twenty-ninth session, item 3).
 inline constexpr std::int32_t kStreamMaxBf16Rows = 32;
 inline constexpr std::int32_t kStreamMaxNvfp4Rows = 0;
 

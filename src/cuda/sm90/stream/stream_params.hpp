@@ -113,8 +113,8 @@ struct Nvfp4StreamParams {
 // resident warps an item (or kWarps). A lone warp's long range is a serial chain of products on
 // one set of sums, and a fold through shared memory costs about a group of products, so the
 // sizes between are measured ones: H200, 20 rows of the five presets at T = 1 and 8 with every
-// size forced (docs/perf.md, twenty-ninth session): this rule picks the best size on fourteen,
-// one within 3 % of it on four, and 1.06-1.07x its time on DeepSeek-V3 gate_up and down at T = 8.
+// size forced (docs/perf.md, twenty-ninth session): this rule picks the best size on fifteen,
+// one within 3 % of it on three, and 1.06-1.07x its time on DeepSeek-V3 gate_up and down at T = 8.
 inline constexpr int kTeamGroups = 24;
 constexpr int team_warps(long long items, int groups, long long resident_warps) {
   int warps = 1;
