@@ -121,7 +121,8 @@ TEST(StreamFamily, Nvfp4EveryTeamSizeExact) {
   EXPECT_NE(r.detail.find("3 warps sharing an item's K"), std::string::npos) << r.detail;
 }
 
-// A configuration that holds fewer rows than M is refused with its reason, nothing launched.
+// A configuration that holds fewer rows than M, and a forced split on bf16 weights, are refused
+// with their reasons, nothing launched.
 TEST(StreamFamily, ConfigurationTooNarrowIsRefused) {
   METRALE_SKIP_WITHOUT_GPU();
   check::Case c = gemm_case(Op::bf16_gemm, Mode::exact, kConfigs[0].tokens + 1, 8, 64, 5100);
@@ -129,6 +130,13 @@ TEST(StreamFamily, ConfigurationTooNarrowIsRefused) {
   const check::Report r = check::run_case(c);
   EXPECT_FALSE(r.passed());
   EXPECT_NE(r.detail.find("cannot hold M = 9 rows"), std::string::npos) << r.detail;
+  // A forced split names the NVFP4 kernel's team size: on bf16 weights it is refused.
+  c = gemm_case(Op::bf16_gemm, Mode::exact, 4, 8, 64, 5101);
+  c.cuda_kernel = fmt::format("{}:0:2", kStream);
+  const check::Report split = check::run_case(c);
+  EXPECT_FALSE(split.passed());
+  EXPECT_NE(split.detail.find("a split of 2 on the stream family's bf16 kernel"), std::string::npos)
+      << split.detail;
 }
 
 cuda::Problem dense_bf16(const std::int32_t (&offsets)[2], int n, int k) {

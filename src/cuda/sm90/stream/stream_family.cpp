@@ -128,6 +128,11 @@ class StreamFamily final : public Family {
     if (kConfigs[plan.config].tokens < a.groups.m_total)
       fail(Status::unsupported, "{}: configuration {} ({}) cannot hold M = {} rows", problem.op,
            plan.config, describe(plan), a.groups.m_total);
+    if (plan.splits > 0)
+      fail(Status::unsupported,
+           "{}: a split of {} on the stream family's bf16 kernel, whose CTA's 8 warps always share "
+           "K (a split sets the NVFP4 kernel's team size only)",
+           problem.op, plan.splits);
     StreamParams p{};
     p.a = a.a;
     p.w = static_cast<const std::uint16_t*>(expert_entry(problem, 0, 0).weight);
