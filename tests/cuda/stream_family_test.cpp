@@ -106,12 +106,16 @@ TEST(StreamFamily, Nvfp4NarrowestAndWidestConfigurationsExact) {
                 fmt::format("{}:{}", kStream, cuda::sm90::stream::config_for_rows(rows)));
 }
 
-// Every team size forced (the warps sharing an item's K: 1, 2, 4 and 8) on the 8-token
-// configuration: a lone warp's sums stored straight from its accumulators, teams folding through
-// shared memory, team members with no K (K of 1 to 3 groups); a team size of 3 refused.
+// Every team size forced (the warps sharing an item's K: 1, 2, 4 and 8) on the narrowest and
+// the widest NVFP4 configurations (8 tokens, one n8 tile; 32, four): a lone warp's sums stored
+// straight from its accumulators, teams folding through shared memory (the 32-token kernel's
+// four tiles in one chunk), team members with no K (K of 1 to 3 groups); a size of 3 refused.
 TEST(StreamFamily, Nvfp4EveryTeamSizeExact) {
   METRALE_SKIP_WITHOUT_GPU();
-  for (int warps : {1, 2, 4, 8}) sweep_nvfp4(Mode::exact, fmt::format("{}:0:{}", kStream, warps));
+  for (int rows : {1, cuda::sm90::stream::kNvfp4MaxRows})
+    for (int warps : {1, 2, 4, 8})
+      sweep_nvfp4(Mode::exact, fmt::format("{}:{}:{}", kStream,
+                                           cuda::sm90::stream::config_for_rows(rows), warps));
   check::Case c = grouped_case(Op::grouped_down, Mode::exact, 64, 128,
                                {4, 8, 2, check::RoutingKind::uniform}, 5400);
   c.prepacked = true;
