@@ -61,7 +61,8 @@ class StreamFamily final : public Family {
       return plan;
     }
     plan.config = config_for_rows(nvfp4_rows(problem, rows));
-    plan.splits = auto_team(problem, plan.config, rows);
+    plan.splits =
+        auto_team(problem, plan.config, item_count(problem.args, item_slots(problem, rows)));
     return plan;
   }
 
@@ -160,38 +161,41 @@ class StreamFamily final : public Family {
     p.proj_count = a.proj_count;
     p.row_blocks = row_blocks(a.n);
     p.scale_sfb = a.scale_layout == ScaleLayout::sfb;
-    // A forced configuration without a forced team takes the family's own team for it.
-    p.team_warps = plan.splits > 0 ? plan.splits : auto_team(problem, plan.config, plan.rows);
-    if (!valid_team_warps(p.team_warps))
-      fail(Status::unsupported, "{}: {} warps sharing an item's K, expected 1, 2, 4 or 8",
-           problem.op, p.team_warps);
     if (a.groups.offsets_on_device) {
       thread_local StreamTable table;  // ~25 KB: per-thread scratch, no heap block per call
       fill_table_chunk(problem, 0, table.chunk);
       table.offsets = a.groups.offsets;
-      METRALE_CUDA_CHECK(launch_stream_nvfp4(plan.config, p, table,
-                                             items_of(problem, item_slots(problem, plan.rows), p),
-                                             device_sm_count(), stream));
+      const int items = items_of(problem, item_slots(problem, plan.rows));
+      p.team_warps = launch_team(problem, plan, items);
+      METRALE_CUDA_CHECK(
+          launch_stream_nvfp4(plan.config, p, table, items, device_sm_count(), stream));
       return;
     }
     thread_local StreamExperts experts;  // ~7 KB: per-thread scratch, no heap block per call
     if (!list_experts(problem, plan.rows, experts))
       fail(Status::unsupported, "{}: more than {} experts hold rows for the stream family",
            problem.op, kStreamExperts);
-    METRALE_CUDA_CHECK(launch_stream_nvfp4(
-        plan.config, p, experts, items_of(problem, experts.count, p), device_sm_count(), stream));
+    const int items = items_of(problem, experts.count);
+    p.team_warps = launch_team(problem, plan, items);
+    METRALE_CUDA_CHECK(
+        launch_stream_nvfp4(plan.config, p, experts, items, device_sm_count(), stream));
   }
 
   static int row_blocks(int n) { return (n + kNvfp4RowsPerCta - 1) / kNvfp4RowsPerCta; }
 
-  // The team size for configuration `config`'s items of the experts in `window` on this device.
-  static int auto_team(const Problem& problem, int config, RowWindow window) {
-    const GroupedNvfp4& a = problem.args;
-    const long long items = 1LL * item_slots(problem, window) * a.proj_count * row_blocks(a.n);
-    const long long resident_warps =
-        1LL * stream_nvfp4_resident_ctas(config, a.groups.offsets_on_device) * device_sm_count() *
-        kWarps;
-    return team_warps(items, a.k / kNvfp4GroupK, resident_warps);
+  // Work items of `slots` experts: their projections' row blocks.
+  static long long item_count(const GroupedNvfp4& a, int slots) {
+    return 1LL * slots * a.proj_count * row_blocks(a.n);
+  }
+
+  // The same, counted in an int for the launch.
+  static int items_of(const Problem& problem, int slots) {
+    const long long items = item_count(problem.args, slots);
+    constexpr long long kMaxItems = 1LL << 30;  // item + grid stays an int
+    if (items > kMaxItems)
+      fail(Status::unsupported, "{}: {} work items of {} weight rows exceed {}", problem.op, items,
+           kNvfp4RowsPerCta, kMaxItems);
+    return static_cast<int>(items);
   }
 
   // The experts that items are made for: those with rows in `window` (host offsets), or on
@@ -203,14 +207,23 @@ class StreamFamily final : public Family {
     return rows_in_window(g, window).experts;
   }
 
-  // Work items of `slots` experts: their projections' row blocks, counted in an int.
-  static int items_of(const Problem& problem, int slots, const Nvfp4StreamParams& p) {
-    const long long items = 1LL * slots * p.proj_count * p.row_blocks;
-    constexpr long long kMaxItems = 1LL << 30;  // item + grid stays an int
-    if (items > kMaxItems)
-      fail(Status::unsupported, "{}: {} work items of {} weight rows exceed {}", problem.op, items,
-           kNvfp4RowsPerCta, kMaxItems);
-    return static_cast<int>(items);
+  // The team size for `items` work items of configuration `config` on this device.
+  static int auto_team(const Problem& problem, int config, long long items) {
+    const GroupedNvfp4& a = problem.args;
+    const long long resident_warps =
+        1LL * stream_nvfp4_resident_ctas(config, a.groups.offsets_on_device) * device_sm_count() *
+        kWarps;
+    return team_warps(items, a.k / kNvfp4GroupK, resident_warps);
+  }
+
+  // The launch's team size: the plan's (forced or the family's), or for a configuration forced
+  // without one, the family's own for the launch's items.
+  static int launch_team(const Problem& problem, const Plan& plan, int items) {
+    const int warps = plan.splits > 0 ? plan.splits : auto_team(problem, plan.config, items);
+    if (!valid_team_warps(warps))
+      fail(Status::unsupported, "{}: {} warps sharing an item's K, expected 1, 2, 4 or 8",
+           problem.op, warps);
+    return warps;
   }
 };
 
