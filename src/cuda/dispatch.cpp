@@ -180,17 +180,25 @@ std::optional<Launch> one_decode_launch(const Problem& problem, const Launch& na
   return both;
 }
 
+bool stream_can_run(const Problem& problem) {
+  return sm90::stream::stream_family().why_not(problem).empty();
+}
+
 // Few rows are a weight stream: the stream family's one launch, for a dense bf16 GEMM of at most
 // kStreamMaxBf16Rows rows, or an NVFP4 call whose experts have at most kStreamMaxNvfp4Rows rows
-// each (host offsets) or may have (device offsets: the caller's bound).
+// each (host offsets) or may have (device offsets: the caller's bound) and whose weights weigh at
+// most kStreamMaxNvfp4Bytes (family.hpp).
 bool stream_takes(const Problem& problem) {
-  const int most = problem.nvfp4 ? kStreamMaxNvfp4Rows : kStreamMaxBf16Rows;
-  if (most <= 0) return false;  // no pass over the experts while the family takes nothing
   const ExpertGroups& g = problem.args.groups;
-  const int rows = !problem.nvfp4        ? g.m_total
-                   : g.offsets_on_device ? g.max_rows_per_expert
-                                         : rows_in_window(g, RowWindow{}).largest;
-  return rows <= most && sm90::stream::stream_family().why_not(problem).empty();
+  if (!problem.nvfp4) return g.m_total <= kStreamMaxBf16Rows && stream_can_run(problem);
+  // Experts that may have rows, and the most rows one has.
+  const WindowRows held = g.offsets_on_device ? WindowRows{std::min(g.m_total, g.num_experts),
+                                                           g.m_total, g.max_rows_per_expert}
+                                              : rows_in_window(g, RowWindow{});
+  const std::int64_t weight_bytes = std::int64_t{held.experts} * problem.args.proj_count *
+                                    problem.args.n * problem.args.k * 9 / 16;
+  return held.largest <= kStreamMaxNvfp4Rows && weight_bytes <= kStreamMaxNvfp4Bytes &&
+         stream_can_run(problem);
 }
 
 std::vector<Launch> choose(const Problem& problem) {

@@ -73,11 +73,14 @@ inline constexpr std::int32_t kDecodeMaxMeanRows = 48;
 // the tiled family's time, except Mixtral-8x7B's 1.03x; at M = 64 1.02-2.98x (Qwen3-Next 0.92x),
 // so 64 rows stay with the tiled family. Its NVFP4 kernel, with teams of warps (H200,
 // twenty-ninth session), measured 0.75-1.28x the decode family's time at T <= 8 on the presets,
-// faster on 6 of 20 rows (small calls: Qwen3-30B-A3B and gpt-oss down at T = 1, Qwen3-Next at
-// T = 1 and 8): NVFP4 calls reach it only through METRALE_CUDA_KERNEL=sm90-stream until a default
-// for those is measured (docs/perf.md, twenty-ninth session, item 3).
+// faster on 6 of 20 rows, all small calls (Qwen3-30B-A3B and gpt-oss down at T = 1, Qwen3-Next at
+// T = 1 and 8) and losing most on the largest (DeepSeek-V3, 1.13-1.20x). So it takes NVFP4 calls
+// of one row an expert whose weights (codes and scales, 9/16 byte a value, of the experts with
+// rows, or on device offsets of as many experts as the rows could reach) weigh at most
+// kStreamMaxNvfp4Bytes (docs/perf.md, thirtieth session).
 inline constexpr std::int32_t kStreamMaxBf16Rows = 32;
-inline constexpr std::int32_t kStreamMaxNvfp4Rows = 0;
+inline constexpr std::int32_t kStreamMaxNvfp4Rows = 1;
+inline constexpr std::int64_t kStreamMaxNvfp4Bytes = std::int64_t{24} << 20;
 
 // Expert row counts a launch covers: experts whose rows fall outside are left to another family.
 struct RowWindow {

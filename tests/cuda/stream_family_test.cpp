@@ -229,6 +229,39 @@ TEST(StreamFamily, DispatcherTakesFewRowsOfBf16) {
   }
 }
 
+// The dispatcher gives the stream family an NVFP4 call of one row an expert whose weights weigh at
+// most kStreamMaxNvfp4Bytes, the decode family the rest (family.hpp). Host logic.
+TEST(StreamFamily, DispatcherTakesSmallNvfp4CallsOfOneRowAnExpert) {
+  const auto plan = [](const std::vector<std::int32_t>& offsets, int n, int k) {
+    GroupedNvfp4 a = grouped_nvfp4(offsets, n, k).args;
+    return cuda::nvfp4_grouped_plan(a);
+  };
+  const std::vector<std::int32_t> ones{0, 1, 1, 2, 3}, two{0, 1, 3, 4};
+  // Three experts with rows: 3 x 2 x 768 x 2048 x 9/16 = 5.3 MB; 3 x 2 x 4096 x 8192 x 9/16 = 113.
+  EXPECT_TRUE(plan(ones, 768, 2048).starts_with("sm90-stream")) << plan(ones, 768, 2048);
+  EXPECT_TRUE(plan(ones, 4096, 8192).starts_with("sm90-decode")) << plan(ones, 4096, 8192);
+  EXPECT_TRUE(plan(two, 768, 2048).starts_with("sm90-decode")) << plan(two, 768, 2048);
+  // The bound: one expert at K = 8192, N the largest multiple of 64 within kStreamMaxNvfp4Bytes,
+  // then 64 rows more.
+  const std::vector<std::int32_t> one{0, 1};
+  const int n_at_bound =
+      static_cast<int>(cuda::kStreamMaxNvfp4Bytes * 16 / (2 * 9 * 8192)) / 64 * 64;
+  EXPECT_TRUE(plan(one, n_at_bound, 8192).starts_with("sm90-stream"))
+      << plan(one, n_at_bound, 8192);
+  EXPECT_TRUE(plan(one, n_at_bound + 64, 8192).starts_with("sm90-decode"));
+  // Device offsets: as many experts as the rows could reach, each at most the caller's bound.
+  GroupedNvfp4 a = grouped_nvfp4(ones, 768, 2048).args;
+  a.groups = ExpertGroups{nullptr, true, 128, 8, 1};
+  EXPECT_TRUE(cuda::nvfp4_grouped_plan(a).starts_with("sm90-stream"))
+      << cuda::nvfp4_grouped_plan(a);
+  a.groups.max_rows_per_expert = 2;
+  EXPECT_TRUE(cuda::nvfp4_grouped_plan(a).starts_with("sm90-decode"))
+      << cuda::nvfp4_grouped_plan(a);
+  a.groups = ExpertGroups{nullptr, true, 128, 128, 1};  // 128 x 1.8 MB
+  EXPECT_TRUE(cuda::nvfp4_grouped_plan(a).starts_with("sm90-decode"))
+      << cuda::nvfp4_grouped_plan(a);
+}
+
 // A bf16 GEMM's configuration: the narrowest holding M with 8 weight rows a CTA, and past 16 rows
 // 32 weight rows a CTA where N gives them kWideMinCtas CTAs. Host logic.
 TEST(StreamFamily, Bf16ConfigurationFollowsRowsAndWidth) {
