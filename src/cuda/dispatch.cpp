@@ -187,7 +187,7 @@ bool stream_can_run(const Problem& problem) {
 // Few rows are a weight stream: the stream family's one launch, for a dense bf16 GEMM of at most
 // kStreamMaxBf16Rows rows, or an NVFP4 call whose experts have at most kStreamMaxNvfp4Rows rows
 // each (host offsets) or may have (device offsets: the caller's bound) and whose weights weigh at
-// most kStreamMaxNvfp4Bytes (family.hpp).
+// most kStreamMaxNvfp4Bytes (kStreamMaxNvfp4DeviceBytes on device offsets; family.hpp).
 bool stream_takes(const Problem& problem) {
   const ExpertGroups& g = problem.args.groups;
   if (!problem.nvfp4) return g.m_total <= kStreamMaxBf16Rows && stream_can_run(problem);
@@ -197,7 +197,9 @@ bool stream_takes(const Problem& problem) {
                                               : rows_in_window(g, RowWindow{});
   const std::int64_t weight_bytes = std::int64_t{held.experts} * problem.args.proj_count *
                                     problem.args.n * problem.args.k * 9 / 16;
-  return held.largest <= kStreamMaxNvfp4Rows && weight_bytes <= kStreamMaxNvfp4Bytes &&
+  const std::int64_t most_bytes =
+      g.offsets_on_device ? kStreamMaxNvfp4DeviceBytes : kStreamMaxNvfp4Bytes;
+  return held.largest <= kStreamMaxNvfp4Rows && weight_bytes <= most_bytes &&
          stream_can_run(problem);
 }
 

@@ -230,7 +230,8 @@ TEST(StreamFamily, DispatcherTakesFewRowsOfBf16) {
 }
 
 // The dispatcher gives the stream family an NVFP4 call of one row an expert whose weights weigh at
-// most kStreamMaxNvfp4Bytes, the decode family the rest (family.hpp). Host logic.
+// most kStreamMaxNvfp4Bytes (kStreamMaxNvfp4DeviceBytes on device offsets), the decode family the
+// rest (family.hpp). Host logic.
 TEST(StreamFamily, DispatcherTakesSmallNvfp4CallsOfOneRowAnExpert) {
   const auto plan = [](const std::vector<std::int32_t>& offsets, int n, int k) {
     GroupedNvfp4 a = grouped_nvfp4(offsets, n, k).args;
@@ -258,6 +259,17 @@ TEST(StreamFamily, DispatcherTakesSmallNvfp4CallsOfOneRowAnExpert) {
   EXPECT_TRUE(cuda::nvfp4_grouped_plan(a).starts_with("sm90-decode"))
       << cuda::nvfp4_grouped_plan(a);
   a.groups = ExpertGroups{nullptr, true, 128, 128, 1};  // 128 x 1.8 MB
+  EXPECT_TRUE(cuda::nvfp4_grouped_plan(a).starts_with("sm90-decode"))
+      << cuda::nvfp4_grouped_plan(a);
+  // gpt-oss-120b's gate/up at T = 1 (4 x 9.3 MB): past the host offsets' bound, within the
+  // device offsets'; 8 experts' worth is past both.
+  const std::vector<std::int32_t> gpt_oss{0, 1, 2, 3, 4};
+  EXPECT_TRUE(plan(gpt_oss, 2880, 2880).starts_with("sm90-decode")) << plan(gpt_oss, 2880, 2880);
+  a.n = a.k = 2880;
+  a.groups = ExpertGroups{nullptr, true, 128, 4, 1};
+  EXPECT_TRUE(cuda::nvfp4_grouped_plan(a).starts_with("sm90-stream"))
+      << cuda::nvfp4_grouped_plan(a);
+  a.groups.m_total = 8;
   EXPECT_TRUE(cuda::nvfp4_grouped_plan(a).starts_with("sm90-decode"))
       << cuda::nvfp4_grouped_plan(a);
 }
