@@ -160,6 +160,7 @@ class StreamFamily final : public Family {
     p.k = a.k;
     p.proj_count = a.proj_count;
     p.row_blocks = row_blocks(a.n);
+    p.items_per_slot = FastDiv::of(static_cast<std::uint32_t>(a.proj_count * p.row_blocks));
     p.scale_sfb = a.scale_layout == ScaleLayout::sfb;
     if (a.groups.offsets_on_device) {
       thread_local StreamTable table;  // ~25 KB: per-thread scratch, no heap block per call

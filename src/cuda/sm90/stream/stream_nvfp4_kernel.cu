@@ -104,14 +104,16 @@ struct SearchedExperts {
   }
 };
 
-// Work item `item`'s expert slot, projection and first weight row.
+// Work item `item`'s expert slot, projection (of at most 2) and first weight row: one high
+// multiply and a compare, where two divisions by a variable cost ~50 instructions an item, taken
+// by the loader and the products alike.
 struct ItemPlace {
   int slot, proj, n0;
 };
 __device__ __forceinline__ ItemPlace item_place(const Nvfp4StreamParams& p, int item) {
-  const int per_slot = p.proj_count * p.row_blocks;
-  const int slot = item / per_slot, in_slot = item - slot * per_slot;
-  const int proj = in_slot / p.row_blocks;
+  const int slot = static_cast<int>(p.items_per_slot.quotient(static_cast<std::uint32_t>(item)));
+  const int in_slot = item - slot * static_cast<int>(p.items_per_slot.divisor);
+  const int proj = in_slot >= p.row_blocks ? 1 : 0;
   return {slot, proj, (in_slot - proj * p.row_blocks) * kNvfp4RowsPerCta};
 }
 

@@ -21,6 +21,7 @@
 #include <cstdint>
 
 #include "cuda/cuda_backend.hpp"
+#include "cuda/fast_div.hpp"
 #include "cuda/stage/expert_table.hpp"
 
 namespace metrale::cuda::sm90::stream {
@@ -104,6 +105,7 @@ struct Nvfp4StreamParams {
   std::uint16_t* out[2];          // bf16 [m_total, n] per projection
   std::int32_t n, k, proj_count;
   std::int32_t row_blocks;  // ceil(n / kNvfp4RowsPerCta)
+  FastDiv items_per_slot;   // proj_count x row_blocks: an item's expert slot in one multiply
   std::int32_t scale_sfb;   // 1: SFB scales, 0: [K/16, N]
   std::int32_t team_warps;  // warps sharing an item's K: 1, 2, 4 or 8 (team_warps below)
 };
