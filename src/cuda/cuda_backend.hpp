@@ -58,6 +58,15 @@ struct GluInput {
 bool nvfp4_grouped_on_glu(const GroupedNvfp4& args, const GluInput& glu, core::Buffer ws,
                           void* stream);
 
+// nvfp4_grouped for gate/up (proj_count 2) with the activation applied to its sums: out[0]
+// receives act(gate, up) of the rows' bf16 gate and up values (GluInput's activation; glu.up is
+// not read), the bits the activation kernel writes over the gate rows without biases; out[1] is
+// not written. True when every launch the dispatcher chooses for `args` writes it (the stream
+// family), and then it ran; false when one would not, and then nothing was launched (the caller
+// runs nvfp4_grouped and the activation). The workspace is nvfp4_grouped's.
+bool nvfp4_grouped_to_glu(const GroupedNvfp4& args, const GluInput& glu, core::Buffer ws,
+                          void* stream);
+
 // The MoE layer (moe/moe_layer.cpp): routing, gate/up, activation, down and combine on `stream`,
 // no host synchronisation. Non-finite logits or weights and ids outside [0, E), which only the
 // device sees, make that token's output row NaN (docs/api.md). `who` names the entry point.

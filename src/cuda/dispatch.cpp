@@ -467,6 +467,25 @@ bool nvfp4_grouped_on_glu(const GroupedNvfp4& args, const GluInput& glu, core::B
   return true;
 }
 
+bool nvfp4_grouped_to_glu(const GroupedNvfp4& args, const GluInput& glu, core::Buffer ws,
+                          void* stream) {
+  Problem problem = grouped_problem("nvfp4_grouped_to_glu (CUDA)", args);
+  problem.glu = glu;
+  problem.glu.up = nullptr;  // the up values are the call's own sums
+  problem.glu_output = true;
+  if (args.proj_count != 2)
+    fail(Status::invalid_argument, "{}: proj_count = {}, expected 2 (gate and up)", problem.op,
+         args.proj_count);
+  if (!has_rows_to_run(problem)) return true;
+  const std::vector<Launch> launches = choose(problem);
+  const bool written = std::all_of(launches.begin(), launches.end(), [](const Launch& l) {
+    return l.family->writes_glu_output(l.plan);
+  });
+  if (!written) return false;
+  launch_all(problem, launches, ws, stream);
+  return true;
+}
+
 // What choose(problem) would launch, each launch's family and configuration.
 static std::string describe_launches(const Problem& problem) {
   std::string text;

@@ -5,7 +5,8 @@
 //   workspace -> the scratch bytes that plan needs;
 //   launch    -> stage what it needs into the workspace and launch on the caller's stream;
 //   stages_glu_input -> whether its launch can compute a gated input (the MoE layer's activation)
-//                while it stages the activations.
+//                while it stages the activations;
+//   writes_glu_output -> whether its launch can apply that activation to gate/up's sums.
 // The dispatcher (dispatch.cpp) chooses a family per expert row count; the check harness and the
 // bench enumerate families and configurations through the same calls (families()).
 #pragma once
@@ -31,6 +32,7 @@ struct Problem {
   bool nvfp4 = true;        // false: weight pointers are bf16 [N, K]
   GroupedNvfp4 args{};      // shapes, pointers (host arrays of device pointers), routing
   GluInput glu{};           // glu.up set: A's rows are act(args.a, up) (stages_glu_input)
+  bool glu_output = false;  // out[0] receives act(gate, up) of glu's activation (writes_glu_output)
 };
 
 // Rows per expert up to which the dispatcher (dispatch.cpp) gives an expert to the decode family,
@@ -155,6 +157,9 @@ class Family {
   // at no extra workspace. A family that does not stage them would need the activation rows
   // written first, so it is never given a problem with glu set.
   virtual bool stages_glu_input(const Plan&) const { return false; }
+  // Whether `plan`'s launch writes act(gate, up) of gate/up's sums (Problem::glu_output) into
+  // out[0]. A family that does not is never given a problem with glu_output set.
+  virtual bool writes_glu_output(const Plan&) const { return false; }
 };
 
 // Every family built into this library, in dispatch order of preference.

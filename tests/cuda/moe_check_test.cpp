@@ -72,8 +72,8 @@ std::vector<LayerShape> layer_shapes() {
 // The stream family forced on every grouped call of the layer (METRALE_CUDA_KERNEL=sm90-stream):
 // the shapes it takes (H and I multiples of 64, prepacked in the fragment order), decode sizes
 // and past them; one token; an expert past its widest token tile (40 rows: two tiles); 256
-// experts on device offsets; gpt-oss's biases (the activation kernel) and the gated input
-// computed as down loads it (the others).
+// experts on device offsets; gpt-oss's biases (the activation kernel) and the activation applied
+// to gate/up's sums as it stores them (the others: nvfp4_grouped_to_glu).
 std::vector<LayerShape> stream_layer_shapes() {
   const check::MoeRecipe grouped = grouped_recipe(), precomputed = precomputed_recipe();
   return {

@@ -18,6 +18,7 @@
 #include "cuda_test_support.hpp"
 
 #ifdef METRALE_HAS_CUDA
+#include "core/error.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/family.hpp"
 #include "cuda/sm90/stream/stream_params.hpp"
@@ -272,6 +273,25 @@ TEST(StreamFamily, DispatcherTakesSmallNvfp4CallsOfOneRowAnExpert) {
   a.groups.m_total = 8;
   EXPECT_TRUE(cuda::nvfp4_grouped_plan(a).starts_with("sm90-decode"))
       << cuda::nvfp4_grouped_plan(a);
+}
+
+// Host logic: only the stream family applies the MoE layer's activation to gate/up's sums (the
+// layer's T = 1 path: MoeLayer.StreamFamily*Sweep and the presets run it against the oracle), and
+// the call needs both projections, refused by name before a device is asked for.
+TEST(StreamFamily, WritesTheGatedOutputAlone) {
+  for (const cuda::Family* family : cuda::families())
+    EXPECT_EQ(family->writes_glu_output(cuda::Plan{}), std::string(family->name()) == kStream)
+        << family->name();
+  const std::vector<std::int32_t> offsets{0, 1};
+  GroupedNvfp4 down = grouped_nvfp4(offsets, 64, 128).args;
+  down.proj_count = 1;
+  try {
+    cuda::nvfp4_grouped_to_glu(down, cuda::GluInput{}, {}, nullptr);
+    ADD_FAILURE() << "one projection was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("proj_count = 1"), std::string::npos) << e.what();
+  }
 }
 
 // A bf16 GEMM's configuration: the narrowest holding M with 8 weight rows a CTA, and past 16 rows

@@ -9,9 +9,11 @@
 //   3. the activation over gate and up (moe_glue.cu);
 //   4. down: the grouped GEMM on the activation rows;
 //   5. the combine (moe_glue.cu).
-// Without gate/up biases, when down runs on the decode family (decode sizes), steps 3 and 4 are
-// one: down's plan kernel computes the activation from the gate and up rows while it stages its
-// input (nvfp4_grouped_on_glu), the same bf16 values, and the activation kernel does not run.
+// Without gate/up biases, steps 2 and 3 are one when gate/up runs on the stream family (few
+// rows): it applies the activation to its own sums as it stores them (nvfp4_grouped_to_glu);
+// else steps 3 and 4 are one when down runs on the decode family (decode sizes): down's plan
+// kernel computes the activation from the gate and up rows while it stages its input
+// (nvfp4_grouped_on_glu). Either way the same bf16 values, and the activation kernel does not run.
 // The grouped GEMMs are the ones nvfp4_grouped runs (the kernel-family dispatcher), bounded by
 // max_rows_per_expert = T (T·k when a token may name a local expert twice): the layer equals
 // metrale's grouped calls plus the glue, as the CPU oracle computes it.
@@ -250,7 +252,7 @@ void run_activation(const MoeForward& args, const Scratch& s, cudaStream_t strea
 }
 
 // Down's GEMM: its input is the gate rows, in expert order (no gather); after the activation
-// kernel they hold the activation.
+// kernel, or gate/up writing the gated output, they hold the activation.
 GroupedNvfp4 down_args(const MoeForward& args, const Scratch& s) {
   const MoeLayer& layer = args.layer;
   return grouped_args(args, s,
@@ -262,19 +264,31 @@ GroupedNvfp4 down_args(const MoeForward& args, const Scratch& s) {
                        layer.intermediate_size});
 }
 
-// The activation and down: in one pass when down's family stages the activation from gate and
-// up (no gate/up biases: those are added by the activation kernel), else the kernel, then down.
-void run_activation_and_down(const MoeForward& args, const Scratch& s, cudaStream_t stream) {
-  const MoeLayer& layer = args.layer;
-  if (!has_gate_up_bias(layer)) {
-    GluInput glu;
-    glu.up = s.up;
-    glu.clamped = layer.activation == MoeActivation::swiglu_clamped;
-    glu.alpha = layer.swiglu_alpha;
-    glu.limit = layer.swiglu_limit;
-    glu.silu_table = s.routes.silu_table;
-    if (nvfp4_grouped_on_glu(down_args(args, s), glu, s.gemm, stream)) return;
+// The layer's activation over the gate and up rows, without biases (those only the activation
+// kernel adds).
+GluInput glu_of(const MoeLayer& layer, const Scratch& s) {
+  GluInput glu;
+  glu.up = s.up;
+  glu.clamped = layer.activation == MoeActivation::swiglu_clamped;
+  glu.alpha = layer.swiglu_alpha;
+  glu.limit = layer.swiglu_limit;
+  glu.silu_table = s.routes.silu_table;
+  return glu;
+}
+
+// Gate/up, the activation and down: without gate/up biases, gate/up writing the activation
+// where its family applies it to its sums, or down computing it as its family stages its input;
+// else gate/up, the activation kernel, then down.
+void run_gate_up_to_down(const MoeForward& args, const Scratch& s, cudaStream_t stream) {
+  const bool biased = has_gate_up_bias(args.layer);
+  if (!biased &&
+      nvfp4_grouped_to_glu(gate_up_args(args, s), glu_of(args.layer, s), s.gemm, stream)) {
+    nvfp4_grouped(down_args(args, s), s.gemm, stream);
+    return;
   }
+  nvfp4_grouped(gate_up_args(args, s), s.gemm, stream);
+  if (!biased && nvfp4_grouped_on_glu(down_args(args, s), glu_of(args.layer, s), s.gemm, stream))
+    return;
   run_activation(args, s, stream);
   nvfp4_grouped(down_args(args, s), s.gemm, stream);
 }
@@ -349,8 +363,7 @@ void moe_forward(std::string_view who, const MoeForward& args, core::Buffer ws, 
   const auto st = static_cast<cudaStream_t>(stream);
   launch_route(args, s, st);
   if (any_local_expert(layer)) {
-    nvfp4_grouped(gate_up_args(args, s), s.gemm, st);
-    run_activation_and_down(args, s, st);
+    run_gate_up_to_down(args, s, st);
   }
   run_combine(args, s, st);
 }

@@ -8,7 +8,9 @@
 //   (device), at most kNvfp4MaxRows: an expert past it takes its rows a tile at a time, the
 //   weights streamed again for each. It takes no gated input (stages_glu_input: false): each of a
 //   down's N / 16 row blocks would compute the activation of its K range again (measured in
-//   docs/perf.md, twenty-eighth session), so the MoE layer runs its activation kernel first.
+//   docs/perf.md, twenty-eighth session). It writes the gated output instead (writes_glu_output):
+//   a team takes a row block's gate and up items in turn and applies the activation as it stores
+//   up's sums, so the MoE layer's gate/up and activation are one launch.
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -62,11 +64,14 @@ class StreamFamily final : public Family {
     }
     plan.config = config_for_rows(nvfp4_rows(problem, rows));
     plan.splits =
-        auto_team(problem, plan.config, item_count(problem.args, item_slots(problem, rows)));
+        auto_team(problem, plan.config,
+                  team_runs(problem, item_count(problem.args, item_slots(problem, rows))));
     return plan;
   }
 
   std::size_t workspace_bytes(const Problem&, const Plan&) const override { return 0; }
+
+  bool writes_glu_output(const Plan&) const override { return true; }
 
   void launch(const Problem& problem, const Plan& plan, core::Buffer,
               cudaStream_t stream) const override {
@@ -162,12 +167,14 @@ class StreamFamily final : public Family {
     p.row_blocks = row_blocks(a.n);
     p.items_per_slot = FastDiv::of(static_cast<std::uint32_t>(a.proj_count * p.row_blocks));
     p.scale_sfb = a.scale_layout == ScaleLayout::sfb;
+    p.glu_output = problem.glu_output;
+    p.glu = problem.glu;
     if (a.groups.offsets_on_device) {
       thread_local StreamTable table;  // ~25 KB: per-thread scratch, no heap block per call
       fill_table_chunk(problem, 0, table.chunk);
       table.offsets = a.groups.offsets;
       const int items = items_of(problem, item_slots(problem, plan.rows));
-      p.team_warps = launch_team(problem, plan, items);
+      p.team_warps = launch_team(problem, plan, team_runs(problem, items));
       METRALE_CUDA_CHECK(
           launch_stream_nvfp4(plan.config, p, table, items, device_sm_count(), stream));
       return;
@@ -177,7 +184,7 @@ class StreamFamily final : public Family {
       fail(Status::unsupported, "{}: more than {} experts hold rows for the stream family",
            problem.op, kStreamExperts);
     const int items = items_of(problem, experts.count);
-    p.team_warps = launch_team(problem, plan, items);
+    p.team_warps = launch_team(problem, plan, team_runs(problem, items));
     METRALE_CUDA_CHECK(
         launch_stream_nvfp4(plan.config, p, experts, items, device_sm_count(), stream));
   }
@@ -199,6 +206,12 @@ class StreamFamily final : public Family {
     return static_cast<int>(items);
   }
 
+  // What a team takes at a time out of `items`: a row block's gate and up items together when
+  // it writes the gated output, else one item.
+  static long long team_runs(const Problem& problem, long long items) {
+    return problem.glu_output ? items / 2 : items;
+  }
+
   // The experts that items are made for: those with rows in `window` (host offsets), or on
   // device offsets a bound, since no more experts than group rows can hold rows (the CTAs skip
   // items past the experts that have them).
@@ -208,19 +221,19 @@ class StreamFamily final : public Family {
     return rows_in_window(g, window).experts;
   }
 
-  // The team size for `items` work items of configuration `config` on this device.
-  static int auto_team(const Problem& problem, int config, long long items) {
+  // The team size for `runs` of work items (team_runs) of configuration `config` on this device.
+  static int auto_team(const Problem& problem, int config, long long runs) {
     const GroupedNvfp4& a = problem.args;
     const long long resident_warps =
         1LL * stream_nvfp4_resident_ctas(config, a.groups.offsets_on_device) * device_sm_count() *
         kWarps;
-    return team_warps(items, a.k / kNvfp4GroupK, resident_warps);
+    return team_warps(runs, a.k / kNvfp4GroupK, resident_warps);
   }
 
   // The launch's team size: the plan's (forced or the family's), or for a configuration forced
-  // without one, the family's own for the launch's items.
-  static int launch_team(const Problem& problem, const Plan& plan, int items) {
-    const int warps = plan.splits > 0 ? plan.splits : auto_team(problem, plan.config, items);
+  // without one, the family's own for the launch's runs of items.
+  static int launch_team(const Problem& problem, const Plan& plan, long long runs) {
+    const int warps = plan.splits > 0 ? plan.splits : auto_team(problem, plan.config, runs);
     if (!valid_team_warps(warps))
       fail(Status::unsupported, "{}: {} warps sharing an item's K, expected 1, 2, 4 or 8",
            problem.op, warps);

@@ -1,9 +1,11 @@
 // The stream family's NVFP4 kernel: the grouped (or single) GEMM of experts with few rows each,
 // the weights prepacked in the fragment order (stream_params.hpp).
 //
-// Work items are (expert slot, projection, 16 weight rows). A CTA's 8 warps form teams of 1, 2, 4
+// Work items are (expert slot, 16 weight rows, projection). A CTA's 8 warps form teams of 1, 2, 4
 // or 8 (team_warps, stream_params.hpp); a persistent grid's teams take the items in turn (team t
-// of CTA b: item b teams + t, then a grid's worth of teams on), and a team's warps cut K into
+// of CTA b: item b teams + t, then a grid's worth of teams on; on a launch that writes the gated
+// output, the pair of items b teams + t holds, gate then up of the same rows, whose epilogue
+// applies the activation to the gate values it stored and its own), and a team's warps cut K into
 // contiguous ranges, a lone warp's sums stored from its registers, a team's folded through
 // shared memory on a named barrier of its own. A warp's weights stream through a ring of
 // shared-memory stages of its own, one 64-value group of K a stage (the 16 rows' 32 code bytes and
@@ -21,6 +23,7 @@
 #include <type_traits>
 
 #include "cuda/per_device.hpp"
+#include "cuda/silu_table.cuh"
 #include "cuda/sm90/decode/fp4_bits.cuh"
 #include "cuda/sm90/primitives.cuh"
 #include "cuda/sm90/stream/stream_mma.cuh"
@@ -104,18 +107,29 @@ struct SearchedExperts {
   }
 };
 
-// Work item `item`'s expert slot, projection (of at most 2) and first weight row: one high
-// multiply and a compare, where two divisions by a variable cost ~50 instructions an item, taken
-// by the loader and the products alike.
+// Work item `item`'s expert slot, projection and first weight row, a slot's items in row-block
+// order with a block's projections (at most 2) adjacent: one high multiply, where two divisions
+// by a variable cost ~50 instructions an item, taken by the loader and the products alike.
 struct ItemPlace {
   int slot, proj, n0;
 };
 __device__ __forceinline__ ItemPlace item_place(const Nvfp4StreamParams& p, int item) {
   const int slot = static_cast<int>(p.items_per_slot.quotient(static_cast<std::uint32_t>(item)));
   const int in_slot = item - slot * static_cast<int>(p.items_per_slot.divisor);
-  const int proj = in_slot >= p.row_blocks ? 1 : 0;
-  return {slot, proj, (in_slot - proj * p.row_blocks) * kNvfp4RowsPerCta};
+  const int two = p.proj_count > 1 ? 1 : 0;
+  return {slot, in_slot & two, (in_slot >> two) * kNvfp4RowsPerCta};
 }
+
+// The items a team takes: runs of adjacent items (a row block's gate and up on a launch that
+// writes the gated output, else one item), a grid's worth of teams' runs apart.
+struct ItemWalk {
+  int run;     // items a run: 1 or 2
+  int stride;  // runs from one of the team's to its next
+  __device__ int first(int team_slot) const { return team_slot * run; }
+  __device__ int next(int item) const {
+    return run == 2 && (item & 1) == 0 ? item + 1 : item + 1 + (stride - 1) * run;
+  }
+};
 
 // Where lane (g, c) finds the scales of block c of rows g and g + 8 in a stage: SFB, byte c of
 // the rows' words; [K/16, N], block c's 16 rows from byte (c N) % 4 of its 5 words (the block
@@ -139,8 +153,8 @@ struct WeightStream {
   const Nvfp4StreamParams& p;
   const Experts& experts;
   WarpRange range;
-  int total;   // the items end here
-  int stride;  // from one of the team's items to its next
+  int total;  // the items end here
+  ItemWalk walk;
   int item, t0, group, rows;
   const std::uint8_t *codes, *scales, *codes_first, *scales_first;
   bool code_ok;
@@ -210,9 +224,16 @@ struct WeightStream {
     codes = codes_first;
     scales = scales_first;
     t0 += kTokens;
-    if (t0 >= rows) begin_item(item + stride);
+    if (t0 >= rows) begin_item(walk.next(item));
   }
 };
+
+// act(gate, up) for the gated output, out of line: its exp and division stay out of the
+// products' registers (inlined, the 8- and 32-token kernels spilled in their loops).
+__device__ __noinline__ std::uint16_t gated_value(const GluInput& glu, std::uint16_t gate,
+                                                  std::uint16_t up) {
+  return glu_value(glu, gate, up);
+}
 
 // A B-fragment register: the input's values k and k + 1 of a row (`at` points at k).
 __device__ __forceinline__ std::uint32_t input_pair(const std::uint16_t* at) {
@@ -229,22 +250,25 @@ __device__ __forceinline__ void stream_items(const Nvfp4StreamParams& p, const E
   const int teams = kWarps / team.members;
   const WarpRange range = warp_range(p.k / kNvfp4GroupK, team);
   const int total = experts.count() * p.proj_count * p.row_blocks;
-  const int first_item = static_cast<int>(blockIdx.x) * teams + team.index;
-  const int stride = static_cast<int>(gridDim.x) * teams;
+  const ItemWalk walk{p.glu_output ? 2 : 1, static_cast<int>(gridDim.x) * teams};
+  const int first_item = walk.first(static_cast<int>(blockIdx.x) * teams + team.index);
   const ScaleSpots spots = scale_spots(p, g, c);
   const std::uint32_t ring_at = smem_address(ring[warp][0]);
 
-  WeightStream<kTokens, Experts> load{p, experts, range, total, stride};
+  WeightStream<kTokens, Experts> load{p, experts, range, total, walk};
   load.begin_item(first_item);
 #pragma unroll
   for (int s = 0; s < kRing; ++s) load.issue(ring_at + s * kStageBytes);
   int stage = 0;
 
-  for (int item = first_item; item < total; item += stride) {
+  for (int item = first_item; item < total; item = walk.next(item)) {
     const ItemPlace at = item_place(p, item);
     const ExpertRows x = experts.at(at.slot, at.proj);
     const float factor = x.entry.scale_2 * kEpilogueFactor;
-    std::uint16_t* const out = p.out[at.proj];
+    // The gated output: gate's values stored in out[0], then up's item reads them back (the
+    // same thread stored each: the fold hands an item's sums out in one order) and writes act.
+    const bool gated = p.glu_output && at.proj == 1;
+    std::uint16_t* const out = p.out[p.glu_output ? 0 : at.proj];
     // The expert's rows, kTokens at a time (an expert with more rows than the width streams its
     // weights again for each further tile: the dispatcher gives such experts to other families).
     for (int t0 = 0; t0 < x.rows; t0 += kTokens) {
@@ -302,9 +326,11 @@ __device__ __forceinline__ void stream_items(const Nvfp4StreamParams& p, const E
       fold_team<kTiles>(acc, team, [&](int j, int q, int l, float sum) {
         const int n = at.n0 + l / 4 + (q >= 2 ? 8 : 0);
         const int t = t0 + 8 * j + 2 * (l % 4) + q % 2;
-        if (n < p.n && t < x.rows)
-          out[static_cast<std::size_t>(x.row_begin + t) * p.n + n] =
-              format::float_to_bf16(__fmul_rn(sum, factor));
+        if (n < p.n && t < x.rows) {
+          std::uint16_t* const at_out = out + static_cast<std::size_t>(x.row_begin + t) * p.n + n;
+          const std::uint16_t value = format::float_to_bf16(__fmul_rn(sum, factor));
+          *at_out = gated ? gated_value(p.glu, *at_out, value) : value;
+        }
       });
       if (team.members > 1) team_sync(team);  // the fold's sums are read before the next's
     }
@@ -343,7 +369,8 @@ cudaError_t launch_tokens(const Nvfp4StreamParams& params, const Work& work, int
   if (items <= 0) return cudaSuccess;
   const int teams = kWarps / params.team_warps;
   const long long fill = 1LL * resident<kTokens, Work>() * sms;
-  const long long wanted = (items + teams - 1) / teams;
+  const int runs = params.glu_output ? items / 2 : items;  // what a team takes at a time
+  const long long wanted = (runs + teams - 1) / teams;
   const int grid = static_cast<int>(wanted < fill ? wanted : fill);
   stream_nvfp4_kernel<kTokens, Work><<<grid, kThreads, 0, stream>>>(params, work);
   return cudaGetLastError();

@@ -108,6 +108,10 @@ struct Nvfp4StreamParams {
   FastDiv items_per_slot;   // proj_count x row_blocks: an item's expert slot in one multiply
   std::int32_t scale_sfb;   // 1: SFB scales, 0: [K/16, N]
   std::int32_t team_warps;  // warps sharing an item's K: 1, 2, 4 or 8 (team_warps below)
+  // 1: gate/up (proj_count 2) with the activation applied to its sums: a team takes a row
+  // block's gate item, then its up item, and writes act(gate, up) into out[0] (out[1] unused).
+  std::int32_t glu_output;
+  GluInput glu;  // that activation (glu.up unused)
 };
 
 // The warps that share a work item's K (a team; kWarps / team CTA teams take items in turn): the
