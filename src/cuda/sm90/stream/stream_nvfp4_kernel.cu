@@ -121,15 +121,15 @@ __device__ __forceinline__ ItemPlace item_place(const Nvfp4StreamParams& p, int 
 }
 
 // The items a team takes: runs of adjacent items (a row block's gate and up on a launch that
-// writes the gated output, else one item), a grid's worth of teams' runs apart.
-struct ItemWalk {
-  int run;     // items a run: 1 or 2
-  int stride;  // runs from one of the team's to its next
-  __device__ int first(int team_slot) const { return team_slot * run; }
-  __device__ int next(int item) const {
-    return run == 2 && (item & 1) == 0 ? item + 1 : item + 1 + (stride - 1) * run;
-  }
-};
+// writes the gated output, else one item), `stride` runs (a grid's worth of teams) apart. Read
+// from the parameters at each step, so that the loop holds no more registers than the stride.
+__device__ __forceinline__ int first_item(const Nvfp4StreamParams& p, int team_slot) {
+  return p.glu_output ? 2 * team_slot : team_slot;
+}
+__device__ __forceinline__ int next_item(const Nvfp4StreamParams& p, int item, int stride) {
+  if (p.glu_output) return (item & 1) == 0 ? item + 1 : item + 2 * stride - 1;
+  return item + stride;
+}
 
 // Where lane (g, c) finds the scales of block c of rows g and g + 8 in a stage: SFB, byte c of
 // the rows' words; [K/16, N], block c's 16 rows from byte (c N) % 4 of its 5 words (the block
@@ -153,8 +153,8 @@ struct WeightStream {
   const Nvfp4StreamParams& p;
   const Experts& experts;
   WarpRange range;
-  int total;  // the items end here
-  ItemWalk walk;
+  int total;   // the items end here
+  int stride;  // next_item's
   int item, t0, group, rows;
   const std::uint8_t *codes, *scales, *codes_first, *scales_first;
   bool code_ok;
@@ -224,7 +224,7 @@ struct WeightStream {
     codes = codes_first;
     scales = scales_first;
     t0 += kTokens;
-    if (t0 >= rows) begin_item(walk.next(item));
+    if (t0 >= rows) begin_item(next_item(p, item, stride));
   }
 };
 
@@ -250,24 +250,23 @@ __device__ __forceinline__ void stream_items(const Nvfp4StreamParams& p, const E
   const int teams = kWarps / team.members;
   const WarpRange range = warp_range(p.k / kNvfp4GroupK, team);
   const int total = experts.count() * p.proj_count * p.row_blocks;
-  const ItemWalk walk{p.glu_output ? 2 : 1, static_cast<int>(gridDim.x) * teams};
-  const int first_item = walk.first(static_cast<int>(blockIdx.x) * teams + team.index);
+  const int stride = static_cast<int>(gridDim.x) * teams;
+  const int first = first_item(p, static_cast<int>(blockIdx.x) * teams + team.index);
   const ScaleSpots spots = scale_spots(p, g, c);
   const std::uint32_t ring_at = smem_address(ring[warp][0]);
 
-  WeightStream<kTokens, Experts> load{p, experts, range, total, walk};
-  load.begin_item(first_item);
+  WeightStream<kTokens, Experts> load{p, experts, range, total, stride};
+  load.begin_item(first);
 #pragma unroll
   for (int s = 0; s < kRing; ++s) load.issue(ring_at + s * kStageBytes);
   int stage = 0;
 
-  for (int item = first_item; item < total; item = walk.next(item)) {
+  for (int item = first; item < total; item = next_item(p, item, stride)) {
     const ItemPlace at = item_place(p, item);
     const ExpertRows x = experts.at(at.slot, at.proj);
     const float factor = x.entry.scale_2 * kEpilogueFactor;
     // The gated output: gate's values stored in out[0], then up's item reads them back (the
     // same thread stored each: the fold hands an item's sums out in one order) and writes act.
-    const bool gated = p.glu_output && at.proj == 1;
     std::uint16_t* const out = p.out[p.glu_output ? 0 : at.proj];
     // The expert's rows, kTokens at a time (an expert with more rows than the width streams its
     // weights again for each further tile: the dispatcher gives such experts to other families).
@@ -329,6 +328,7 @@ __device__ __forceinline__ void stream_items(const Nvfp4StreamParams& p, const E
         if (n < p.n && t < x.rows) {
           std::uint16_t* const at_out = out + static_cast<std::size_t>(x.row_begin + t) * p.n + n;
           const std::uint16_t value = format::float_to_bf16(__fmul_rn(sum, factor));
+          const bool gated = p.glu_output && at.proj == 1;
           *at_out = gated ? gated_value(p.glu, *at_out, value) : value;
         }
       });
