@@ -81,15 +81,16 @@ inline constexpr std::int32_t kDecodeMaxMeanRows = 48;
 // rows, or on device offsets of as many experts as the rows could reach) weigh at most
 // kStreamMaxNvfp4Bytes, or kStreamMaxNvfp4DeviceBytes on device offsets, where the decode family
 // plans its work on the device and launches CTAs for every expert. Measured on an H100
-// (docs/perf.md, thirtieth session): host offsets at T = 1, 0.85-0.93x the decode family's time
-// on gpt-oss-120b down (18.7 MB), Qwen3-30B-A3B down and Qwen3-Next (2.4-7.1 MB), 1.01x on
-// Qwen3-30B-A3B gate_up (14.2 MB), 1.09x on gpt-oss gate_up (37 MB); the MoE layer at T = 1 (device
-// offsets) with both GEMMs on it, 0.81-0.83x on Qwen3-30B-A3B, Qwen3-Next and gpt-oss-120b (gate_up
-// 37 MB), 0.98x on Mixtral-8x7B (gate_up 132 MB, down 66) and 1.05x on DeepSeek-V3 (the same).
+// (docs/perf.md, thirtieth session; MiB): host offsets at T = 1, 0.85-0.93x the decode family's
+// time on gpt-oss-120b down (17.8 MiB), Qwen3-30B-A3B down and Qwen3-Next (2.3-6.8 MiB), 1.01x on
+// Qwen3-30B-A3B gate_up (13.5 MiB), 1.09x on gpt-oss gate_up (35.6 MiB). The MoE layer at T = 1
+// (device offsets): with gpt-oss's gate/up (35.6 MiB) on it too, 0.83-0.89x; with the 63 MiB downs
+// of DeepSeek-V3 and Mixtral-8x7B on it (their gate/up, 126 MiB, on the decode family), 1.14x and
+// 1.04x.
 inline constexpr std::int32_t kStreamMaxBf16Rows = 32;
 inline constexpr std::int32_t kStreamMaxNvfp4Rows = 1;
 inline constexpr std::int64_t kStreamMaxNvfp4Bytes = std::int64_t{24} << 20;
-inline constexpr std::int64_t kStreamMaxNvfp4DeviceBytes = std::int64_t{64} << 20;
+inline constexpr std::int64_t kStreamMaxNvfp4DeviceBytes = std::int64_t{48} << 20;
 
 // Expert row counts a launch covers: experts whose rows fall outside are left to another family.
 struct RowWindow {

@@ -273,6 +273,16 @@ TEST(StreamFamily, DispatcherTakesSmallNvfp4CallsOfOneRowAnExpert) {
   a.groups.m_total = 8;
   EXPECT_TRUE(cuda::nvfp4_grouped_plan(a).starts_with("sm90-decode"))
       << cuda::nvfp4_grouped_plan(a);
+  // DeepSeek-V3's down at T = 1 (8 x 7168 x 2048 x 9/16 = 63 MiB): past the device offsets' bound.
+  a.proj_count = 1;
+  a.n = 7168;
+  a.k = 2048;
+  a.groups = ExpertGroups{nullptr, true, 256, 8, 1};
+  EXPECT_TRUE(cuda::nvfp4_grouped_plan(a).starts_with("sm90-decode"))
+      << cuda::nvfp4_grouped_plan(a);
+  a.groups.m_total = 4;  // 31.5 MiB
+  EXPECT_TRUE(cuda::nvfp4_grouped_plan(a).starts_with("sm90-stream"))
+      << cuda::nvfp4_grouped_plan(a);
 }
 
 // Host logic: only the stream family applies the MoE layer's activation to gate/up's sums (the
