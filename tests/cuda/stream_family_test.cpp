@@ -304,6 +304,57 @@ TEST(StreamFamily, WritesTheGatedOutputAlone) {
   }
 }
 
+// The NVFP4 kernel's work: every item taken by exactly one team, a row block's gate and up items
+// by the same team one after the other where the launch writes the gated output, and the items'
+// places covering every (slot, projection, row block) once. Host logic (the kernel's own
+// functions).
+TEST(StreamFamily, ItemWalkTakesEveryItemOnce) {
+  namespace s = cuda::sm90::stream;
+  for (int gated : {0, 1})
+    for (int proj_count : {1, 2}) {
+      if (gated && proj_count == 1) continue;  // the gated output needs gate and up
+      for (int row_blocks : {1, 3, 8})
+        for (int slots : {1, 5})
+          for (int stride : {1, 2, 7, 64}) {  // the grid's teams
+            s::Nvfp4StreamParams p{};
+            p.proj_count = proj_count;
+            p.row_blocks = row_blocks;
+            p.items_per_slot =
+                cuda::FastDiv::of(static_cast<std::uint32_t>(proj_count * row_blocks));
+            p.glu_output = gated;
+            const int total = slots * proj_count * row_blocks;
+            const std::string where = fmt::format("gated {} proj {} blocks {} slots {} stride {}",
+                                                  gated, proj_count, row_blocks, slots, stride);
+            std::vector<int> team_of(total, -1);
+            for (int team = 0; team < stride; ++team)
+              for (int item = s::first_item(p, team); item < total;
+                   item = s::next_item(p, item, stride)) {
+                ASSERT_EQ(team_of[item], -1) << where << ": item " << item << " taken twice";
+                team_of[item] = team;
+                const s::ItemPlace at = s::item_place(p, item);
+                if (gated && at.proj == 1) {  // its gate item just before, by the same team
+                  const s::ItemPlace gate = s::item_place(p, item - 1);
+                  EXPECT_EQ(team_of[item - 1], team) << where;
+                  EXPECT_EQ(gate.proj, 0) << where;
+                  EXPECT_EQ(gate.slot, at.slot) << where;
+                  EXPECT_EQ(gate.n0, at.n0) << where;
+                }
+              }
+            std::vector<int> seen(total, 0);
+            for (int item = 0; item < total; ++item) {
+              EXPECT_GE(team_of[item], 0) << where << ": item " << item << " never taken";
+              const s::ItemPlace at = s::item_place(p, item);
+              ASSERT_TRUE(at.slot >= 0 && at.slot < slots && at.proj >= 0 && at.proj < proj_count &&
+                          at.n0 % s::kNvfp4RowsPerCta == 0 &&
+                          at.n0 < row_blocks * s::kNvfp4RowsPerCta)
+                  << where << ": item " << item;
+              ++seen[(at.slot * proj_count + at.proj) * row_blocks + at.n0 / s::kNvfp4RowsPerCta];
+            }
+            for (int place = 0; place < total; ++place) EXPECT_EQ(seen[place], 1) << where;
+          }
+    }
+}
+
 // A bf16 GEMM's configuration: the narrowest holding M with 8 weight rows a CTA, and past 16 rows
 // 32 weight rows a CTA where N gives them kWideMinCtas CTAs. Host logic.
 TEST(StreamFamily, Bf16ConfigurationFollowsRowsAndWidth) {

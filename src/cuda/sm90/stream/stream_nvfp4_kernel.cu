@@ -107,30 +107,6 @@ struct SearchedExperts {
   }
 };
 
-// Work item `item`'s expert slot, projection and first weight row, a slot's items in row-block
-// order with a block's projections (at most 2) adjacent: one high multiply, where two divisions
-// by a variable cost ~50 instructions an item, taken by the loader and the products alike.
-struct ItemPlace {
-  int slot, proj, n0;
-};
-__device__ __forceinline__ ItemPlace item_place(const Nvfp4StreamParams& p, int item) {
-  const int slot = static_cast<int>(p.items_per_slot.quotient(static_cast<std::uint32_t>(item)));
-  const int in_slot = item - slot * static_cast<int>(p.items_per_slot.divisor);
-  const int two = p.proj_count > 1 ? 1 : 0;
-  return {slot, in_slot & two, (in_slot >> two) * kNvfp4RowsPerCta};
-}
-
-// The items a team takes: runs of adjacent items (a row block's gate and up on a launch that
-// writes the gated output, else one item), `stride` runs (a grid's worth of teams) apart. Read
-// from the parameters at each step, so that the loop holds no more registers than the stride.
-__device__ __forceinline__ int first_item(const Nvfp4StreamParams& p, int team_slot) {
-  return p.glu_output ? 2 * team_slot : team_slot;
-}
-__device__ __forceinline__ int next_item(const Nvfp4StreamParams& p, int item, int stride) {
-  if (p.glu_output) return (item & 1) == 0 ? item + 1 : item + 2 * stride - 1;
-  return item + stride;
-}
-
 // Where lane (g, c) finds the scales of block c of rows g and g + 8 in a stage: SFB, byte c of
 // the rows' words; [K/16, N], block c's 16 rows from byte (c N) % 4 of its 5 words (the block
 // starts at ((4 group + c) N + n0) bytes, n0 a multiple of 16).

@@ -114,6 +114,30 @@ struct Nvfp4StreamParams {
   GluInput glu;  // that activation (glu.up unused)
 };
 
+// Work item `item`'s expert slot, projection and first weight row, a slot's items in row-block
+// order with a block's projections (at most 2) adjacent: one high multiply, where two divisions
+// by a variable cost ~50 instructions an item, taken by the loader and the products alike.
+struct ItemPlace {
+  int slot, proj, n0;
+};
+METRALE_HD inline ItemPlace item_place(const Nvfp4StreamParams& p, int item) {
+  const int slot = static_cast<int>(p.items_per_slot.quotient(static_cast<std::uint32_t>(item)));
+  const int in_slot = item - slot * static_cast<int>(p.items_per_slot.divisor);
+  const int paired = p.proj_count > 1 ? 1 : 0;  // a block's projections: 1 << paired
+  return {slot, in_slot & paired, (in_slot >> paired) * kNvfp4RowsPerCta};
+}
+
+// The items a team takes: runs of adjacent items (a row block's gate and up on a launch that
+// writes the gated output, else one item), `stride` runs (a grid's worth of teams) apart. Read
+// from the parameters at each step, so that the loop holds no more registers than the stride.
+METRALE_HD inline int first_item(const Nvfp4StreamParams& p, int team_slot) {
+  return p.glu_output ? 2 * team_slot : team_slot;
+}
+METRALE_HD inline int next_item(const Nvfp4StreamParams& p, int item, int stride) {
+  if (p.glu_output) return (item & 1) == 0 ? item + 1 : item + 2 * stride - 1;
+  return item + stride;
+}
+
 // The warps that share a work item's K (a team; kWarps / team CTA teams take items in turn): the
 // fewest that cut a warp's range to at most kTeamGroups groups and give at least 5/8 of the
 // resident warps an item (or kWarps). A lone warp's long range is a serial chain of products on
