@@ -448,6 +448,20 @@ void nvfp4_grouped(const GroupedNvfp4& args, core::Buffer ws, void* stream) {
   run(grouped_problem("nvfp4_grouped (CUDA)", args), ws, stream);
 }
 
+// Runs `problem` where every launch the dispatcher chooses for it can (`can`: a Family query of
+// its plan) and returns true, or launches nothing and returns false. No rows: nothing to
+// compute on either path, true.
+static bool run_where_every_launch(const Problem& problem, core::Buffer ws, void* stream,
+                                   bool (Family::*can)(const Plan&) const) {
+  if (!has_rows_to_run(problem)) return true;
+  const std::vector<Launch> launches = choose(problem);
+  if (!std::all_of(launches.begin(), launches.end(),
+                   [&](const Launch& l) { return (l.family->*can)(l.plan); }))
+    return false;
+  launch_all(problem, launches, ws, stream);
+  return true;
+}
+
 bool nvfp4_grouped_on_glu(const GroupedNvfp4& args, const GluInput& glu, core::Buffer ws,
                           void* stream) {
   Problem problem = grouped_problem("nvfp4_grouped_on_glu (CUDA)", args);
@@ -457,14 +471,7 @@ bool nvfp4_grouped_on_glu(const GroupedNvfp4& args, const GluInput& glu, core::B
          "{}: the gated input needs the up rows (glu.up = {}) and the gate rows in group order "
          "(token_ids = {}, expected null)",
          problem.op, static_cast<const void*>(glu.up), static_cast<const void*>(args.token_ids));
-  if (!has_rows_to_run(problem)) return true;  // no rows: nothing to compute on either path
-  const std::vector<Launch> launches = choose(problem);
-  const bool staged = std::all_of(launches.begin(), launches.end(), [](const Launch& l) {
-    return l.family->stages_glu_input(l.plan);
-  });
-  if (!staged) return false;
-  launch_all(problem, launches, ws, stream);
-  return true;
+  return run_where_every_launch(problem, ws, stream, &Family::stages_glu_input);
 }
 
 bool nvfp4_grouped_to_glu(const GroupedNvfp4& args, const GluInput& glu, core::Buffer ws,
@@ -476,14 +483,7 @@ bool nvfp4_grouped_to_glu(const GroupedNvfp4& args, const GluInput& glu, core::B
   if (args.proj_count != 2)
     fail(Status::invalid_argument, "{}: proj_count = {}, expected 2 (gate and up)", problem.op,
          args.proj_count);
-  if (!has_rows_to_run(problem)) return true;
-  const std::vector<Launch> launches = choose(problem);
-  const bool written = std::all_of(launches.begin(), launches.end(), [](const Launch& l) {
-    return l.family->writes_glu_output(l.plan);
-  });
-  if (!written) return false;
-  launch_all(problem, launches, ws, stream);
-  return true;
+  return run_where_every_launch(problem, ws, stream, &Family::writes_glu_output);
 }
 
 // What choose(problem) would launch, each launch's family and configuration.

@@ -281,14 +281,13 @@ GluInput glu_of(const MoeLayer& layer, const Scratch& s) {
 // else gate/up, the activation kernel, then down.
 void run_gate_up_to_down(const MoeForward& args, const Scratch& s, cudaStream_t stream) {
   const bool biased = has_gate_up_bias(args.layer);
-  if (!biased &&
-      nvfp4_grouped_to_glu(gate_up_args(args, s), glu_of(args.layer, s), s.gemm, stream)) {
+  const GluInput glu = glu_of(args.layer, s);
+  if (!biased && nvfp4_grouped_to_glu(gate_up_args(args, s), glu, s.gemm, stream)) {
     nvfp4_grouped(down_args(args, s), s.gemm, stream);
     return;
   }
   nvfp4_grouped(gate_up_args(args, s), s.gemm, stream);
-  if (!biased && nvfp4_grouped_on_glu(down_args(args, s), glu_of(args.layer, s), s.gemm, stream))
-    return;
+  if (!biased && nvfp4_grouped_on_glu(down_args(args, s), glu, s.gemm, stream)) return;
   run_activation(args, s, stream);
   nvfp4_grouped(down_args(args, s), s.gemm, stream);
 }

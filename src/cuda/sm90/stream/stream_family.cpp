@@ -169,24 +169,25 @@ class StreamFamily final : public Family {
     p.scale_sfb = a.scale_layout == ScaleLayout::sfb;
     p.glu_output = problem.glu_output;
     p.glu = problem.glu;
+    // The work of `slots` experts, in runs a team takes at a time, on `work`'s experts.
+    const auto launch_on = [&](const auto& work, int slots) {
+      const int runs = static_cast<int>(team_runs(problem, items_of(problem, slots)));
+      p.team_warps = launch_team(problem, plan, runs);
+      METRALE_CUDA_CHECK(
+          launch_stream_nvfp4(plan.config, p, work, runs, device_sm_count(), stream));
+    };
     if (a.groups.offsets_on_device) {
       thread_local StreamTable table;  // ~25 KB: per-thread scratch, no heap block per call
       fill_table_chunk(problem, 0, table.chunk);
       table.offsets = a.groups.offsets;
-      const int items = items_of(problem, item_slots(problem, plan.rows));
-      p.team_warps = launch_team(problem, plan, team_runs(problem, items));
-      METRALE_CUDA_CHECK(
-          launch_stream_nvfp4(plan.config, p, table, items, device_sm_count(), stream));
+      launch_on(table, item_slots(problem, plan.rows));
       return;
     }
     thread_local StreamExperts experts;  // ~7 KB: per-thread scratch, no heap block per call
     if (!list_experts(problem, plan.rows, experts))
       fail(Status::unsupported, "{}: more than {} experts hold rows for the stream family",
            problem.op, kStreamExperts);
-    const int items = items_of(problem, experts.count);
-    p.team_warps = launch_team(problem, plan, team_runs(problem, items));
-    METRALE_CUDA_CHECK(
-        launch_stream_nvfp4(plan.config, p, experts, items, device_sm_count(), stream));
+    launch_on(experts, experts.count);
   }
 
   static int row_blocks(int n) { return (n + kNvfp4RowsPerCta - 1) / kNvfp4RowsPerCta; }

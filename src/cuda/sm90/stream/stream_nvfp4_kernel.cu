@@ -338,14 +338,14 @@ int resident() {
       [](cudaError_t) { return 1; });
 }
 
-// A persistent grid: as many CTAs as fit on the device at once, at most one a team of items.
+// A persistent grid: as many CTAs as fit on the device at once, at most one for each of its
+// teams' runs of items.
 template <int kTokens, class Work>
-cudaError_t launch_tokens(const Nvfp4StreamParams& params, const Work& work, int items, int sms,
+cudaError_t launch_tokens(const Nvfp4StreamParams& params, const Work& work, int runs, int sms,
                           cudaStream_t stream) {
-  if (items <= 0) return cudaSuccess;
+  if (runs <= 0) return cudaSuccess;
   const int teams = kWarps / params.team_warps;
   const long long fill = 1LL * resident<kTokens, Work>() * sms;
-  const int runs = params.glu_output ? items / 2 : items;  // what a team takes at a time
   const long long wanted = (runs + teams - 1) / teams;
   const int grid = static_cast<int>(wanted < fill ? wanted : fill);
   stream_nvfp4_kernel<kTokens, Work><<<grid, kThreads, 0, stream>>>(params, work);
@@ -364,11 +364,11 @@ auto with_tokens(int config, F&& f) {
 }
 
 template <class Work>
-cudaError_t launch_config(int config, const Nvfp4StreamParams& params, const Work& work, int items,
+cudaError_t launch_config(int config, const Nvfp4StreamParams& params, const Work& work, int runs,
                           int sms, cudaStream_t stream) {
   if (kConfigs[config].tokens > kNvfp4MaxRows) return cudaErrorInvalidValue;
   return with_tokens(config, [&](auto tokens) {
-    return launch_tokens<decltype(tokens)::value>(params, work, items, sms, stream);
+    return launch_tokens<decltype(tokens)::value>(params, work, runs, sms, stream);
   });
 }
 
@@ -382,14 +382,14 @@ int stream_nvfp4_resident_ctas(int config, bool device_offsets) {
 }
 
 cudaError_t launch_stream_nvfp4(int config, const Nvfp4StreamParams& params,
-                                const StreamExperts& experts, int items, int sms,
+                                const StreamExperts& experts, int runs, int sms,
                                 cudaStream_t stream) {
-  return launch_config(config, params, experts, items, sms, stream);
+  return launch_config(config, params, experts, runs, sms, stream);
 }
 
 cudaError_t launch_stream_nvfp4(int config, const Nvfp4StreamParams& params,
-                                const StreamTable& table, int items, int sms, cudaStream_t stream) {
-  return launch_config(config, params, table, items, sms, stream);
+                                const StreamTable& table, int runs, int sms, cudaStream_t stream) {
+  return launch_config(config, params, table, runs, sms, stream);
 }
 
 }  // namespace metrale::cuda::sm90::stream

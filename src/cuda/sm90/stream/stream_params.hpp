@@ -160,16 +160,17 @@ constexpr bool valid_team_warps(int warps) {
 // Launch configuration `config` over ceil(n / its bf16 rows) CTAs (bf16), or over the work items
 // below (NVFP4); return the launch's error.
 cudaError_t launch_stream(int config, const StreamParams& params, cudaStream_t stream);
-// `items`: (expert, projection, 16 weight rows) work items, of the listed experts (host) or of at
-// most min(m_total, experts) experts (device: items past the experts with rows are skipped),
-// taken by a persistent grid of at most the CTAs `sms` multiprocessors hold at once.
+// `runs`: the runs of (expert, 16 weight rows, projection) work items a team takes at a time
+// (first_item, next_item), of the listed experts (host) or of at most min(m_total, experts)
+// experts (device: items past the experts with rows are skipped), taken by a persistent grid of
+// at most the CTAs `sms` multiprocessors hold at once.
 cudaError_t launch_stream_nvfp4(int config, const Nvfp4StreamParams& params,
-                                const StreamExperts& experts, int items, int sms,
+                                const StreamExperts& experts, int runs, int sms,
                                 cudaStream_t stream);
 // The CTAs of NVFP4 configuration `config` one multiprocessor holds at once (host or device
 // offsets: their kernels differ).
 int stream_nvfp4_resident_ctas(int config, bool device_offsets);
 cudaError_t launch_stream_nvfp4(int config, const Nvfp4StreamParams& params,
-                                const StreamTable& table, int items, int sms, cudaStream_t stream);
+                                const StreamTable& table, int runs, int sms, cudaStream_t stream);
 
 }  // namespace metrale::cuda::sm90::stream
