@@ -9,6 +9,8 @@
 
 #include <cstdint>
 
+#include "cuda/fast_div.hpp"
+
 namespace metrale::cuda::moe {
 
 inline constexpr int kMaxRoutedExperts = 2048;  // E: the expert map travels as a parameter
@@ -60,6 +62,10 @@ struct RouteArgs {
   std::int32_t tokens_per_block;  // block b routes tokens [b, b + 1) x tokens_per_block
   std::int32_t slot_copy_at;      // RouteShape::slot_copy_at
   std::int32_t last_block_places; // RouteShape::last_block_places
+  // Set by launch_route from the fields above and the launch's threads: a slot's token
+  // (slot / top_k) in one multiply, and each thread's run of experts in write_offsets.
+  FastDiv slot_token;
+  std::int32_t experts_per_thread;
 };
 
 // The expert map, global -> local id (-1: remote), when the layer has one. It travels with the

@@ -53,13 +53,14 @@ __device__ BlockSlots block_slots(const RouteArgs& a, std::uint8_t* shared, int 
 __device__ int local_of(NoMap, int id) { return id; }
 __device__ int local_of(const ExpertMap& map, int id) { return map.local[id]; }
 
-template <class Map>
+template <RouteKind kKind, class Map>
 __device__ void route_token(const RouteArgs& a, const Map& map, const TokenScratch& s,
                             const BlockSlots& slots, int token) {
+  constexpr bool kPrecomputed = kKind == RouteKind::precomputed;
   const int lane = threadIdx.x & 31, k = a.top_k;
   const std::size_t first = static_cast<std::size_t>(token) * k;
   bool bad = false;
-  if (a.kind == RouteKind::precomputed) {
+  if constexpr (kPrecomputed) {
     for (int j = lane; j < k; j += 32) {
       const std::int32_t id = a.topk_ids[first + j];
       const float weight = a.topk_weights[first + j];
@@ -69,14 +70,14 @@ __device__ void route_token(const RouteArgs& a, const Map& map, const TokenScrat
     }
     bad = __any_sync(kFullWarp, bad);
   } else {
-    bad = !load_scores(a, s, token);
-    if (!bad) route_from_logits(a, s);
+    constexpr bool kSigmoid = kKind == RouteKind::sigmoid_grouped_topk;
+    bad = !load_scores<kSigmoid>(a, s, token);
+    if (!bad) route_from_logits<kSigmoid>(a, s);
   }
   __syncwarp();
   for (int j = lane; j < k; j += 32) {
-    const std::int32_t id = bad && a.kind != RouteKind::precomputed ? -1 : s.chosen[j];
-    const float weight =
-        bad && a.kind != RouteKind::precomputed ? __int_as_float(0x7FC00000) : s.weight[j];
+    const std::int32_t id = bad && !kPrecomputed ? -1 : s.chosen[j];
+    const float weight = bad && !kPrecomputed ? __int_as_float(0x7FC00000) : s.weight[j];
     a.out.weights[first + j] = weight;
     if (a.topk_ids_out) a.topk_ids_out[first + j] = id;
     if (a.topk_weights_out) a.topk_weights_out[first + j] = weight;
@@ -152,7 +153,7 @@ __device__ void rank_block_slots(const RouteArgs& a, int* count, const BlockSlot
 __device__ void store_slot(const RouteArgs& a, int s, int l, int row) {
   a.out.slot_row[s] = row;
   if (row < 0) return;
-  a.out.row_token[row] = s / a.top_k;
+  a.out.row_token[row] = static_cast<std::int32_t>(a.slot_token.quotient(s));
   a.out.row_expert[row] = l;
 }
 
@@ -185,7 +186,7 @@ __device__ void clear_tail_rows(const RouteArgs& a, int total, int first_thread,
 template <class RowsOf>
 __device__ int write_offsets(const RouteArgs& a, RowsOf rows_of, int* offsets, int* scan) {
   const int L = a.local_experts, tid = threadIdx.x;
-  const int per_thread = (L + blockDim.x - 1) / blockDim.x;
+  const int per_thread = a.experts_per_thread;
   const int l0 = min(L, tid * per_thread), l1 = min(L, l0 + per_thread);
   int rows = 0;
   for (int l = l0; l < l1; ++l) rows += rows_of(l);
@@ -324,8 +325,11 @@ __device__ void single_block_rows(const RouteArgs& a, int* shared, const BlockSl
 
 // Every warp takes part in the ranking and the grouping; the first `a.warps` also route (their
 // scratch is what fits in shared memory). The others fill the block's share of the silu table
-// meanwhile; when every warp routes, all fill it after the routing.
-template <class Map>
+// meanwhile; when every warp routes, all fill it after the routing. A kernel per routing kind
+// (kKind = a.kind): at T = 1 the routing is one warp's serial chain through cold code, whose
+// instruction fetches were half its stalls (docs/perf.md, thirty-first session), and the other
+// kinds' code between its branches only spread that chain over more cache lines.
+template <class Map, RouteKind kKind>
 __global__ void __launch_bounds__(kRouteThreads, 1)
     route_kernel(const __grid_constant__ RouteLaunch<Map> launch) {
   const RouteArgs& a = launch.args;
@@ -338,7 +342,7 @@ __global__ void __launch_bounds__(kRouteThreads, 1)
   const int routing_threads = 32 * a.warps, helpers = blockDim.x - routing_threads;
   if (warp < a.warps)
     for (int token = first_token + warp; token < end_token; token += a.warps)
-      route_token(a, launch.map, scratch_of(a, shared, warp), slots, token);
+      route_token<kKind>(a, launch.map, scratch_of(a, shared, warp), slots, token);
   else if (a.out.silu_table)
     fill_silu_share(a.out.silu_table, blockIdx.x, gridDim.x, threadIdx.x - routing_threads,
                     helpers);
@@ -396,22 +400,39 @@ __global__ void __launch_bounds__(kPlaceThreads) place_kernel(const __grid_const
                   static_cast<int>(gridDim.x * blockDim.x));
 }
 
-template <class Map>
-cudaError_t launch_route_kernel(const RouteLaunch<Map>& launch, const RouteShape& shape,
-                                cudaStream_t stream) {
-  const void* kernel = reinterpret_cast<const void*>(route_kernel<Map>);
+template <class Map, RouteKind kKind>
+cudaError_t launch_route_kind(const RouteLaunch<Map>& launch, const RouteShape& shape,
+                              cudaStream_t stream) {
+  const void* kernel = reinterpret_cast<const void*>(route_kernel<Map, kKind>);
   if (const cudaError_t err =
           configure_once_per_device(kernel, kMaxRouteShared + kMaxSlotCopyBytes);
       err != cudaSuccess)
     return err;
-  route_kernel<Map><<<shape.blocks, shape.threads, shape.shared_bytes, stream>>>(launch);
+  route_kernel<Map, kKind><<<shape.blocks, shape.threads, shape.shared_bytes, stream>>>(launch);
   return cudaGetLastError();
+}
+
+template <class Map>
+cudaError_t launch_route_kernel(const RouteLaunch<Map>& launch, const RouteShape& shape,
+                                cudaStream_t stream) {
+  switch (launch.args.kind) {
+    case RouteKind::softmax_topk:
+      return launch_route_kind<Map, RouteKind::softmax_topk>(launch, shape, stream);
+    case RouteKind::sigmoid_grouped_topk:
+      return launch_route_kind<Map, RouteKind::sigmoid_grouped_topk>(launch, shape, stream);
+    case RouteKind::precomputed:
+      return launch_route_kind<Map, RouteKind::precomputed>(launch, shape, stream);
+  }
+  return cudaErrorInvalidValue;
 }
 
 }  // namespace
 
-cudaError_t launch_route(const RouteArgs& args, const std::int32_t* expert_map,
+cudaError_t launch_route(const RouteArgs& given, const std::int32_t* expert_map,
                          const RouteShape& shape, cudaStream_t stream) {
+  RouteArgs args = given;
+  args.slot_token = FastDiv::of(static_cast<std::uint32_t>(args.top_k));
+  args.experts_per_thread = (args.local_experts + shape.threads - 1) / shape.threads;
   if (expert_map) {
     thread_local RouteLaunch<ExpertMap> launch;  // 8 KB: no heap per call
     launch.args = args;

@@ -135,11 +135,12 @@ __device__ inline float logit_at(const RouteArgs& a, std::size_t i) {
 
 // Loads the token's row into s (and the free states); false when a logit or the correction bias
 // is not finite. A lane's loads go out kBatch at a time before any is used: one after another,
-// each behind the last one's shared stores, they were a chain of L2 round trips.
+// each behind the last one's shared stores, they were a chain of L2 round trips. kSigmoid:
+// DeepSeek-V3's scores (a.kind == sigmoid_grouped_topk), else the logits as they are.
+template <bool kSigmoid>
 __device__ inline bool load_scores(const RouteArgs& a, const TokenScratch& s, int token) {
   constexpr int kBatch = 4;
   const std::size_t row = static_cast<std::size_t>(token) * a.experts;
-  const bool sigmoid = a.kind == RouteKind::sigmoid_grouped_topk;
   bool finite = true;
   for (int e0 = threadIdx.x & 31; e0 < a.experts; e0 += 32 * kBatch) {
     float logit[kBatch], bias[kBatch];
@@ -147,14 +148,14 @@ __device__ inline bool load_scores(const RouteArgs& a, const TokenScratch& s, in
     for (int j = 0; j < kBatch; ++j) {
       const int e = e0 + 32 * j;
       logit[j] = e < a.experts ? logit_at(a, row + e) : 0.0f;
-      bias[j] = sigmoid && a.correction_bias && e < a.experts ? a.correction_bias[e] : 0.0f;
+      bias[j] = kSigmoid && a.correction_bias && e < a.experts ? a.correction_bias[e] : 0.0f;
     }
 #pragma unroll
     for (int j = 0; j < kBatch; ++j) {
       const int e = e0 + 32 * j;
       if (e >= a.experts) break;
       finite = finite && is_finite(logit[j]) && is_finite(bias[j]);
-      if (sigmoid) {
+      if constexpr (kSigmoid) {
         const float score = format::sigmoid_f32(logit[j]);
         s.extra[e] = score;
         s.value[e] = a.correction_bias ? format::add_rn(score, bias[j]) : score;
@@ -184,14 +185,15 @@ __device__ inline void renormalize(float* w, int k, float epsilon) {
 
 // Routing from logits: s.chosen[0, k) and s.weight[0, k) of one token, in the warp's shared
 // scratch (each step reads what the last one wrote: no round trip through global memory).
+template <bool kSigmoid>
 __device__ inline void route_from_logits(const RouteArgs& a, const TokenScratch& s) {
   const int lane = threadIdx.x & 31, k = a.top_k;
   std::int32_t* ids = s.chosen;
   float* w = s.weight;
-  const bool sigmoid = a.kind == RouteKind::sigmoid_grouped_topk;
-  if (sigmoid && a.topk_group < a.n_group) keep_best_groups(a, s);
+  if constexpr (kSigmoid)
+    if (a.topk_group < a.n_group) keep_best_groups(a, s);
   take_best(s.value, s.state, a.experts, k, ids);
-  if (!sigmoid) {  // e^(l - max), every expert, for the sum in ascending expert order
+  if constexpr (!kSigmoid) {  // e^(l - max), every expert, for the sum in ascending expert order
     // Four a lane at a time: exp_f32 has no branch, so they interleave (one after another, each a
     // ~25-instruction chain, they were a seventh of the token's chain: docs/perf.md).
     constexpr int kBatch = 4;
@@ -207,7 +209,7 @@ __device__ inline void route_from_logits(const RouteArgs& a, const TokenScratch&
   }
   // The weights: each lane its own slots' (the divisions), the sums in the oracle's order on
   // lane 0. On one lane, the 2k divisions of a token were a long dependent chain (docs/perf.md).
-  if (sigmoid) {
+  if constexpr (kSigmoid) {
     for (int j = lane; j < k; j += 32) w[j] = s.extra[ids[j]];
     __syncwarp();
     if (a.renormalize) renormalize(w, k, kSigmoidEpsilon);
