@@ -326,9 +326,10 @@ __device__ void single_block_rows(const RouteArgs& a, int* shared, const BlockSl
 // Every warp takes part in the ranking and the grouping; the first `a.warps` also route (their
 // scratch is what fits in shared memory). The others fill the block's share of the silu table
 // meanwhile; when every warp routes, all fill it after the routing. A kernel per routing kind
-// (kKind = a.kind): at T = 1 the routing is one warp's serial chain through cold code, whose
-// instruction fetches were half its stalls (docs/perf.md, thirty-first session), and the other
-// kinds' code between its branches only spread that chain over more cache lines.
+// (kKind = a.kind): at T = 1 the routing is one warp's serial chain through cold code, half of
+// whose stalls were instruction fetches, and the other kinds' code between its branches spread
+// it over more cache lines; one kind a kernel took the layer 0.98-0.99x its time at T <= 64
+// (H100, docs/perf.md, thirty-first session).
 template <class Map, RouteKind kKind>
 __global__ void __launch_bounds__(kRouteThreads, 1)
     route_kernel(const __grid_constant__ RouteLaunch<Map> launch) {

@@ -17,11 +17,11 @@ namespace metrale::cuda::sm90::decode {
 // Every copy of the loader, its 16-byte ones asking L2 for the 256 bytes around their source
 // (cp_async_zfill's kL2Prefetch256): a stage reads 32 bytes of each weight row a sub-tile, so the
 // row's next stages then come from L2 and DRAM serves 256-byte requests where it served sectors
-// scattered over 64 rows. H100, one call, all 16-byte copies of the three families prefetching
-// (docs/perf.md, thirty-first session): the decode family's rows 0.86-0.98x the time at T = 8
-// and 64 but Qwen3's downs (K of 512-768, 1.02x), 0.94-0.99x at T = 1; the stream family's
-// 1.01-1.08x (a warp has its whole K range in flight at once), the tiled family's 0.91-1.05x:
-// those two keep the plain copy.
+// scattered over 64 rows. H100, same call (docs/perf.md, thirty-first session): 0.87-0.99x the
+// time on DeepSeek-V3, Mixtral and gpt-oss at T = 1-64, Qwen3's gate_up 0.96-0.97x, Qwen3's downs
+// at T = 8 (K of 512 and 768: a CTA's range is short) 1.02-1.03x. The stream family's copies
+// measured slower with it (1.01-1.08x: a warp has its whole range in flight at once) and the
+// tiled family's undecided: both keep the plain copy.
 template <int kBytes>
 __device__ __forceinline__ void copy(uint32_t dst, const void* src, bool valid) {
   cp_async_zfill<kBytes, true>(dst, src, valid);
