@@ -23,7 +23,7 @@ namespace metrale::cuda::sm90::decode {
 // measured slower with it (1.01-1.08x: a warp has its whole range in flight at once) and the
 // tiled family's undecided: both keep the plain copy.
 template <int kBytes>
-__device__ __forceinline__ void copy(uint32_t dst, const void* src, bool valid) {
+__device__ __forceinline__ void copy_to_stage(uint32_t dst, const void* src, bool valid) {
   cp_async_zfill<kBytes, true>(dst, src, valid);
 }
 
@@ -252,7 +252,7 @@ struct StageLoader {
   // This thread's piece of an SFB tile (the first kScaleCopiers threads copy it).
   static __device__ __forceinline__ void copy_scale_piece(uint32_t dst, const std::uint8_t* src) {
     if (S::kScaleCopiers == S::kThreads || threadIdx.x < S::kScaleCopiers)
-      copy<S::kScalePieceBytes>(dst, src, true);
+      copy_to_stage<S::kScalePieceBytes>(dst, src, true);
   }
 
   __device__ __forceinline__ const std::uint8_t* act_piece(const DecodeParams& p, int i) const {
@@ -273,13 +273,13 @@ struct StageLoader {
         if constexpr (kActs) {
 #pragma unroll
           for (int i = 0; i < S::kActPerThread; ++i)
-            copy<S::kActPieceBytes>(
+            copy_to_stage<S::kActPieceBytes>(
                 stage + act_dst(i) + j * S::kActBytes,
                 (i < act_pieces ? act_piece(p, i) : act) + (kt0 + j) * (kKTile * 2),
                 i < act_pieces);
         }
         if constexpr (kWeights) {
-          copy<16>(weights_at + j * S::kWeightBytes, w + j * (kKTile / 2), weight_real);
+          copy_to_stage<16>(weights_at + j * S::kWeightBytes, w + j * (kKTile / 2), weight_real);
           copy_scale_piece(stage + S::kScalesAt + j * S::kScaleBytes + scale_dst,
                            sc + j * format::kSfbTileBytes);
         }
@@ -305,7 +305,7 @@ struct StageLoader {
       // A zero-filled piece still names a valid address (the table's first row).
       const bool real = i < act_pieces && act_in_k;
       const void* src = real ? act_piece(p, i) + kt * kKTile * 2 : static_cast<const void*>(p.act);
-      copy<S::kActPieceBytes>(act_base + act_dst(i), src, real);
+      copy_to_stage<S::kActPieceBytes>(act_base + act_dst(i), src, real);
     }
   }
 
@@ -316,12 +316,12 @@ struct StageLoader {
     // A zero-filled copy (weights or [K/16, N] scales) names the activation table, a valid
     // address: the thread's own source can lie past the buffer at K = 32 (the last row's second
     // 16 bytes of codes; scale block rows 2 and 3, which do not exist).
-    copy<16>(weight_base + weight_dst(),
-                real_weight ? static_cast<const void*>(weight + kt * (kKTile / 2)) : p.act,
-                real_weight);
+    copy_to_stage<16>(weight_base + weight_dst(),
+                      real_weight ? static_cast<const void*>(weight + kt * (kKTile / 2)) : p.act,
+                      real_weight);
     if (kt * kKTile >= p.k) {
       // Past K: zero scales, so the (zero-filled) codes decode to zeros, never NaN.
-      if (tid < S::kScaleBytes / 16) copy<16>(scale_dst_base + tid * 16, p.act, false);
+      if (tid < S::kScaleBytes / 16) copy_to_stage<16>(scale_dst_base + tid * 16, p.act, false);
       return;
     }
     if (p.scale_sfb) {
@@ -330,7 +330,7 @@ struct StageLoader {
     } else if (p.scale_vec16) {
       if (scale) {
         const bool real = kt * 4 + scale_dst / kRows < p.k / 16;
-        copy<16>(
+        copy_to_stage<16>(
             scale_dst_base + scale_dst,
             real ? static_cast<const void*>(scale + static_cast<std::size_t>(kt) * scale_stride)
                  : p.act,
