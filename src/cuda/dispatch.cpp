@@ -191,10 +191,7 @@ bool stream_can_run(const Problem& problem) {
 bool stream_takes(const Problem& problem) {
   const ExpertGroups& g = problem.args.groups;
   if (!problem.nvfp4) return g.m_total <= kStreamMaxBf16Rows && stream_can_run(problem);
-  // Experts that may have rows, and the most rows one has.
-  const WindowRows held = g.offsets_on_device ? WindowRows{std::min(g.m_total, g.num_experts),
-                                                           g.m_total, g.max_rows_per_expert}
-                                              : rows_in_window(g, RowWindow{});
+  const WindowRows held = rows_held(g, RowWindow{});  // experts that may have rows, the most
   const std::int64_t weight_bytes = std::int64_t{held.experts} * problem.args.proj_count *
                                     problem.args.n * problem.args.k * 9 / 16;
   const std::int64_t most_bytes =
@@ -360,6 +357,12 @@ WindowRows rows_in_window(const ExpertGroups& groups, RowWindow window) {
     w.largest = std::max(w.largest, rows);
   });
   return w;
+}
+
+WindowRows rows_held(const ExpertGroups& groups, RowWindow window) {
+  if (!groups.offsets_on_device) return rows_in_window(groups, window);
+  return {std::min(groups.m_total, groups.num_experts), groups.m_total,
+          std::min(groups.max_rows_per_expert, window.max_rows)};
 }
 
 long row_tiles_in_window(const ExpertGroups& groups, RowWindow window, int tokens) {

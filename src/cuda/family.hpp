@@ -117,6 +117,10 @@ struct WindowRows {
   std::int32_t largest = 0;
 };
 WindowRows rows_in_window(const ExpertGroups& groups, RowWindow window);
+// The same where the offsets may live on the device: counted on host offsets; on device offsets
+// (counts unknown here) bounds: no more experts than group rows, all the group rows, and the
+// caller's max_rows_per_expert within the window's.
+WindowRows rows_held(const ExpertGroups& groups, RowWindow window);
 // Token tiles of `tokens` rows that the experts in `window` take (host offsets).
 long row_tiles_in_window(const ExpertGroups& groups, RowWindow window, int tokens);
 // Whether at most one in kDecodeWideTileShare of the experts in `window` (`in_window` of them,

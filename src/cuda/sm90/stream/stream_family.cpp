@@ -123,10 +123,7 @@ class StreamFamily final : public Family {
   // The rows its token width is sized for: the largest expert's (host offsets) or the caller's
   // bound (device offsets), at most the widest NVFP4 configuration.
   static int nvfp4_rows(const Problem& problem, RowWindow window) {
-    const ExpertGroups& g = problem.args.groups;
-    const int rows = g.offsets_on_device ? std::min(g.max_rows_per_expert, window.max_rows)
-                                         : rows_in_window(g, window).largest;
-    return std::clamp(rows, 1, kNvfp4MaxRows);
+    return std::clamp(rows_held(problem.args.groups, window).largest, 1, kNvfp4MaxRows);
   }
 
   void launch_bf16(const Problem& problem, const Plan& plan, cudaStream_t stream) const {
@@ -217,9 +214,7 @@ class StreamFamily final : public Family {
   // device offsets a bound, since no more experts than group rows can hold rows (the CTAs skip
   // items past the experts that have them).
   static int item_slots(const Problem& problem, RowWindow window) {
-    const ExpertGroups& g = problem.args.groups;
-    if (g.offsets_on_device) return std::min(g.m_total, g.num_experts);
-    return rows_in_window(g, window).experts;
+    return rows_held(problem.args.groups, window).experts;
   }
 
   // The team size for `runs` of work items (team_runs) of configuration `config` on this device.
