@@ -257,7 +257,7 @@ struct PresetLayer {
 TEST(CudaMoe, EveryPresetRoutingIsExactAgainstTheOracle) {
   METRALE_SKIP_WITHOUT_GPU();
   for (const RoutingPreset& p : kPresets)
-    for (int tokens : {1, 3, 64, 4096}) {
+    for (int tokens : {1, 3, 4, 64, 4096}) {  // T = 4: 32 slots of top-8, one warp's grouping
       if (tokens == 4096 && p.experts != 128 && p.experts != 256) continue;  // time: two presets
       SCOPED_TRACE(testing::Message() << p.name << " T=" << tokens);
       PresetLayer l(p, tokens, true, tokens % 2 ? ScaleLayout::k16_by_n : ScaleLayout::sfb);
@@ -306,39 +306,47 @@ TEST(CudaMoe, Bf16LogitsAreExact) {
 }
 
 // Precomputed routing: power-of-two weights, ids repeated within a token, experts with no rows,
-// and every token on one expert (rows past the decode family's limit: the tiled family too).
+// and every token on one expert (rows past the decode family's limit: the tiled family too); at
+// 5 tokens (15 slots) the routing kernel's one-warp grouping (group_few_slots) sorts them.
 TEST(CudaMoe, PrecomputedRoutingIsExact) {
   METRALE_SKIP_WITHOUT_GPU();
-  for (bool one_expert : {false, true}) {
-    MoeFixture f(16, 3, 64);
-    keep_one_code_per_row(f.down);
-    f.set_layout(ScaleLayout::sfb);
-    f.layer.routing = MoeRouting::precomputed;
-    std::vector<std::int32_t> ids;
-    std::vector<float> weights;
-    for (int t = 0; t < f.tokens; ++t)
-      for (int j = 0; j < 3; ++j) {
-        ids.push_back(one_expert ? 5 : (t * 3 + j * (t % 2 + 1)) % 7);  // experts 7..15: no rows
-        weights.push_back(std::ldexp(1.0f, -(t + j) % 4) * (j == 1 ? -1.0f : 1.0f));
-      }
-    MoeTokens t = f.with_logits();
-    t.router_logits = nullptr;
-    t.topk_ids = ids.data();
-    t.topk_weights = weights.data();
-    SCOPED_TRACE(one_expert ? "every token on one expert" : "repeats and empty experts");
-    expect_exact(run_gpu(f, t), run_cpu(f, t));
-  }
+  for (int tokens : {64, 5})
+    for (bool one_expert : {false, true}) {
+      MoeFixture f(16, 3, tokens);
+      keep_one_code_per_row(f.down);
+      f.set_layout(ScaleLayout::sfb);
+      f.layer.routing = MoeRouting::precomputed;
+      std::vector<std::int32_t> ids;
+      std::vector<float> weights;
+      for (int t = 0; t < f.tokens; ++t)
+        for (int j = 0; j < 3; ++j) {
+          ids.push_back(one_expert ? 5 : (t * 3 + j * (t % 2 + 1)) % 7);  // experts 7..15: no rows
+          weights.push_back(std::ldexp(1.0f, -(t + j) % 4) * (j == 1 ? -1.0f : 1.0f));
+        }
+      MoeTokens t = f.with_logits();
+      t.router_logits = nullptr;
+      t.topk_ids = ids.data();
+      t.topk_weights = weights.data();
+      SCOPED_TRACE(testing::Message()
+                   << (one_expert ? "every token on one expert" : "repeats and empty experts")
+                   << ", T = " << tokens);
+      expect_exact(run_gpu(f, t), run_cpu(f, t));
+    }
 }
 
+// 64 tokens, and 6 (24 slots: the one-warp grouping, remote slots sorted past the local ones).
 TEST(CudaMoe, ExpertMapWithHalfTheExpertsRemote) {
   METRALE_SKIP_WITHOUT_GPU();
-  MoeFixture f(16, 4, 64, 1.0f / 64, 8);
-  keep_one_code_per_row(f.down);
-  f.set_layout(ScaleLayout::sfb);
-  std::vector<std::int32_t> map;
-  for (int e = 0; e < 16; ++e) map.push_back(e % 2 ? -1 : (e / 2 + 3) % 8);
-  f.set_map(map);
-  expect_exact(run_gpu(f, f.with_logits()), run_cpu(f, f.with_logits()));
+  for (int tokens : {64, 6}) {
+    SCOPED_TRACE(testing::Message() << "T = " << tokens);
+    MoeFixture f(16, 4, tokens, 1.0f / 64, 8);
+    keep_one_code_per_row(f.down);
+    f.set_layout(ScaleLayout::sfb);
+    std::vector<std::int32_t> map;
+    for (int e = 0; e < 16; ++e) map.push_back(e % 2 ? -1 : (e / 2 + 3) % 8);
+    f.set_map(map);
+    expect_exact(run_gpu(f, f.with_logits()), run_cpu(f, f.with_logits()));
+  }
 }
 
 TEST(CudaMoe, ResidualAddedAndInPlace) {
@@ -559,6 +567,8 @@ TEST(CudaMoe, RouteShapeSizesBlocksToTheirWork) {
       EXPECT_EQ(shape.threads % 32, 0) << tokens << " tokens, " << experts;
       EXPECT_LE(shape.threads, cuda::moe::kRouteThreads) << tokens << " tokens, " << experts;
       EXPECT_GE(shape.blocks * shape.tokens_per_block, tokens) << tokens << " tokens, " << experts;
+      EXPECT_EQ(shape.few_slots, shape.blocks == 1 && tokens * 8 <= cuda::moe::kFewSlots)
+          << tokens << " tokens, " << experts;
       EXPECT_LE(shape.shared_bytes, static_cast<std::size_t>(cuda::moe::kMaxRouteShared +
                                                             cuda::moe::kMaxSlotCopyBytes));
       if (shape.slot_copy_at > 0) {

@@ -10,7 +10,8 @@
 // placed by a second kernel, a block per routing block, which sums the rows of the blocks before
 // its own (from per-chunk sums the last block leaves), or, with few slots, by the last block
 // itself after a prefix over the blocks in place (and a single routing block places its own: no
-// ticket either).
+// ticket either). A single block of at most 32 slots sorts them in one warp instead
+// (group_few_slots).
 // Deterministic: nothing depends on which block finished last.
 #include <algorithm>
 
@@ -323,14 +324,55 @@ __device__ void single_block_rows(const RouteArgs& a, int* shared, const BlockSl
   clear_tail_rows(a, total, static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x));
 }
 
+// The slots of a single block when they fit one warp (T·k <= 32, kFewSlots), grouped by warp 0
+// alone, a slot a lane, with no block barrier and no shared memory: the keys (local expert, slot)
+// sorted across the lanes (a bitonic sort in registers), so lane r holds the slot of row r; an
+// expert's first row is the number of keys below it (a binary search over the sorted lanes).
+// The same rows as rank_block_slots and single_block_rows, whose barriers, block scans and cold
+// code were ~40 % of the routing kernel at T = 1 (docs/perf.md, thirty-first session). A kernel
+// of its own (RouteShape::few_slots), so that neither form's code sits in the other's path.
+__device__ void group_few_slots(const RouteArgs& a, const BlockSlots& slots) {
+  constexpr unsigned kRemote = 0xFFFF;  // a slot of no local expert: after every expert's
+  constexpr unsigned kNoSlot = ~0u;     // lanes past the slots: last
+  const int lane = threadIdx.x & 31, n = a.tokens * a.top_k, L = a.local_experts;
+  const int local = lane < n ? slots.local[lane] : -1;
+  unsigned key = lane >= n ? kNoSlot : (local >= 0 ? unsigned(local) : kRemote) << 5 | lane;
+  for (int k = 2; k <= 32; k <<= 1)
+    for (int j = k >> 1; j > 0; j >>= 1) {
+      const unsigned other = __shfl_xor_sync(kFullWarp, key, j);
+      const bool ascending = (lane & k) == 0, lower = (lane & j) == 0;
+      key = lower == ascending ? min(key, other) : max(key, other);
+    }
+  const unsigned expert = key >> 5;  // of row `lane` (kRemote or more: none)
+  const int total = __popc(__ballot_sync(kFullWarp, expert < kRemote));
+  if (key != kNoSlot) {
+    const int s = static_cast<int>(key & 31u);
+    store_slot(a, s, static_cast<int>(expert), expert < kRemote ? lane : -1);
+  }
+  clear_tail_rows(a, total, lane, 32);
+  // offsets[e]: the rows of the experts below e, the first lane whose expert is e or more.
+  const unsigned last = __shfl_sync(kFullWarp, expert, 31);
+  for (int e0 = 0; e0 <= L; e0 += 32) {
+    const unsigned e = static_cast<unsigned>(e0 + lane);
+    int first = 0;
+    for (int step = 16; step > 0; step >>= 1) {
+      const unsigned at = __shfl_sync(kFullWarp, expert, first + step - 1);
+      if (at < e) first += step;
+    }
+    if (first == 31 && last < e) first = 32;
+    if (e <= static_cast<unsigned>(L)) a.out.offsets[e] = first;
+  }
+}
+
 // Every warp takes part in the ranking and the grouping; the first `a.warps` also route (their
 // scratch is what fits in shared memory). The others fill the block's share of the silu table
 // meanwhile; when every warp routes, all fill it after the routing. A kernel per routing kind
 // (kKind = a.kind): at T = 1 the routing is one warp's serial chain through cold code, half of
 // whose stalls were instruction fetches, and the other kinds' code between its branches spread
 // it over more cache lines; one kind a kernel took the layer 0.98-0.99x its time at T <= 64
-// (H100, docs/perf.md, thirty-first session).
-template <class Map, RouteKind kKind>
+// (H100, docs/perf.md, thirty-first session). kFew: the single block's slots fit one warp
+// (RouteShape::few_slots), grouped by group_few_slots.
+template <class Map, RouteKind kKind, bool kFew>
 __global__ void __launch_bounds__(kRouteThreads, 1)
     route_kernel(const __grid_constant__ RouteLaunch<Map> launch) {
   const RouteArgs& a = launch.args;
@@ -350,6 +392,10 @@ __global__ void __launch_bounds__(kRouteThreads, 1)
   __syncthreads();
   if (a.out.silu_table && helpers == 0)
     fill_silu_share(a.out.silu_table, blockIdx.x, gridDim.x, threadIdx.x, blockDim.x);
+  if constexpr (kFew) {
+    if (warp == 0) group_few_slots(a, slots);
+    return;
+  }
   rank_block_slots(a, reinterpret_cast<int*>(shared), slots, first_token, end_token);
   if (gridDim.x == 1) {
     single_block_rows(a, reinterpret_cast<int*>(shared), slots);
@@ -401,16 +447,24 @@ __global__ void __launch_bounds__(kPlaceThreads) place_kernel(const __grid_const
                   static_cast<int>(gridDim.x * blockDim.x));
 }
 
-template <class Map, RouteKind kKind>
-cudaError_t launch_route_kind(const RouteLaunch<Map>& launch, const RouteShape& shape,
+template <class Map, RouteKind kKind, bool kFew>
+cudaError_t launch_route_form(const RouteLaunch<Map>& launch, const RouteShape& shape,
                               cudaStream_t stream) {
-  const void* kernel = reinterpret_cast<const void*>(route_kernel<Map, kKind>);
+  const void* kernel = reinterpret_cast<const void*>(route_kernel<Map, kKind, kFew>);
   if (const cudaError_t err =
           configure_once_per_device(kernel, kMaxRouteShared + kMaxSlotCopyBytes);
       err != cudaSuccess)
     return err;
-  route_kernel<Map, kKind><<<shape.blocks, shape.threads, shape.shared_bytes, stream>>>(launch);
+  route_kernel<Map, kKind, kFew>
+      <<<shape.blocks, shape.threads, shape.shared_bytes, stream>>>(launch);
   return cudaGetLastError();
+}
+
+template <class Map, RouteKind kKind>
+cudaError_t launch_route_kind(const RouteLaunch<Map>& launch, const RouteShape& shape,
+                              cudaStream_t stream) {
+  return shape.few_slots ? launch_route_form<Map, kKind, true>(launch, shape, stream)
+                         : launch_route_form<Map, kKind, false>(launch, shape, stream);
 }
 
 template <class Map>

@@ -45,6 +45,9 @@ inline constexpr int kRouteBlockTokens = 8;
 // with the placing launch's prefix (docs/perf.md, "2026-12-04, twelfth session"): the layer at
 // Qwen3-30B T = 256 (2048 slots) 2.3 % faster with the launch, T = 128 0.9 %; level at 640 slots.
 inline constexpr int kLastBlockPlaceSlots = 512;
+// Up to this many slots in a single block, one warp groups them, a slot a lane
+// (moe_route.cu's group_few_slots).
+inline constexpr int kFewSlots = 32;
 
 // The routing launch's shape for T tokens: one block up to kSingleBlockTokens, else blocks of
 // about kRouteBlockTokens tokens (at most kMaxRouteBlocks), each with a routing warp per token
@@ -60,6 +63,7 @@ struct RouteShape {
   bool fills_silu_table;  // the blocks fill the layer's silu table (cuda/silu_table.cuh)
   int slot_copy_at;  // byte offset of the slot copies in shared memory; 0: none
   bool last_block_places;  // past one block: the last places every slot (no placing launch)
+  bool few_slots;          // one block of at most kFewSlots slots: one warp groups them
   std::size_t shared_bytes;
 };
 
@@ -100,6 +104,7 @@ inline RouteShape route_shape(int tokens, int experts, int n_group, int top_k, i
   const std::size_t L = static_cast<std::size_t>(local_experts);
   const std::size_t routing = static_cast<std::size_t>(r.warps) * per_warp;
   r.last_block_places = r.blocks > 1 && std::int64_t{T} * top_k <= kLastBlockPlaceSlots;
+  r.few_slots = r.blocks == 1 && std::int64_t{T} * top_k <= kFewSlots;
   const std::size_t per_chunk = r.blocks > 1 && !r.last_block_places
                                     ? static_cast<std::size_t>(place_chunks(r.blocks)) * L
                                     : (L > kRouteThreads ? L : kRouteThreads);
