@@ -6,7 +6,7 @@
 // mean row count, the decode family in two launches by window where the row model expects both
 // windows well filled), sizes the workspace as the largest of the launches it will make (they run
 // one after another on the caller's stream, so they share it) and launches. Few rows
-// (kStreamMaxBf16Rows, kStreamMaxNvfp4Rows) go to the stream family.
+// (kStreamMaxBf16Rows, kStreamMaxNvfp4Rows, kStreamMaxNvfp4DeviceRows) go to the stream family.
 // METRALE_CUDA_KERNEL overrides the choice for tuning and tests. A gated input
 // (nvfp4_grouped_on_glu) runs only when every chosen launch stages it; else nothing launches.
 #include <algorithm>
@@ -186,18 +186,21 @@ bool stream_can_run(const Problem& problem) {
 
 // Few rows are a weight stream: the stream family's one launch, for a dense bf16 GEMM of at most
 // kStreamMaxBf16Rows rows, or an NVFP4 call whose experts have at most kStreamMaxNvfp4Rows rows
-// each (host offsets) or may have (device offsets: the caller's bound) and whose weights weigh at
-// most kStreamMaxNvfp4Bytes (kStreamMaxNvfp4DeviceBytes on device offsets; family.hpp).
+// each and whose weights weigh at most kStreamMaxNvfp4Bytes (host offsets), or may have at most
+// kStreamMaxNvfp4DeviceRows (device offsets: the caller's bound) with at most
+// kStreamMaxNvfp4DeviceProjectionBytes a projection (family.hpp).
 bool stream_takes(const Problem& problem) {
   const ExpertGroups& g = problem.args.groups;
   if (!problem.nvfp4) return g.m_total <= kStreamMaxBf16Rows && stream_can_run(problem);
   const WindowRows held = rows_held(g, RowWindow{});  // experts that may have rows, the most
-  const std::int64_t weight_bytes = std::int64_t{held.experts} * problem.args.proj_count *
-                                    problem.args.n * problem.args.k * 9 / 16;
-  const std::int64_t most_bytes =
-      g.offsets_on_device ? kStreamMaxNvfp4DeviceBytes : kStreamMaxNvfp4Bytes;
-  return held.largest <= kStreamMaxNvfp4Rows && weight_bytes <= most_bytes &&
-         stream_can_run(problem);
+  const std::int64_t projection_bytes =
+      std::int64_t{held.experts} * problem.args.n * problem.args.k * 9 / 16;
+  const bool small = g.offsets_on_device
+                         ? held.largest <= kStreamMaxNvfp4DeviceRows &&
+                               projection_bytes <= kStreamMaxNvfp4DeviceProjectionBytes
+                         : held.largest <= kStreamMaxNvfp4Rows &&
+                               projection_bytes * problem.args.proj_count <= kStreamMaxNvfp4Bytes;
+  return small && stream_can_run(problem);
 }
 
 std::vector<Launch> choose(const Problem& problem) {

@@ -76,21 +76,32 @@ inline constexpr std::int32_t kDecodeMaxMeanRows = 48;
 // so 64 rows stay with the tiled family. Its NVFP4 kernel, with teams of warps (H200,
 // twenty-ninth session), measured 0.75-1.28x the decode family's time at T <= 8 on the presets,
 // faster on 6 of 20 rows, all small calls (Qwen3-30B-A3B and gpt-oss down at T = 1, Qwen3-Next at
-// T = 1 and 8) and losing most on the largest (DeepSeek-V3, 1.13-1.20x). So it takes NVFP4 calls
-// of one row an expert whose weights (codes and scales, 9/16 byte a value, of the experts with
-// rows, or on device offsets of as many experts as the rows could reach) weigh at most
-// kStreamMaxNvfp4Bytes, or kStreamMaxNvfp4DeviceBytes on device offsets, where the decode family
-// plans its work on the device and launches CTAs for every expert. Measured on an H100
-// (docs/perf.md, thirtieth session; MiB): host offsets at T = 1, 0.85-0.93x the decode family's
-// time on gpt-oss-120b down (17.8 MiB), Qwen3-30B-A3B down and Qwen3-Next (2.3-6.8 MiB), 1.01x on
-// Qwen3-30B-A3B gate_up (13.5 MiB), 1.09x on gpt-oss gate_up (35.6 MiB). The MoE layer at T = 1
-// (device offsets): with gpt-oss's gate/up (35.6 MiB) on it too, 0.83-0.89x; with the 63 MiB downs
-// of DeepSeek-V3 and Mixtral-8x7B on it (their gate/up, 126 MiB, on the decode family), 1.14x and
-// 1.04x.
+// T = 1 and 8) and losing most on the largest (DeepSeek-V3, 1.13-1.20x). So on host offsets it
+// takes NVFP4 calls of one row an expert whose weights (codes and scales, 9/16 byte a value, of
+// the experts with rows) weigh at most kStreamMaxNvfp4Bytes. Measured on an H100 (docs/perf.md,
+// thirtieth session; MiB): at T = 1, 0.85-0.93x the decode family's time on gpt-oss-120b down
+// (17.8 MiB), Qwen3-30B-A3B down and Qwen3-Next (2.3-6.8 MiB), 1.01x on Qwen3-30B-A3B gate_up
+// (13.5 MiB), 1.09x on gpt-oss gate_up (35.6 MiB).
+// On device offsets (the MoE layer's) the decode family plans its work on the device, a plan
+// kernel a call, and launches CTAs for every expert the rows could reach, which the stream family
+// does not pay. There it takes calls of up to kStreamMaxNvfp4DeviceRows rows an expert whose
+// weights, counted for as many experts as the rows could reach, weigh at most
+// kStreamMaxNvfp4DeviceProjectionBytes a projection: the same bound for gate/up and down (a
+// projection of each is I x H values), so both of a layer's GEMMs go to one family, and down
+// never runs on the stream family after gate/up on the decode family, which costs the layer the
+// activation launch that down's decode staging saves. Measured on an H100, the layer with both
+// GEMMs on the stream family over the dispatcher's choice before (docs/perf.md, thirty-third
+// session; MiB a projection): Qwen3-30B-A3B at T = 2 / 3 / 4 (14 / 20 / 27 MiB) 0.81 / 0.93 /
+// 0.96x, Qwen3-Next 0.82 / 0.94-0.96 / 0.92x (11 / 17 / 23), gpt-oss-120b at T = 2 (35.6 MiB)
+// 0.89x; at T = 4 (71 MiB) 1.04x, DeepSeek-V3 at T = 1 (63 MiB) 1.14x; at T = 8 1.05x (Qwen3-Next,
+// 45 MiB) and 1.10x (Qwen3-30B, 54 MiB). Down alone on it, after gate/up on the decode
+// family: 1.10x on Qwen3-30B at T = 4, 1.02-1.04x on gpt-oss at T = 3 and 4, 1.09x on DeepSeek-V3
+// at T = 1.
 inline constexpr std::int32_t kStreamMaxBf16Rows = 32;
 inline constexpr std::int32_t kStreamMaxNvfp4Rows = 1;
 inline constexpr std::int64_t kStreamMaxNvfp4Bytes = std::int64_t{24} << 20;
-inline constexpr std::int64_t kStreamMaxNvfp4DeviceBytes = std::int64_t{48} << 20;
+inline constexpr std::int32_t kStreamMaxNvfp4DeviceRows = 4;
+inline constexpr std::int64_t kStreamMaxNvfp4DeviceProjectionBytes = std::int64_t{40} << 20;
 
 // Expert row counts a launch covers: experts whose rows fall outside are left to another family.
 struct RowWindow {

@@ -257,7 +257,7 @@ struct PresetLayer {
 TEST(CudaMoe, EveryPresetRoutingIsExactAgainstTheOracle) {
   METRALE_SKIP_WITHOUT_GPU();
   for (const RoutingPreset& p : kPresets)
-    for (int tokens : {1, 3, 4, 64, 4096}) {  // T = 4: 32 slots of top-8, one warp's grouping
+    for (int tokens : {1, 3, 8, 64, 4096}) {  // T = 8: 64 slots of top-8, the most counted
       if (tokens == 4096 && p.experts != 128 && p.experts != 256) continue;  // time: two presets
       SCOPED_TRACE(testing::Message() << p.name << " T=" << tokens);
       PresetLayer l(p, tokens, true, tokens % 2 ? ScaleLayout::k16_by_n : ScaleLayout::sfb);
@@ -307,7 +307,7 @@ TEST(CudaMoe, Bf16LogitsAreExact) {
 
 // Precomputed routing: power-of-two weights, ids repeated within a token, experts with no rows,
 // and every token on one expert (rows past the decode family's limit: the tiled family too); at
-// 5 tokens (15 slots) the routing kernel's one-warp grouping (group_few_slots) sorts them.
+// 5 tokens (15 slots) the routing kernel's few-slot grouping (group_few_slots) counts them.
 TEST(CudaMoe, PrecomputedRoutingIsExact) {
   METRALE_SKIP_WITHOUT_GPU();
   for (int tokens : {64, 5})
@@ -334,7 +334,7 @@ TEST(CudaMoe, PrecomputedRoutingIsExact) {
     }
 }
 
-// 64 tokens, and 6 (24 slots: the one-warp grouping, remote slots sorted past the local ones).
+// 64 tokens, and 6 (24 slots: the few-slot grouping, remote slots counted past the local ones).
 TEST(CudaMoe, ExpertMapWithHalfTheExpertsRemote) {
   METRALE_SKIP_WITHOUT_GPU();
   for (int tokens : {64, 6}) {
@@ -345,6 +345,21 @@ TEST(CudaMoe, ExpertMapWithHalfTheExpertsRemote) {
     std::vector<std::int32_t> map;
     for (int e = 0; e < 16; ++e) map.push_back(e % 2 ? -1 : (e / 2 + 3) % 8);
     f.set_map(map);
+    expect_exact(run_gpu(f, f.with_logits()), run_cpu(f, f.with_logits()));
+  }
+}
+
+// More experts than a routing block has threads (1100 on 1024): the few-slot grouping writes the
+// offsets past the block's threads in a second pass. T = 1 and 2 (4 and 8 slots). Also more local
+// experts than the bias tables hold, on a layer without biases: filling their null entries once ran
+// past the table, over the combine's arguments (a division by zero on the host).
+TEST(CudaMoe, MoreExpertsThanRoutingThreadsAreExact) {
+  METRALE_SKIP_WITHOUT_GPU();
+  for (int tokens : {1, 2}) {
+    SCOPED_TRACE(testing::Message() << "T = " << tokens);
+    MoeFixture f(1100, 4, tokens);
+    keep_one_code_per_row(f.down);
+    f.set_layout(ScaleLayout::sfb);
     expect_exact(run_gpu(f, f.with_logits()), run_cpu(f, f.with_logits()));
   }
 }

@@ -231,8 +231,9 @@ TEST(StreamFamily, DispatcherTakesFewRowsOfBf16) {
 }
 
 // The dispatcher gives the stream family an NVFP4 call of one row an expert whose weights weigh at
-// most kStreamMaxNvfp4Bytes (kStreamMaxNvfp4DeviceBytes on device offsets), the decode family the
-// rest (family.hpp). Host logic.
+// most kStreamMaxNvfp4Bytes, or on device offsets one of at most kStreamMaxNvfp4DeviceRows rows an
+// expert and kStreamMaxNvfp4DeviceProjectionBytes a projection, the decode family the rest
+// (family.hpp). Host logic.
 TEST(StreamFamily, DispatcherTakesSmallNvfp4CallsOfOneRowAnExpert) {
   // Whether the dispatcher's launches for `a` start with `family`'s, naming them if not.
   const auto chosen = [](const GroupedNvfp4& a, const char* family) {
@@ -259,21 +260,30 @@ TEST(StreamFamily, DispatcherTakesSmallNvfp4CallsOfOneRowAnExpert) {
   GroupedNvfp4 a = host(ones, 768, 2048);
   a.groups = ExpertGroups{nullptr, true, 128, 8, 1};
   EXPECT_TRUE(chosen(a, "sm90-stream"));
-  a.groups.max_rows_per_expert = 2;
+  a.groups = ExpertGroups{nullptr, true, 128, 32, cuda::kStreamMaxNvfp4DeviceRows};  // 27 MiB
+  EXPECT_TRUE(chosen(a, "sm90-stream"));
+  a.groups.max_rows_per_expert = cuda::kStreamMaxNvfp4DeviceRows + 1;
   EXPECT_TRUE(chosen(a, "sm90-decode"));
-  a.groups = ExpertGroups{nullptr, true, 128, 128, 1};  // 128 x 1.8 MB
+  a.groups = ExpertGroups{nullptr, true, 128, 128, 1};  // 128 x 0.84 MiB a projection
   EXPECT_TRUE(chosen(a, "sm90-decode"));
   // gpt-oss-120b's gate/up at T = 1 (4 x 9.3 MB): past the host offsets' bound, within the
-  // device offsets'; 8 experts' worth is past both.
+  // device offsets'; at T = 2 (8 experts, 35.6 MiB a projection) within it too, at T = 3 not.
   const std::vector<std::int32_t> gpt_oss{0, 1, 2, 3, 4};
   EXPECT_TRUE(chosen(host(gpt_oss, 2880, 2880), "sm90-decode"));
   a.n = a.k = 2880;
   a.groups = ExpertGroups{nullptr, true, 128, 4, 1};
   EXPECT_TRUE(chosen(a, "sm90-stream"));
-  a.groups.m_total = 8;
+  a.groups = ExpertGroups{nullptr, true, 128, 8, 2};
+  EXPECT_TRUE(chosen(a, "sm90-stream"));
+  a.groups = ExpertGroups{nullptr, true, 128, 12, 3};
+  EXPECT_TRUE(chosen(a, "sm90-decode"));
+  // Down takes the bound a projection as gate/up does: gpt-oss's at T = 2 and 3 as above.
+  a.proj_count = 1;
+  a.groups = ExpertGroups{nullptr, true, 128, 8, 2};
+  EXPECT_TRUE(chosen(a, "sm90-stream"));
+  a.groups = ExpertGroups{nullptr, true, 128, 12, 3};
   EXPECT_TRUE(chosen(a, "sm90-decode"));
   // DeepSeek-V3's down at T = 1 (8 x 7168 x 2048 x 9/16 = 63 MiB): past the device offsets' bound.
-  a.proj_count = 1;
   a.n = 7168;
   a.k = 2048;
   a.groups = ExpertGroups{nullptr, true, 256, 8, 1};

@@ -19,6 +19,7 @@
 // metrale's grouped calls plus the glue, as the CPU oracle computes it.
 #include <algorithm>
 #include <initializer_list>
+#include <iterator>
 #include <string>
 #include <utility>
 
@@ -214,19 +215,20 @@ GroupedNvfp4 gate_up_args(const MoeForward& args, const Scratch& s) {
                        layer.hidden_size});
 }
 
-// The tables' device pointers per local expert (null where a table is not given); false when
-// none is given.
+// The tables' device pointers per local expert (null where a table is not given); false, and
+// nothing written, when none is given: only then may the layer have more local experts than `out`
+// holds (kMaxBiasExperts; refuse_moe_layer_beyond_limits refuses more with biases). Filling the
+// null entries of a layer without biases ran past `out` at 1025 local experts or more, over the
+// arguments beside it.
 template <int kTables>
 bool fill_bias_tables(const MoeLayer& layer, const std::uint64_t* const (&tables)[kTables],
                       moe::BiasTables<kTables>& out) {
-  bool any = false;
-  for (int p = 0; p < kTables; ++p) {
-    any = any || tables[p] != nullptr;
-    for (int e = 0; tables[p] && e < layer.num_local_experts; ++e)
-      out.ptr[p][e] = reinterpret_cast<const std::uint16_t*>(tables[p][e]);
-    for (int e = 0; !tables[p] && e < layer.num_local_experts; ++e) out.ptr[p][e] = nullptr;
-  }
-  return any;
+  if (std::none_of(std::begin(tables), std::end(tables), [](auto t) { return t != nullptr; }))
+    return false;
+  for (int p = 0; p < kTables; ++p)
+    for (int e = 0; e < layer.num_local_experts; ++e)
+      out.ptr[p][e] = tables[p] ? reinterpret_cast<const std::uint16_t*>(tables[p][e]) : nullptr;
+  return true;
 }
 
 void run_activation(const MoeForward& args, const Scratch& s, cudaStream_t stream) {

@@ -10,8 +10,7 @@
 // placed by a second kernel, a block per routing block, which sums the rows of the blocks before
 // its own (from per-chunk sums the last block leaves), or, with few slots, by the last block
 // itself after a prefix over the blocks in place (and a single routing block places its own: no
-// ticket either). A single block of at most 32 slots sorts them in one warp instead
-// (group_few_slots).
+// ticket either). A single block of few slots groups them by counting instead (group_few_slots).
 // Deterministic: nothing depends on which block finished last.
 #include <algorithm>
 
@@ -324,44 +323,37 @@ __device__ void single_block_rows(const RouteArgs& a, int* shared, const BlockSl
   clear_tail_rows(a, total, static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x));
 }
 
-// The slots of a single block when they fit one warp (T·k <= 32, kFewSlots), grouped by warp 0
-// alone, a slot a lane, with no block barrier and no shared memory: the keys (local expert, slot)
-// sorted across the lanes (a bitonic sort in registers), so lane r holds the slot of row r; an
-// expert's first row is the number of keys below it (a binary search over the sorted lanes).
-// The same rows as rank_block_slots and single_block_rows, whose barriers, block scans and cold
-// code were ~40 % of the routing kernel at T = 1 (docs/perf.md, thirty-first session). A kernel
-// of its own (RouteShape::few_slots), so that neither form's code sits in the other's path.
+// The slots of a single block when they are few (RouteShape::few_slots), grouped by counting:
+// slot s goes to the row after every slot ahead of it (a smaller local expert, or the same one at
+// a smaller slot; a remote slot is past every expert and has no row), and expert e's first row is
+// the number of slots of smaller local experts. Each thread reads the block's locals (one address
+// a step for the whole block: broadcasts) and counts for its own slot and its own expert, so there
+// is no scan, no sort and no barrier after the routing's; the same rows as rank_block_slots and
+// single_block_rows. One warp sorting the slots across its lanes, then searching the sorted
+// lanes for each warp of experts, was two chains of dependent shuffles, half of the routing
+// warp's samples at T = 1 (docs/perf.md, thirty-third session).
 __device__ void group_few_slots(const RouteArgs& a, const BlockSlots& slots) {
-  constexpr unsigned kRemote = 0xFFFF;  // a slot of no local expert: after every expert's
-  constexpr unsigned kNoSlot = ~0u;     // lanes past the slots: last
-  const int lane = threadIdx.x & 31, n = a.tokens * a.top_k, L = a.local_experts;
-  const int local = lane < n ? slots.local[lane] : -1;
-  unsigned key = lane >= n ? kNoSlot : (local >= 0 ? unsigned(local) : kRemote) << 5 | lane;
-  for (int k = 2; k <= 32; k <<= 1)
-    for (int j = k >> 1; j > 0; j >>= 1) {
-      const unsigned other = __shfl_xor_sync(kFullWarp, key, j);
-      const bool ascending = (lane & k) == 0, lower = (lane & j) == 0;
-      key = lower == ascending ? min(key, other) : max(key, other);
-    }
-  const unsigned expert = key >> 5;  // of row `lane` (kRemote or more: none)
-  const int total = __popc(__ballot_sync(kFullWarp, expert < kRemote));
-  if (key != kNoSlot) {
-    const int s = static_cast<int>(key & 31u);
-    store_slot(a, s, static_cast<int>(expert), expert < kRemote ? lane : -1);
+  const int n = a.tokens * a.top_k, tid = threadIdx.x;
+  const auto L = static_cast<unsigned>(a.local_experts);
+  const auto expert = [&](int s) { return static_cast<unsigned>(slots.local[s]); };  // -1: past L
+  const auto key = [](unsigned l, int s) { return l << 16 | static_cast<unsigned>(s); };
+  const unsigned mine = tid < n ? expert(tid) : ~0u, my_key = key(mine, tid);
+  int ahead = 0, below = 0, total = 0;
+#pragma unroll 4
+  for (int s = 0; s < n; ++s) {
+    const unsigned l = expert(s);
+    ahead += key(l, s) < my_key;
+    below += l < static_cast<unsigned>(tid);
+    total += l < L;
   }
-  clear_tail_rows(a, total, lane, 32);
-  // offsets[e]: the rows of the experts below e, the first lane whose expert is e or more.
-  const unsigned last = __shfl_sync(kFullWarp, expert, 31);
-  for (int e0 = 0; e0 <= L; e0 += 32) {
-    const unsigned e = static_cast<unsigned>(e0 + lane);
-    int first = 0;
-    for (int step = 16; step > 0; step >>= 1) {
-      const unsigned at = __shfl_sync(kFullWarp, expert, first + step - 1);
-      if (at < e) first += step;
-    }
-    if (first == 31 && last < e) first = 32;
-    if (e <= static_cast<unsigned>(L)) a.out.offsets[e] = first;
+  if (tid < n) store_slot(a, tid, mine < L ? static_cast<int>(mine) : -1, mine < L ? ahead : -1);
+  if (tid <= static_cast<int>(L)) a.out.offsets[tid] = below;
+  for (int e = tid + static_cast<int>(blockDim.x); e <= static_cast<int>(L); e += blockDim.x) {
+    int rows = 0;  // more experts than threads: L = 1024 on a block of 1024 (offsets[L] = total)
+    for (int s = 0; s < n; ++s) rows += expert(s) < static_cast<unsigned>(e);
+    a.out.offsets[e] = rows;
   }
+  clear_tail_rows(a, total, tid, static_cast<int>(blockDim.x));
 }
 
 // Every warp takes part in the ranking and the grouping; the first `a.warps` also route (their
@@ -370,7 +362,7 @@ __device__ void group_few_slots(const RouteArgs& a, const BlockSlots& slots) {
 // (kKind = a.kind): at T = 1 the routing is one warp's serial chain through cold code, half of
 // whose stalls were instruction fetches, and the other kinds' code between its branches spread
 // it over more cache lines; one kind a kernel took the layer 0.98-0.99x its time at T <= 64
-// (H100, docs/perf.md, thirty-first session). kFew: the single block's slots fit one warp
+// (H100, docs/perf.md, thirty-first session). kFew: a single block of few slots
 // (RouteShape::few_slots), grouped by group_few_slots.
 template <class Map, RouteKind kKind, bool kFew>
 __global__ void __launch_bounds__(kRouteThreads, 1)
@@ -393,7 +385,7 @@ __global__ void __launch_bounds__(kRouteThreads, 1)
   if (a.out.silu_table && helpers == 0)
     fill_silu_share(a.out.silu_table, blockIdx.x, gridDim.x, threadIdx.x, blockDim.x);
   if constexpr (kFew) {
-    if (warp == 0) group_few_slots(a, slots);
+    group_few_slots(a, slots);
     return;
   }
   rank_block_slots(a, reinterpret_cast<int*>(shared), slots, first_token, end_token);

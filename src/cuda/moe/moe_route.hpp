@@ -45,9 +45,11 @@ inline constexpr int kRouteBlockTokens = 8;
 // with the placing launch's prefix (docs/perf.md, "2026-12-04, twelfth session"): the layer at
 // Qwen3-30B T = 256 (2048 slots) 2.3 % faster with the launch, T = 128 0.9 %; level at 640 slots.
 inline constexpr int kLastBlockPlaceSlots = 512;
-// Up to this many slots in a single block, one warp groups them, a slot a lane
-// (moe_route.cu's group_few_slots).
-inline constexpr int kFewSlots = 32;
+// Up to this many slots in a single block, its threads group them by counting, each reading every
+// slot (moe_route.cu's group_few_slots). Measured on an H100 against the rank, scan and place
+// phases (docs/perf.md, thirty-third session): the layer 0.965x at Qwen3-30B T = 6 (48 slots),
+// 0.98x at T = 8 and 0.99x on DeepSeek-V3 at T = 8 (64 slots); at 80-128 slots level.
+inline constexpr int kFewSlots = 64;
 
 // The routing launch's shape for T tokens: one block up to kSingleBlockTokens, else blocks of
 // about kRouteBlockTokens tokens (at most kMaxRouteBlocks), each with a routing warp per token
@@ -63,7 +65,7 @@ struct RouteShape {
   bool fills_silu_table;  // the blocks fill the layer's silu table (cuda/silu_table.cuh)
   int slot_copy_at;  // byte offset of the slot copies in shared memory; 0: none
   bool last_block_places;  // past one block: the last places every slot (no placing launch)
-  bool few_slots;          // one block of at most kFewSlots slots: one warp groups them
+  bool few_slots;          // one block of at most kFewSlots slots: grouped by counting
   std::size_t shared_bytes;
 };
 
