@@ -134,37 +134,55 @@ __device__ inline float logit_at(const RouteArgs& a, std::size_t i) {
 }
 
 // Loads the token's row into s (and the free states); false when a logit or the correction bias
-// is not finite. A lane's loads go out kBatch at a time before any is used: one after another,
-// each behind the last one's shared stores, they were a chain of L2 round trips. kSigmoid:
-// DeepSeek-V3's scores (a.kind == sigmoid_grouped_topk), else the logits as they are.
+// is not finite. A lane issues all its loads (up to kInFlight logits, and as many biases) before
+// it uses any: in batches of four, each batch behind the last one's, E = 512 took four L2 round
+// trips a token (one: the routing kernel 1.0 µs shorter at Qwen3-Next T = 1, docs/perf.md,
+// thirty-third session). kSigmoid: DeepSeek-V3's scores (a.kind == sigmoid_grouped_topk), computed
+// in a second pass from shared memory, four a lane at a time (sigmoid_f32 has no branch, so they
+// interleave), else the logits as they are.
 template <bool kSigmoid>
 __device__ inline bool load_scores(const RouteArgs& a, const TokenScratch& s, int token) {
-  constexpr int kBatch = 4;
+  constexpr int kInFlight = 16, kBatch = 4;
+  const int lane = threadIdx.x & 31;
   const std::size_t row = static_cast<std::size_t>(token) * a.experts;
+  const bool biased = kSigmoid && a.correction_bias;
   bool finite = true;
-  for (int e0 = threadIdx.x & 31; e0 < a.experts; e0 += 32 * kBatch) {
-    float logit[kBatch], bias[kBatch];
+  for (int e0 = lane; e0 < a.experts; e0 += 32 * kInFlight) {
+    float logit[kInFlight], bias[kInFlight];
 #pragma unroll
-    for (int j = 0; j < kBatch; ++j) {
+    for (int j = 0; j < kInFlight; ++j) {
       const int e = e0 + 32 * j;
       logit[j] = e < a.experts ? logit_at(a, row + e) : 0.0f;
-      bias[j] = kSigmoid && a.correction_bias && e < a.experts ? a.correction_bias[e] : 0.0f;
+      bias[j] = biased && e < a.experts ? a.correction_bias[e] : 0.0f;
     }
 #pragma unroll
-    for (int j = 0; j < kBatch; ++j) {
+    for (int j = 0; j < kInFlight; ++j) {
       const int e = e0 + 32 * j;
       if (e >= a.experts) break;
       finite = finite && is_finite(logit[j]) && is_finite(bias[j]);
-      if constexpr (kSigmoid) {
-        const float score = format::sigmoid_f32(logit[j]);
-        s.extra[e] = score;
-        s.value[e] = a.correction_bias ? format::add_rn(score, bias[j]) : score;
-      } else {
-        s.value[e] = logit[j];
-      }
+      s.value[e] = logit[j];
+      if constexpr (kSigmoid) s.extra[e] = bias[j];
       s.state[e] = 0;
     }
   }
+  if constexpr (kSigmoid)
+    for (int e0 = lane; e0 < a.experts; e0 += 32 * kBatch) {
+      float logit[kBatch], bias[kBatch];
+#pragma unroll
+      for (int j = 0; j < kBatch; ++j) {
+        const int e = e0 + 32 * j;
+        logit[j] = e < a.experts ? s.value[e] : 0.0f;
+        bias[j] = e < a.experts ? s.extra[e] : 0.0f;
+      }
+#pragma unroll
+      for (int j = 0; j < kBatch; ++j) {
+        const int e = e0 + 32 * j;
+        if (e >= a.experts) break;
+        const float score = format::sigmoid_f32(logit[j]);
+        s.value[e] = biased ? format::add_rn(score, bias[j]) : score;
+        s.extra[e] = score;
+      }
+    }
   __syncwarp();
   return __all_sync(kFullWarp, finite);
 }
