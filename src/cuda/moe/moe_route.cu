@@ -329,9 +329,10 @@ __device__ void single_block_rows(const RouteArgs& a, int* shared, const BlockSl
 // the number of slots of smaller local experts. Each thread reads the block's locals (one address
 // a step for the whole block: broadcasts) and counts for its own slot and its own expert, so there
 // is no scan, no sort and no barrier after the routing's; the same rows as rank_block_slots and
-// single_block_rows. One warp sorting the slots across its lanes, then searching the sorted
-// lanes for each warp of experts, was two chains of dependent shuffles, half of the routing
-// warp's samples at T = 1 (docs/perf.md, thirty-third session).
+// single_block_rows. Against one warp sorting the slots across its lanes, then searching the
+// sorted lanes for each warp of experts (two chains of dependent shuffles), the routing kernel
+// 0.3-0.4 µs shorter at T = 1 under ncu; against the rank, scan and place phases, the layer
+// 0.965-0.98x at 48-64 slots (docs/perf.md, thirty-third session).
 __device__ void group_few_slots(const RouteArgs& a, const BlockSlots& slots) {
   const int n = a.tokens * a.top_k, tid = threadIdx.x;
   const auto L = static_cast<unsigned>(a.local_experts);
