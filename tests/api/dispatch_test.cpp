@@ -154,7 +154,7 @@ void expect_refused_by_name(const char* variable, const char* value, const char*
 }
 
 // METRALE_MOE_CHECK_INPUTS: 1 on, 0 / empty / unset off, anything else refused by name
-// (the CUDA MoE layer's use of it is tests/cuda/moe_layer_test.cpp's).
+// (the CUDA MoE layer's use of it is tests/cuda/moe_layer_inputs_test.cpp's).
 TEST(Dispatch, MoeCheckInputsSwitch) {
   {
     ScopedEnv env("METRALE_MOE_CHECK_INPUTS", "1");

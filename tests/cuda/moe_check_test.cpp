@@ -5,8 +5,8 @@
 // with their own routing and activation at T = 1, 64 and 512 (realistic; a token sample for the
 // big ones); the small layers again on prepacked weights. A refusal is a failure: the CUDA
 // backend runs the layer.
-// tests/cuda/moe_layer_test.cpp has the directed cases (graph replay, bad token data,
-// determinism, the expert map).
+// tests/cuda/moe_layer_test.cpp has the directed cases (graph replay, determinism, the expert
+// map), tests/cuda/moe_layer_inputs_test.cpp bad token data and refusals.
 #include <vector>
 
 #include <gtest/gtest.h>
