@@ -3,6 +3,7 @@
 #include "cpu/moe_routing.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <span>
 
@@ -39,8 +40,14 @@ void softmax_topk(const MoeLayer& layer, std::span<const float> logits, std::spa
                   std::span<float> w) {
   const std::vector<std::int32_t> order = ranked(logits, {});
   const float max = logits[static_cast<std::size_t>(order[0])];
-  float sum = 0.0f;  // ascending expert id
-  for (float l : logits) sum += format::exp_f32(l - max);
+  // The sum in format::kSoftmaxPartials strided partials, then their fixed tree.
+  constexpr std::size_t kPartials = format::kSoftmaxPartials;
+  std::array<float, kPartials> partial{};
+  for (std::size_t e = 0; e < logits.size(); ++e)
+    partial[e % kPartials] += format::exp_f32(logits[e] - max);
+  for (std::size_t half = kPartials / 2; half > 0; half /= 2)
+    for (std::size_t i = 0; i < half; ++i) partial[i] += partial[i + half];
+  const float sum = partial[0];
   for (std::size_t j = 0; j < ids.size(); ++j) {
     ids[j] = order[j];
     w[j] = format::exp_f32(logits[static_cast<std::size_t>(order[j])] - max) / sum;

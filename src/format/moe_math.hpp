@@ -16,6 +16,12 @@
 
 namespace metrale::format {
 
+// The softmax's sum over the experts is taken as a warp of 32 lanes takes it (docs/api.md,
+// "Routing"): kSoftmaxPartials partial sums, partial i over experts i, i + 32, ... in ascending
+// id, then halved in a fixed tree (partial i += partial i + h, h = 16, 8, ..., 1). A sum in
+// ascending id, one add at a time, was the routing's longest chain: 512 dependent adds at E = 512.
+inline constexpr int kSoftmaxPartials = 32;
+
 METRALE_HD inline float mul_rn(float a, float b) {
 #if defined(__CUDA_ARCH__)
   return __fmul_rn(a, b);

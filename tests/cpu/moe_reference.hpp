@@ -6,6 +6,7 @@
 // for bit.
 #pragma once
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -70,9 +71,18 @@ inline RefRoute ref_softmax_topk(const std::vector<float>& logits, int k, bool r
                                  float scaling) {
   std::vector<bool> allowed(logits.size(), true);
   RefRoute r;
-  float max = logits[0], sum = 0;
+  float max = logits[0];
   for (float l : logits) max = l > max ? l : max;
-  for (float l : logits) sum += ref_exp(l - max);
+  // The sum as docs/api.md takes it, computed the way a warp does: 32 lanes' strided sums, then
+  // a butterfly in which every lane adds its partner's value (x + y == y + x, so all agree).
+  std::array<float, 32> lane{};
+  for (std::size_t e = 0; e < logits.size(); ++e) lane[e % 32] += ref_exp(logits[e] - max);
+  for (std::size_t d = 16; d > 0; d /= 2) {
+    std::array<float, 32> next{};
+    for (std::size_t i = 0; i < 32; ++i) next[i] = lane[i] + lane[i ^ d];
+    lane = next;
+  }
+  const float sum = lane[0];
   for (int j = 0; j < k; ++j) {
     const int e = ref_argmax(logits, allowed);
     allowed[static_cast<std::size_t>(e)] = false;

@@ -19,14 +19,19 @@ H, I = 64, 32  # hidden and intermediate sizes
 
 def softmax_topk_reference(logits, k, renormalize):
     """(ids, weights) [T, k]: the k largest logits (a tie to the lower id), softmax weights over
-    all E in fp32 (the sum in expert order), optionally divided by their sum (slot order)."""
+    all E in fp32 (the sum in docs/api.md's order), optionally divided by their sum (slot order)."""
     ids = np.argsort(-logits, axis=1, kind="stable")[:, :k].astype(np.int32)
     weights = np.zeros(ids.shape, np.float32)
     for t, row in enumerate(logits.astype(np.float32)):
         p = np.exp(row - row.max())
-        total = np.float32(0)
-        for v in p:
-            total = np.float32(total + v)
+        lanes = np.zeros(32, np.float32)  # docs/api.md's order: 32 strided sums, then a tree
+        for e, v in enumerate(p):
+            lanes[e % 32] = np.float32(lanes[e % 32] + v)
+        half = 16
+        while half > 0:
+            lanes[:half] = lanes[:half] + lanes[half : 2 * half]
+            half //= 2
+        total = lanes[0]
         weights[t] = p[ids[t]] / total
         if renormalize:
             s = np.float32(0)

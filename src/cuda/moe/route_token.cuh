@@ -201,6 +201,38 @@ __device__ inline void renormalize(float* w, int k, float epsilon) {
   __syncwarp();
 }
 
+// e^(l - max) of every expert into s.extra, and their sum in docs/api.md's order, on every lane:
+// lane i's partial is format::kSoftmaxPartials' partial i (its experts i, i + 32, ... in
+// ascending id, the order it computes them in), then a butterfly halves the partials in the fixed
+// tree (a lane and its partner add the same two values, x + y == y + x, so every lane ends with
+// partial 0's bits). Summed on lane 0 one add at a time, in ascending id, this was the routing's
+// longest chain (docs/perf.md, thirty-fourth session). The exps four a lane at a time: exp_f32
+// has no branch, so they interleave (one after another, each a ~25-instruction chain, they were a
+// seventh of the token's chain).
+__device__ inline float softmax_sum(const RouteArgs& a, const TokenScratch& s, float max) {
+  static_assert(format::kSoftmaxPartials == 32, "a lane a partial");
+  constexpr int kBatch = 4;
+  const int lane = threadIdx.x & 31;
+  float sum = 0.0f;
+  for (int e0 = lane; e0 < a.experts; e0 += 32 * kBatch) {
+    float p[kBatch];
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) {
+      const int e = e0 + 32 * j;
+      p[j] = e < a.experts ? format::exp_f32(s.value[e] - max) : 0.0f;
+      if (e < a.experts) s.extra[e] = p[j];
+    }
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j)
+      if (e0 + 32 * j < a.experts) sum = format::add_rn(sum, p[j]);
+  }
+#pragma unroll
+  for (int half = 16; half > 0; half /= 2)
+    sum = format::add_rn(sum, __shfl_xor_sync(kFullWarp, sum, half));
+  __syncwarp();  // s.extra, read by the other lanes' divisions
+  return sum;
+}
+
 // Routing from logits: s.chosen[0, k) and s.weight[0, k) of one token, in the warp's shared
 // scratch (each step reads what the last one wrote: no round trip through global memory).
 template <bool kSigmoid>
@@ -211,42 +243,14 @@ __device__ inline void route_from_logits(const RouteArgs& a, const TokenScratch&
   if constexpr (kSigmoid)
     if (a.topk_group < a.n_group) keep_best_groups(a, s);
   take_best(s.value, s.state, a.experts, k, ids);
-  if constexpr (!kSigmoid) {  // e^(l - max), every expert, for the sum in ascending expert order
-    // Four a lane at a time: exp_f32 has no branch, so they interleave (one after another, each a
-    // ~25-instruction chain, they were a seventh of the token's chain: docs/perf.md).
-    constexpr int kBatch = 4;
-    const float max = s.value[ids[0]];
-    for (int e0 = lane; e0 < a.experts; e0 += 32 * kBatch) {
-#pragma unroll
-      for (int j = 0; j < kBatch; ++j) {
-        const int e = e0 + 32 * j;
-        if (e < a.experts) s.extra[e] = format::exp_f32(s.value[e] - max);
-      }
-    }
-    __syncwarp();
-  }
-  // The weights: each lane its own slots' (the divisions), the sums in the oracle's order on
-  // lane 0. On one lane, the 2k divisions of a token were a long dependent chain (docs/perf.md).
+  // The weights: each lane its own slots' (the divisions). On one lane, the 2k divisions of a
+  // token were a long dependent chain (docs/perf.md).
   if constexpr (kSigmoid) {
     for (int j = lane; j < k; j += 32) w[j] = s.extra[ids[j]];
     __syncwarp();
     if (a.renormalize) renormalize(w, k, kSigmoidEpsilon);
   } else {
-    float sum = 0.0f;  // ascending e, one add at a time (the oracle's order); loads run ahead
-    if (lane == 0) {
-      int e = 0;
-      if (a.experts % 4 == 0) {
-        const auto* four = reinterpret_cast<const float4*>(s.extra);
-#pragma unroll 4
-        for (; e < a.experts; e += 4) {
-          const float4 v = four[e / 4];
-          sum = format::add_rn(format::add_rn(format::add_rn(format::add_rn(sum, v.x), v.y), v.z),
-                               v.w);
-        }
-      }
-      for (; e < a.experts; ++e) sum = format::add_rn(sum, s.extra[e]);
-    }
-    sum = __shfl_sync(kFullWarp, sum, 0);
+    const float sum = softmax_sum(a, s, s.value[ids[0]]);
     for (int j = lane; j < k; j += 32) w[j] = format::div_rn(s.extra[ids[j]], sum);
     __syncwarp();
     if (a.renormalize) renormalize(w, k, 0.0f);
