@@ -234,7 +234,7 @@ TEST(StreamFamily, DispatcherTakesFewRowsOfBf16) {
 // most kStreamMaxNvfp4Bytes, or on device offsets one of at most kStreamMaxNvfp4DeviceRows rows an
 // expert and kStreamMaxNvfp4DeviceProjectionBytes a projection, the decode family the rest
 // (family.hpp). Host logic.
-TEST(StreamFamily, DispatcherTakesSmallNvfp4CallsOfOneRowAnExpert) {
+TEST(StreamFamily, DispatcherTakesSmallNvfp4Calls) {
   // Whether the dispatcher's launches for `a` start with `family`'s, naming them if not.
   const auto chosen = [](const GroupedNvfp4& a, const char* family) {
     const std::string label = cuda::nvfp4_grouped_plan(a);
