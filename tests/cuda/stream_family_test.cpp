@@ -311,10 +311,10 @@ TEST(StreamFamily, WritesTheGatedOutputAlone) {
   }
 }
 
-// The NVFP4 kernel's work: every item taken by exactly one team, a row block's gate and up items
-// by the same team one after the other where the launch writes the gated output, and the items'
-// places covering every (slot, projection, row block) once. Host logic (the kernel's own
-// functions).
+// The NVFP4 kernel's work: every item taken by exactly one team (where the launch writes the
+// gated output, a team takes a row block's gate item and streams its up item, the next one, with
+// it), and the items' places covering every (slot, projection, row block) once. Host logic (the
+// kernel's own functions).
 TEST(StreamFamily, ItemWalkTakesEveryItemOnce) {
   namespace s = cuda::sm90::stream;
   for (int gated : {0, 1})
@@ -338,14 +338,16 @@ TEST(StreamFamily, ItemWalkTakesEveryItemOnce) {
                    item = s::next_item(p, item, stride)) {
                 ASSERT_EQ(team_of[item], -1) << where << ": item " << item << " taken twice";
                 team_of[item] = team;
-                const s::ItemPlace at = s::item_place(p, item);
-                if (gated && at.proj == 1) {  // its gate item just before, by the same team
-                  const s::ItemPlace gate = s::item_place(p, item - 1);
-                  EXPECT_EQ(team_of[item - 1], team) << where;
-                  EXPECT_EQ(gate.proj, 0) << where;
-                  EXPECT_EQ(gate.slot, at.slot) << where;
-                  EXPECT_EQ(gate.n0, at.n0) << where;
-                }
+                if (!gated) continue;
+                const s::ItemPlace gate = s::item_place(p, item), up = s::item_place(p, item + 1);
+                ASSERT_LT(item + 1, total) << where;
+                ASSERT_EQ(team_of[item + 1], -1)
+                    << where << ": item " << item + 1 << " taken twice";
+                team_of[item + 1] = team;  // streamed with its gate item
+                EXPECT_EQ(gate.proj, 0) << where;
+                EXPECT_EQ(up.proj, 1) << where;
+                EXPECT_EQ(up.slot, gate.slot) << where;
+                EXPECT_EQ(up.n0, gate.n0) << where;
               }
             std::vector<int> seen(total, 0);
             for (int item = 0; item < total; ++item) {

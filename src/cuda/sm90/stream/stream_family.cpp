@@ -9,8 +9,9 @@
 //   weights streamed again for each. It takes no gated input (stages_glu_input: false): each of a
 //   down's N / 16 row blocks would compute the activation of its K range again (measured in
 //   docs/perf.md, twenty-eighth session). It writes the gated output instead (writes_glu_output):
-//   a team takes a row block's gate and up items in turn and applies the activation as it stores
-//   up's sums, so the MoE layer's gate/up and activation are one launch.
+//   a team streams a row block's gate and up items together, group by group on the same
+//   activation fragments, and applies the activation to the two folded sums, so the MoE layer's
+//   gate/up and activation are one launch.
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -221,8 +222,8 @@ class StreamFamily final : public Family {
   static int auto_team(const Problem& problem, int config, long long runs) {
     const GroupedNvfp4& a = problem.args;
     const long long resident_warps =
-        1LL * stream_nvfp4_resident_ctas(config, a.groups.offsets_on_device) * device_sm_count() *
-        kWarps;
+        1LL * stream_nvfp4_resident_ctas(config, a.groups.offsets_on_device, problem.glu_output) *
+        device_sm_count() * kWarps;
     return team_warps(runs, a.k / kNvfp4GroupK, resident_warps);
   }
 

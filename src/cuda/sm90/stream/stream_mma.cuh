@@ -42,42 +42,64 @@ __device__ __forceinline__ void team_sync(const Team& team) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(1 + team.index), "r"(32 * team.members) : "memory");
 }
 
-// The team's fold: a lone warp's sums are the item's; otherwise every warp leaves its
-// accumulators (kTiles mma tiles of 4 a lane) in shared memory, kFoldTiles tiles at a time, and
-// each of the team's threads adds one accumulator's values in warp order and hands the sum to
-// store(tile, accumulator, lane, sum). The caller syncs the team before its next fold.
+// The team's fold of kParts sets of sums (an NVFP4 pair's gate and up: 2), `acc(part, tile,
+// accumulator)`: a lone warp's sums are the item's; otherwise every warp leaves its accumulators
+// (kTiles mma tiles of 4 a lane, each set's) in shared memory, kFoldTiles tiles at a time, and
+// each of the team's threads adds one accumulator's values of every set in warp order and hands
+// the sums to store(tile, accumulator, lane, sum[kParts]). The caller syncs the team before its
+// next fold.
 inline constexpr int kFoldTiles = 4;  // 16 KB of shared memory
-template <int kTiles, class Store>
-__device__ __forceinline__ void fold_team(const float (&acc)[kTiles][4], const Team& team,
-                                          Store&& store) {
+template <int kParts, int kTiles, class Acc, class Store>
+__device__ __forceinline__ void fold_team_parts(Acc&& acc, const Team& team, Store&& store) {
   const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
   if (team.members == 1) {
 #pragma unroll
     for (int t = 0; t < kTiles; ++t)
 #pragma unroll
-      for (int q = 0; q < 4; ++q) store(t, q, lane, acc[t][q]);
+      for (int q = 0; q < 4; ++q) {
+        float sum[kParts];
+#pragma unroll
+        for (int i = 0; i < kParts; ++i) sum[i] = acc(i, t, q);
+        store(t, q, lane, sum);
+      }
     return;
   }
-  constexpr int kChunk = kTiles < kFoldTiles ? kTiles : kFoldTiles;
-  static_assert(kTiles % kChunk == 0, "whole chunks of tiles");
-  __shared__ float sums[kWarps][kChunk][4][32];
+  constexpr int kChunk = kTiles * kParts <= kFoldTiles ? kTiles : kFoldTiles / kParts;
+  static_assert(kChunk > 0 && kTiles % kChunk == 0, "whole chunks of tiles");
+  __shared__ float sums[kWarps][kChunk * kParts][4][32];
   const int first_warp = team.index * team.members;
   const int index = static_cast<int>(threadIdx.x) - 32 * first_warp;
 #pragma unroll
   for (int first = 0; first < kTiles; first += kChunk) {
     if (first > 0) team_sync(team);  // the previous chunk's sums are read
 #pragma unroll
-    for (int t = 0; t < kChunk; ++t)
+    for (int i = 0; i < kParts; ++i)
 #pragma unroll
-      for (int q = 0; q < 4; ++q) sums[warp][t][q][lane] = acc[first + t][q];
+      for (int t = 0; t < kChunk; ++t)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) sums[warp][i * kChunk + t][q][lane] = acc(i, first + t, q);
     team_sync(team);
-    for (int i = index; i < kChunk * 4 * 32; i += 32 * team.members) {
-      const int t = i / 128, q = i / 32 % 4, l = i % 32;
-      float sum = sums[first_warp][t][q][l];
-      for (int v = 1; v < team.members; ++v) sum = __fadd_rn(sum, sums[first_warp + v][t][q][l]);
+    for (int at = index; at < kChunk * 4 * 32; at += 32 * team.members) {
+      const int t = at / 128, q = at / 32 % 4, l = at % 32;
+      float sum[kParts];
+#pragma unroll
+      for (int i = 0; i < kParts; ++i) {
+        sum[i] = sums[first_warp][i * kChunk + t][q][l];
+        for (int v = 1; v < team.members; ++v)
+          sum[i] = __fadd_rn(sum[i], sums[first_warp + v][i * kChunk + t][q][l]);
+      }
       store(first + t, q, l, sum);
     }
   }
+}
+
+// The fold of one set of sums, acc[tile][accumulator]: store(tile, accumulator, lane, sum).
+template <int kTiles, class Store>
+__device__ __forceinline__ void fold_team(const float (&acc)[kTiles][4], const Team& team,
+                                          Store&& store) {
+  fold_team_parts<1, kTiles>(
+      [&](int, int t, int q) { return acc[t][q]; }, team,
+      [&](int t, int q, int l, const float(&sum)[1]) { store(t, q, l, sum[0]); });
 }
 
 // A warp's contiguous range [first, last) of a K cut into `groups` groups among its team.

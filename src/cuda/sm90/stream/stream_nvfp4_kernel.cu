@@ -4,10 +4,10 @@
 // Work items are (expert slot, 16 weight rows, projection). A CTA's 8 warps form teams of 1, 2, 4
 // or 8 (team_warps, stream_params.hpp); a persistent grid's teams take the items in turn (team t
 // of CTA b: item b teams + t, then a grid's worth of teams on; on a launch that writes the gated
-// output, the pair of items b teams + t holds, gate then up of the same rows, whose epilogue
-// applies the activation to the gate values it stored and its own), and a team's warps cut K into
-// contiguous ranges, a lone warp's sums stored from its registers, a team's folded through
-// shared memory on a named barrier of its own. A warp's weights stream through a ring of
+// output, the pair b teams + t, a row block's gate and up streamed together, whose fold hands
+// both sums to the activation), and a team's warps cut K into contiguous ranges, a lone warp's
+// sums stored from its registers, a team's folded through shared memory on a named barrier of
+// its own. A warp's weights stream through a ring of
 // shared-memory stages of its own, one 64-value group of K a stage (the 16 rows' 32 code bytes and
 // 4 block scales each), filled by cp.async kStages groups ahead of its products and across its
 // team's items and token tiles, so that HBM stays busy through each item's fold and the next item's
@@ -45,10 +45,10 @@ constexpr int kCodeBytes = kNvfp4RowsPerCta * kGroupBytes;  // a stage's codes: 
 constexpr int kScaleWords = 20;
 constexpr int kStageBytes = kCodeBytes + 4 * kScaleWords;  // 592, a multiple of 16
 // Stages a warp: as many as leave the CTA's static shared memory (ring, fold, expert table)
-// under 48 KB; the fold's sums grow with the token tiles.
-template <int kTokens>
-constexpr int kStages = kTokens == 8    ? 8
-                        : kTokens == 16 ? 7
+// under 48 KB; the fold's sums grow with the token tiles and the projections an item folds.
+template <int kTokens, bool kPair>
+constexpr int kStages = kTokens == 8    ? (kPair ? 7 : 8)
+                        : kTokens == 16 ? (kPair ? 6 : 7)
                                         : 6;
 
 // A work item's expert: its entry for the item's projection and its group rows.
@@ -120,63 +120,74 @@ __device__ __forceinline__ ScaleSpots scale_spots(const Nvfp4StreamParams& p, in
 }
 
 // A warp's weight stream: the groups of its K range of each token tile of each of the CTA's
-// items, in the order its products take them. `issue` copies the next group into a stage (`fill`,
-// lane l: 16 code bytes of row n0 + l / 2; lanes 0-19 a scale word: SFB, row n0 + l's 4 blocks
-// (lanes 0-15); [K/16, N], word l % 5 of block l / 5's rows) and steps to the one after
-// (`advance`).
-template <int kTokens, class Experts>
+// items, in the order its products take them (kPair: each group's gate stage, then its up
+// stage). `issue` copies the next stage's bytes (`fill`, lane l: 16 code bytes of row n0 + l / 2;
+// lanes 0-19 a scale word: SFB, row n0 + l's 4 blocks (lanes 0-15); [K/16, N], word l % 5 of
+// block l / 5's rows) and steps to the one after (`advance`).
+template <int kTokens, bool kPair, class Experts>
 struct WeightStream {
+  static constexpr int kParts = kPair ? 2 : 1;  // the projections an item streams
   const Nvfp4StreamParams& p;
   const Experts& experts;
   WarpRange range;
   int total;   // the items end here
   int stride;  // next_item's
-  int item, t0, group, rows;
-  const std::uint8_t *codes, *scales, *codes_first, *scales_first;
+  int item, slot, proj, t0, group, part;
+  const std::uint8_t* codes[kParts];
+  const std::uint8_t* scales[kParts];
   bool code_ok;
-  int scale_bytes, scale_step;
+  int scale_bytes;
 
   __device__ bool done() const { return item >= total; }
 
   __device__ void begin_item(int next) {
     item = range.first < range.last ? next : total;  // a warp with no K streams nothing
     if (done()) return;
-    const int lane = threadIdx.x % 32;
     const ItemPlace at = item_place(p, item);
-    const ExpertRows x = experts.at(at.slot, at.proj);
-    rows = x.rows;
+    slot = at.slot;
+    proj = kPair ? 0 : at.proj;
     t0 = 0;
+    point_at_range();
+  }
+
+  // The item's projections' bytes at the start of the warp's K range (again for each token
+  // tile: computed, not kept, as registers are short).
+  __device__ void point_at_range() {
+    const int lane = threadIdx.x % 32;
+    const int n0 = item_place(p, item).n0;
     group = range.first;
+    part = 0;
     const std::size_t row_bytes = static_cast<std::size_t>(p.k) / 2;
-    const int code_row = at.n0 + lane / 2;
+    const int code_row = n0 + lane / 2;
     code_ok = code_row < p.n;
-    codes_first = static_cast<const std::uint8_t*>(x.entry.weight) +
-                  (code_ok ? code_row : 0) * row_bytes +
-                  static_cast<std::size_t>(range.first) * kGroupBytes + 16 * (lane % 2);
+    const std::size_t code_at = (code_ok ? code_row : 0) * row_bytes +
+                                static_cast<std::size_t>(range.first) * kGroupBytes +
+                                16 * (lane % 2);
     std::size_t scale_at = 0;
     if (p.scale_sfb) {
-      const int scale_row = at.n0 + lane;
+      const int scale_row = n0 + lane;
       scale_bytes = lane < 16 && scale_row < p.n ? 4 : 0;
       if (scale_bytes > 0) scale_at = format::sfb_offset(scale_row, 4 * range.first, p.k);
-      scale_step = static_cast<int>(format::kSfbTileBytes);
     } else {
       // Word w of block q: the bytes of rows n0 .. n0 + 15 of the block from the 4-byte word
       // holding row n0's; the bytes before it and past row n - 1 are written as zeros.
       const int q = lane / 5, w = lane % 5;
-      const std::size_t block_at = format::k16_by_n_offset(at.n0, 4 * range.first + q, p.n);
+      const std::size_t block_at = format::k16_by_n_offset(n0, 4 * range.first + q, p.n);
       const int shift = static_cast<int>(block_at % 4);
-      const int rows_here = min(p.n - at.n0, kNvfp4RowsPerCta);
+      const int rows_here = min(p.n - n0, kNvfp4RowsPerCta);
       scale_bytes = lane < kScaleWords ? min(max(shift + rows_here - 4 * w, 0), 4) : 0;
       if (scale_bytes > 0) scale_at = block_at - shift + 4 * w;
-      scale_step = 4 * p.n;
     }
-    scales_first = x.entry.scale + scale_at;
-    codes = codes_first;
-    scales = scales_first;
+#pragma unroll
+    for (int i = 0; i < kParts; ++i) {
+      const ExpertEntry e = experts.at(slot, kPair ? i : proj).entry;
+      codes[i] = static_cast<const std::uint8_t*>(e.weight) + code_at;
+      scales[i] = e.scale + scale_at;
+    }
   }
 
-  // The next group into the stage at shared address `stage` (nothing past the stream's end), as
-  // one cp.async group.
+  // The next stage into shared address `stage` (nothing past the stream's end), as one cp.async
+  // group.
   __device__ void issue(std::uint32_t stage) {
     if (!done()) {
       fill(stage);
@@ -187,20 +198,32 @@ struct WeightStream {
 
   __device__ void fill(std::uint32_t stage) const {
     const int lane = threadIdx.x % 32;
-    cp_async_zfill<16>(stage + 16 * lane, codes, code_ok);
-    if (lane < kScaleWords) cp_async_4_first(stage + kCodeBytes + 4 * lane, scales, scale_bytes);
+    const bool up = kPair && part == 1;
+    cp_async_zfill<16>(stage + 16 * lane, up ? codes[kParts - 1] : codes[0], code_ok);
+    if (lane < kScaleWords)
+      cp_async_4_first(stage + kCodeBytes + 4 * lane, up ? scales[kParts - 1] : scales[0],
+                       scale_bytes);
   }
 
   __device__ void advance() {
+    if constexpr (kPair)
+      if (part == 0) {
+        part = 1;
+        return;
+      }
+    part = 0;
     ++group;
-    codes += kGroupBytes;
-    scales += scale_step;
+#pragma unroll
+    for (int i = 0; i < kParts; ++i) {
+      codes[i] += kGroupBytes;
+      scales[i] += p.scale_sfb ? static_cast<int>(format::kSfbTileBytes) : 4 * p.n;  // a group's
+    }
     if (group < range.last) return;
-    group = range.first;
-    codes = codes_first;
-    scales = scales_first;
     t0 += kTokens;
-    if (t0 >= rows) begin_item(next_item(p, item, stride));
+    if (t0 >= experts.at(slot, proj).rows)
+      begin_item(next_item(p, item, stride));
+    else
+      point_at_range();
   }
 };
 
@@ -216,10 +239,15 @@ __device__ __forceinline__ std::uint32_t input_pair(const std::uint16_t* at) {
   return __ldg(reinterpret_cast<const unsigned int*>(at));
 }
 
-template <int kTokens, class Experts>
+// kPair (a launch that writes the gated output): an item is a row block's gate and up together,
+// streamed group by group (gate's stage, then up's) on the same B fragments into two sets of
+// sums, folded together, so that the activation takes both from the fold: no second pass over
+// K for up, no gate value stored and read back, one fold.
+template <int kTokens, bool kPair, class Experts>
 __device__ __forceinline__ void stream_items(const Nvfp4StreamParams& p, const Experts& experts) {
   constexpr int kTiles = kTokens / 8;  // n8 tiles of the expert's rows
-  constexpr int kRing = kStages<kTokens>;
+  constexpr int kRing = kStages<kTokens, kPair>;
+  constexpr int kParts = kPair ? 2 : 1;
   __shared__ alignas(16) std::uint8_t ring[kWarps][kRing][kStageBytes];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
   const Team team = warp_team(p.team_warps);
@@ -231,7 +259,7 @@ __device__ __forceinline__ void stream_items(const Nvfp4StreamParams& p, const E
   const ScaleSpots spots = scale_spots(p, g, c);
   const std::uint32_t ring_at = smem_address(ring[warp][0]);
 
-  WeightStream<kTokens, Experts> load{p, experts, range, total, stride};
+  WeightStream<kTokens, kPair, Experts> load{p, experts, range, total, stride};
   load.begin_item(first);
 #pragma unroll
   for (int s = 0; s < kRing; ++s) load.issue(ring_at + s * kStageBytes);
@@ -240,10 +268,6 @@ __device__ __forceinline__ void stream_items(const Nvfp4StreamParams& p, const E
   for (int item = first; item < total; item = next_item(p, item, stride)) {
     const ItemPlace at = item_place(p, item);
     const ExpertRows x = experts.at(at.slot, at.proj);
-    const float factor = x.entry.scale_2 * kEpilogueFactor;
-    // The gated output: gate's values stored in out[0], then up's item reads them back (the
-    // same thread stored each: the fold hands an item's sums out in one order) and writes act.
-    std::uint16_t* const out = p.out[p.glu_output ? 0 : at.proj];
     // The expert's rows, kTokens at a time (an expert with more rows than the width streams its
     // weights again for each further tile: the dispatcher gives such experts to other families).
     for (int t0 = 0; t0 < x.rows; t0 += kTokens) {
@@ -263,7 +287,7 @@ __device__ __forceinline__ void stream_items(const Nvfp4StreamParams& p, const E
         act[j] = p.a + static_cast<std::size_t>(ok ? source : 0) * p.k + first_value;
       }
 
-      float acc[kTiles][4] = {};
+      float acc[kParts][kTiles][4] = {};
       for (int gi = range.first; gi < range.last; ++gi) {
         // The group's B fragments first (L2 hits, mostly): their latency runs under the wait.
         std::uint32_t b[kTiles][8];
@@ -274,47 +298,56 @@ __device__ __forceinline__ void stream_items(const Nvfp4StreamParams& p, const E
             b[j][v] = act_ok[j] ? input_pair(act[j] + 8 * v) : 0;
           act[j] += kNvfp4GroupK;
         }
-        cp_async_wait<kRing - 1>();  // this group's stage has landed (the lane's own copies)
-        __syncwarp();                // and the other lanes'
-        const std::uint32_t s = ring_at + stage * kStageBytes;
-        const uint2 codes0 = ld_shared_v2(s + 32 * g + 8 * c);
-        const uint2 codes1 = ld_shared_v2(s + 32 * (g + 8) + 8 * c);
-        const std::uint32_t scales = ld_shared_u8(s + spots.row0) | ld_shared_u8(s + spots.row8)
-                                                                        << 8;
-        __syncwarp();  // every lane has read the stage before it is filled again
-        load.issue(s);
-        stage = stage + 1 == kRing ? 0 : stage + 1;
+#pragma unroll
+        for (int i = 0; i < kParts; ++i) {  // the group's stage of each projection
+          cp_async_wait<kRing - 1>();       // this stage has landed (the lane's own copies)
+          __syncwarp();                     // and the other lanes'
+          const std::uint32_t s = ring_at + stage * kStageBytes;
+          const uint2 codes0 = ld_shared_v2(s + 32 * g + 8 * c);
+          const uint2 codes1 = ld_shared_v2(s + 32 * (g + 8) + 8 * c);
+          const std::uint32_t scales = ld_shared_u8(s + spots.row0) | ld_shared_u8(s + spots.row8)
+                                                                          << 8;
+          __syncwarp();  // every lane has read the stage before it is filled again
+          load.issue(s);
+          stage = stage + 1 == kRing ? 0 : stage + 1;
 
-        std::uint32_t step_scales[4], frag[4][4];
-        quad_shared(e4m3x2_to_scaled_bf16x2(scales), step_scales);
-        fragment_order_frags(codes0, codes1, step_scales, frag);
+          std::uint32_t step_scales[4], frag[4][4];
+          quad_shared(e4m3x2_to_scaled_bf16x2(scales), step_scales);
+          fragment_order_frags(codes0, codes1, step_scales, frag);
 #pragma unroll
-        for (int st = 0; st < 4; ++st)
+          for (int st = 0; st < 4; ++st)
 #pragma unroll
-          for (int j = 0; j < kTiles; ++j)
-            mma_16816(acc[j], frag[st][0], frag[st][1], frag[st][2], frag[st][3], b[j][2 * st],
-                      b[j][2 * st + 1]);
+            for (int j = 0; j < kTiles; ++j)
+              mma_16816(acc[i][j], frag[st][0], frag[st][1], frag[st][2], frag[st][3], b[j][2 * st],
+                        b[j][2 * st + 1]);
+        }
       }
 
       // Accumulator q of lane l in tile j: weight row n0 + l / 4 + 8 (q >= 2), the expert's row
       // t0 + 8 j + 2 (l % 4) + q % 2.
-      fold_team<kTiles>(acc, team, [&](int j, int q, int l, float sum) {
-        const int n = at.n0 + l / 4 + (q >= 2 ? 8 : 0);
-        const int t = t0 + 8 * j + 2 * (l % 4) + q % 2;
-        if (n < p.n && t < x.rows) {
-          std::uint16_t* const at_out = out + static_cast<std::size_t>(x.row_begin + t) * p.n + n;
-          const std::uint16_t value = format::float_to_bf16(__fmul_rn(sum, factor));
-          const bool gated = p.glu_output && at.proj == 1;
-          *at_out = gated ? gated_value(p.glu, *at_out, value) : value;
-        }
-      });
+      fold_team_parts<kParts, kTiles>(
+          [&](int i, int j, int q) { return acc[i][j][q]; }, team,
+          [&](int j, int q, int l, const float(&sum)[kParts]) {
+            const int n = at.n0 + l / 4 + (q >= 2 ? 8 : 0);
+            const int t = t0 + 8 * j + 2 * (l % 4) + q % 2;
+            if (n < p.n && t < x.rows) {
+              // Each projection's sums times its scale_2; kPair: act(gate, up) into gate's out.
+              const auto scaled = [&](int i) {
+                const float factor = experts.at(at.slot, at.proj + i).entry.scale_2;
+                return format::float_to_bf16(__fmul_rn(sum[i], factor * kEpilogueFactor));
+              };
+              std::uint16_t value = scaled(0);
+              if constexpr (kPair) value = gated_value(p.glu, value, scaled(1));
+              p.out[at.proj][static_cast<std::size_t>(x.row_begin + t) * p.n + n] = value;
+            }
+          });
       if (team.members > 1) team_sync(team);  // the fold's sums are read before the next's
     }
   }
   cp_async_wait<0>();
 }
 
-template <int kTokens, class Work>
+template <int kTokens, bool kPair, class Work>
 __global__ void __launch_bounds__(kThreads, kTokens == 8 ? 3 : 2)
     stream_nvfp4_kernel(const __grid_constant__ Nvfp4StreamParams p,
                         const __grid_constant__ Work work) {
@@ -324,18 +357,25 @@ __global__ void __launch_bounds__(kThreads, kTokens == 8 ? 3 : 2)
     __shared__ int active_count;
     SearchedExperts experts{work, offsets, active, &active_count};
     experts.prepare(p);
-    stream_items<kTokens>(p, experts);
+    stream_items<kTokens, kPair>(p, experts);
   } else {
-    stream_items<kTokens>(p, ListedExperts{work});
+    stream_items<kTokens, kPair>(p, ListedExperts{work});
   }
 }
 
 // The kernel's CTAs one multiprocessor holds at once (asked once a device).
-template <int kTokens, class Work>
+template <int kTokens, bool kPair, class Work>
 int resident() {
   return once_per_device(
-      kTokens, [](int) { return resident_ctas(&stream_nvfp4_kernel<kTokens, Work>, kThreads); },
+      kTokens,
+      [](int) { return resident_ctas(&stream_nvfp4_kernel<kTokens, kPair, Work>, kThreads); },
       [](cudaError_t) { return 1; });
+}
+
+// f(std::integral_constant<bool, pair>) for a launch that writes the gated output or not.
+template <class F>
+auto with_pairs(bool gated, F&& f) {
+  return gated ? f(std::true_type{}) : f(std::false_type{});
 }
 
 // A persistent grid: as many CTAs as fit on the device at once, at most one for each of its
@@ -344,12 +384,15 @@ template <int kTokens, class Work>
 cudaError_t launch_tokens(const Nvfp4StreamParams& params, const Work& work, int runs, int sms,
                           cudaStream_t stream) {
   if (runs <= 0) return cudaSuccess;
-  const int teams = kWarps / params.team_warps;
-  const long long fill = 1LL * resident<kTokens, Work>() * sms;
-  const long long wanted = (runs + teams - 1) / teams;
-  const int grid = static_cast<int>(wanted < fill ? wanted : fill);
-  stream_nvfp4_kernel<kTokens, Work><<<grid, kThreads, 0, stream>>>(params, work);
-  return cudaGetLastError();
+  return with_pairs(params.glu_output != 0, [&](auto pair) {
+    constexpr bool kPair = decltype(pair)::value;
+    const int teams = kWarps / params.team_warps;
+    const long long fill = 1LL * resident<kTokens, kPair, Work>() * sms;
+    const long long wanted = (runs + teams - 1) / teams;
+    const int grid = static_cast<int>(wanted < fill ? wanted : fill);
+    stream_nvfp4_kernel<kTokens, kPair, Work><<<grid, kThreads, 0, stream>>>(params, work);
+    return cudaGetLastError();
+  });
 }
 
 // f(std::integral_constant<int, tokens>) for NVFP4 configuration `config`'s token width (8, 16
@@ -374,10 +417,14 @@ cudaError_t launch_config(int config, const Nvfp4StreamParams& params, const Wor
 
 }  // namespace
 
-int stream_nvfp4_resident_ctas(int config, bool device_offsets) {
+int stream_nvfp4_resident_ctas(int config, bool device_offsets, bool gated) {
   return with_tokens(config, [&](auto tokens) {
-    return device_offsets ? resident<decltype(tokens)::value, StreamTable>()
-                          : resident<decltype(tokens)::value, StreamExperts>();
+    return with_pairs(gated, [&](auto pair) {
+      constexpr int kTokens = decltype(tokens)::value;
+      constexpr bool kPair = decltype(pair)::value;
+      return device_offsets ? resident<kTokens, kPair, StreamTable>()
+                            : resident<kTokens, kPair, StreamExperts>();
+    });
   });
 }
 

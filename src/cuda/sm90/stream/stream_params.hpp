@@ -109,7 +109,7 @@ struct Nvfp4StreamParams {
   std::int32_t scale_sfb;   // 1: SFB scales, 0: [K/16, N]
   std::int32_t team_warps;  // warps sharing an item's K: 1, 2, 4 or 8 (team_warps below)
   // 1: gate/up (proj_count 2) with the activation applied to its sums: a team takes a row
-  // block's gate item, then its up item, and writes act(gate, up) into out[0] (out[1] unused).
+  // block's gate and up items together and writes act(gate, up) into out[0] (out[1] unused).
   std::int32_t glu_output;
   GluInput glu;  // that activation (glu.up unused)
 };
@@ -127,15 +127,15 @@ METRALE_HD inline ItemPlace item_place(const Nvfp4StreamParams& p, int item) {
   return {slot, in_slot & paired, (in_slot >> paired) * kNvfp4RowsPerCta};
 }
 
-// The items a team takes: runs of adjacent items (a row block's gate and up on a launch that
-// writes the gated output, else one item), `stride` runs (a grid's worth of teams) apart. Read
-// from the parameters at each step, so that the loop holds no more registers than the stride.
+// The items a team takes, `stride` runs (a grid's worth of teams) apart: one item a run, or on a
+// launch that writes the gated output a row block's gate item, which stands for the pair (its up
+// item is the next one, streamed with it). Read from the parameters at each step, so that the
+// loop holds no more registers than the stride.
 METRALE_HD inline int first_item(const Nvfp4StreamParams& p, int team_slot) {
   return p.glu_output ? 2 * team_slot : team_slot;
 }
 METRALE_HD inline int next_item(const Nvfp4StreamParams& p, int item, int stride) {
-  if (p.glu_output) return (item & 1) == 0 ? item + 1 : item + 2 * stride - 1;
-  return item + stride;
+  return p.glu_output ? item + 2 * stride : item + stride;
 }
 
 // The warps that share a work item's K (a team; kWarps / team CTA teams take items in turn): the
@@ -168,8 +168,8 @@ cudaError_t launch_stream_nvfp4(int config, const Nvfp4StreamParams& params,
                                 const StreamExperts& experts, int runs, int sms,
                                 cudaStream_t stream);
 // The CTAs of NVFP4 configuration `config` one multiprocessor holds at once (host or device
-// offsets: their kernels differ).
-int stream_nvfp4_resident_ctas(int config, bool device_offsets);
+// offsets, gated output or not: their kernels differ).
+int stream_nvfp4_resident_ctas(int config, bool device_offsets, bool gated);
 cudaError_t launch_stream_nvfp4(int config, const Nvfp4StreamParams& params,
                                 const StreamTable& table, int runs, int sms, cudaStream_t stream);
 
