@@ -66,6 +66,15 @@ inline check::Case grouped_case(check::Op op, check::Mode mode, int n, int k,
   return c;
 }
 
+// A MoE layer (moe_forward) of hidden width `hidden` and expert width `inter`.
+inline check::Case moe_case(check::Mode mode, int hidden, int inter, check::Routing routing,
+                            check::MoeRecipe recipe, std::uint64_t seed) {
+  check::Case c = gemm_case(check::Op::moe, mode, 0, 0, 0, seed);
+  c.moe = check::MoeCase{hidden, inter, recipe};
+  c.routing = routing;
+  return c;
+}
+
 // Stops a shape sweep after this many failures: the first ones say it all.
 inline constexpr int kMaxReportedFailures = 8;
 

@@ -21,18 +21,6 @@ void run_moe(const check::Case& c, int& failures) {
   if (!expect_pass(c)) ++failures;
 }
 
-check::Case moe_case(check::Mode mode, int hidden, int inter, check::Routing routing,
-                     check::MoeRecipe recipe, std::uint64_t seed) {
-  check::Case c;
-  c.op = Op::moe;
-  c.mode = mode;
-  c.backend = Backend::cuda;
-  c.moe = check::MoeCase{hidden, inter, recipe};
-  c.routing = routing;
-  c.seed = seed;
-  return c;
-}
-
 struct LayerShape {
   int hidden, inter;
   check::Routing routing;

@@ -47,6 +47,19 @@ TEST(SanitizerSmall, StreamConfigurations) {
       }
 }
 
+// The MoE layer on the stream family at each team size: gate/up's pairs (each group's gate and
+// up stages in one ring, both sums folded together on the team's named barrier, the activation
+// from the fold) and down's items, on device offsets.
+TEST(SanitizerSmall, MoeLayerOnTheStreamFamily) {
+  METRALE_SKIP_WITHOUT_GPU();
+  for (int warps : {1, 2, 4, 8}) {
+    check::Case c = moe_case(Mode::exact, 128, 64, {3, 8, 2, RoutingKind::uniform}, {}, 960);
+    c.prepacked = true;
+    c.cuda_kernel = fmt::format("sm90-stream:0:{}", warps);
+    expect_pass(c);
+  }
+}
+
 // pack on both quantize kernels (the lean one stages tiles by cp.async: racecheck's case).
 TEST(SanitizerSmall, Packing) {
   METRALE_SKIP_WITHOUT_GPU();
