@@ -339,8 +339,8 @@ TEST(StreamFamily, ItemWalkTakesEveryItemOnce) {
                 ASSERT_EQ(team_of[item], -1) << where << ": item " << item << " taken twice";
                 team_of[item] = team;
                 if (!gated) continue;
-                const s::ItemPlace gate = s::item_place(p, item), up = s::item_place(p, item + 1);
                 ASSERT_LT(item + 1, total) << where;
+                const s::ItemPlace gate = s::item_place(p, item), up = s::item_place(p, item + 1);
                 ASSERT_EQ(team_of[item + 1], -1)
                     << where << ": item " << item + 1 << " taken twice";
                 team_of[item + 1] = team;  // streamed with its gate item

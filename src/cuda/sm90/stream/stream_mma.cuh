@@ -44,10 +44,10 @@ __device__ __forceinline__ void team_sync(const Team& team) {
 
 // The team's fold of kParts sets of sums (an NVFP4 pair's gate and up: 2), `acc(part, tile,
 // accumulator)`: a lone warp's sums are the item's; otherwise every warp leaves its accumulators
-// (kTiles mma tiles of 4 a lane, each set's) in shared memory, kFoldTiles tiles at a time, and
-// each of the team's threads adds one accumulator's values of every set in warp order and hands
-// the sums to store(tile, accumulator, lane, sum[kParts]). The caller syncs the team before its
-// next fold.
+// (kTiles mma tiles of 4 a lane, each set's) in shared memory, at most kFoldTiles tiles of all the
+// sets at a time, and each of the team's threads adds one accumulator's values of every set in
+// warp order and hands the sums to store(tile, accumulator, lane, sum[kParts]). The caller syncs
+// the team before its next fold.
 inline constexpr int kFoldTiles = 4;  // 16 KB of shared memory
 template <int kParts, int kTiles, class Acc, class Store>
 __device__ __forceinline__ void fold_team_parts(Acc&& acc, const Team& team, Store&& store) {

@@ -213,10 +213,11 @@ struct WeightStream {
       }
     part = 0;
     ++group;
+    const int group_scale_bytes = p.scale_sfb ? static_cast<int>(format::kSfbTileBytes) : 4 * p.n;
 #pragma unroll
     for (int i = 0; i < kParts; ++i) {
       codes[i] += kGroupBytes;
-      scales[i] += p.scale_sfb ? static_cast<int>(format::kSfbTileBytes) : 4 * p.n;  // a group's
+      scales[i] += group_scale_bytes;
     }
     if (group < range.last) return;
     t0 += kTokens;
