@@ -2,22 +2,21 @@
 // the weights prepacked in the fragment order (stream_params.hpp).
 //
 // Work items are (expert slot, 16 weight rows, projection). A CTA's 8 warps form teams of 1, 2, 4
-// or 8 (team_warps, stream_params.hpp); a persistent grid's teams take the items in turn (team t
-// of CTA b: item b teams + t, then a grid's worth of teams on; on a launch that writes the gated
-// output, the pair b teams + t, a row block's gate and up streamed together, whose fold hands
-// both sums to the activation), and a team's warps cut K into contiguous ranges, a lone warp's
-// sums stored from its registers, a team's folded through shared memory on a named barrier of
-// its own. A warp's weights stream through a ring of
-// shared-memory stages of its own, one 64-value group of K a stage (the 16 rows' 32 code bytes and
-// 4 block scales each), filled by cp.async kStages groups ahead of its products and across its
-// team's items and token tiles, so that HBM stays busy through each item's fold and the next item's
-// first bytes are in flight while the last ones are multiplied. Lane (g, c) reads from a stage the
-// 8 bytes of rows g and g + 8 that the fragment order puts where its mma A fragments need them, and
-// the block scales of block c of both rows, which the quad shares (the decode both sm90 families
-// run: fragment_order_frags, exact). The expert's rows are the n8 operand, kTokens at a time: lane
-// (g, c) loads its B fragments, the values {2c, 2c + 1} and {2c + 8, 2c + 9} of each k16 step, from
-// the expert's row 8 j + g (gathered through token_ids), in natural K order as the fragment order
-// keeps it.
+// or 8 (team_warps, stream_params.hpp); a persistent grid's teams take the items in turn (team t of
+// CTA b: item b teams + t, then a grid's worth of teams on; on a launch that writes the gated
+// output, the pair b teams + t, a row block's gate and up streamed together, whose fold hands both
+// sums to the activation), and a team's warps cut K into contiguous ranges, a lone warp's sums
+// stored from its registers, a team's folded through shared memory on a named barrier of its own. A
+// warp's weights stream through a ring of shared-memory stages of its own, one 64-value group of K
+// a stage (the 16 rows' 32 code bytes and 4 block scales each), filled by cp.async kStages groups
+// ahead of its products and across its team's items and token tiles, so that HBM stays busy through
+// each item's fold and the next item's first bytes are in flight while the last ones are
+// multiplied. Lane (g, c) reads from a stage the 8 bytes of rows g and g + 8 that the fragment
+// order puts where its mma A fragments need them, and the block scales of block c of both rows,
+// which the quad shares (the decode both sm90 families run: fragment_order_frags, exact). The
+// expert's rows are the n8 operand, kTokens at a time: lane (g, c) loads its B fragments, the
+// values {2c, 2c + 1} and {2c + 8, 2c + 9} of each k16 step, from the expert's row 8 j + g
+// (gathered through token_ids), in natural K order as the fragment order keeps it.
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
@@ -147,14 +146,13 @@ struct WeightStream {
     slot = at.slot;
     proj = kPair ? 0 : at.proj;
     t0 = 0;
-    point_at_range();
+    point_at_range(at.n0);
   }
 
-  // The item's projections' bytes at the start of the warp's K range (again for each token
-  // tile: computed, not kept, as registers are short).
-  __device__ void point_at_range() {
+  // The item's projections' bytes at the start of the warp's K range, for its row block at n0
+  // (again for each token tile: computed, not kept, as registers are short).
+  __device__ void point_at_range(int n0) {
     const int lane = threadIdx.x % 32;
-    const int n0 = item_place(p, item).n0;
     group = range.first;
     part = 0;
     const std::size_t row_bytes = static_cast<std::size_t>(p.k) / 2;
@@ -224,7 +222,7 @@ struct WeightStream {
     if (t0 >= experts.at(slot, proj).rows)
       begin_item(next_item(p, item, stride));
     else
-      point_at_range();
+      point_at_range(item_place(p, item).n0);
   }
 };
 
