@@ -131,7 +131,7 @@ struct WeightStream {
   WarpRange range;
   int total;   // the items end here
   int stride;  // next_item's
-  int item, slot, proj, t0, group, part;
+  int item, t0, group, part;
   const std::uint8_t* codes[kParts];
   const std::uint8_t* scales[kParts];
   bool code_ok;
@@ -142,16 +142,14 @@ struct WeightStream {
   __device__ void begin_item(int next) {
     item = range.first < range.last ? next : total;  // a warp with no K streams nothing
     if (done()) return;
-    const ItemPlace at = item_place(p, item);
-    slot = at.slot;
-    proj = kPair ? 0 : at.proj;
     t0 = 0;
-    point_at_range(at.n0);
+    point_at_range(item_place(p, item));
   }
 
-  // The item's projections' bytes at the start of the warp's K range, for its row block at n0
-  // (again for each token tile: computed, not kept, as registers are short).
-  __device__ void point_at_range(int n0) {
+  // The bytes of the item at `at` (kPair: its gate and up) at the start of the warp's K range
+  // (again for each token tile: computed from the item, not kept, as registers are short).
+  __device__ void point_at_range(const ItemPlace& at) {
+    const int n0 = at.n0;
     const int lane = threadIdx.x % 32;
     group = range.first;
     part = 0;
@@ -178,7 +176,7 @@ struct WeightStream {
     }
 #pragma unroll
     for (int i = 0; i < kParts; ++i) {
-      const ExpertEntry e = experts.at(slot, kPair ? i : proj).entry;
+      const ExpertEntry e = experts.at(at.slot, at.proj + i).entry;
       codes[i] = static_cast<const std::uint8_t*>(e.weight) + code_at;
       scales[i] = e.scale + scale_at;
     }
@@ -219,10 +217,11 @@ struct WeightStream {
     }
     if (group < range.last) return;
     t0 += kTokens;
-    if (t0 >= experts.at(slot, proj).rows)
+    const ItemPlace at = item_place(p, item);
+    if (t0 >= experts.at(at.slot, at.proj).rows)
       begin_item(next_item(p, item, stride));
     else
-      point_at_range(item_place(p, item).n0);
+      point_at_range(at);
   }
 };
 
