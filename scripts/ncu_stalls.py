@@ -11,7 +11,10 @@ Then anywhere:
 Prints the hottest instructions, the samples per opcode, and, for each range of instruction
 indices (the rows of the CSV, in address order; find a role's range from the hottest
 instructions), its share of the samples and its stall reasons. docs/perf.md, twenty-third
-session, reads a tile-8 profile this way.
+session, reads a tile-8 profile this way. `--body INDEX` counts a loop's body: the instructions
+executed as often as instruction INDEX (within 1 %), by mnemonic, with their sum, which is what a
+warp issues per iteration of the loop that holds INDEX (docs/perf.md, thirty-eighth session:
+the decode kernel's stage).
 """
 import argparse
 import collections
@@ -38,6 +41,7 @@ def main():
     parser.add_argument("csv", help="ncu --page source --csv --print-source sass output (or .gz)")
     parser.add_argument("--ranges", default="", help="instruction index ranges, e.g. 400:900,4300:")
     parser.add_argument("--top", type=int, default=20, help="hottest instructions to list")
+    parser.add_argument("--body", type=int, help="count the loop body holding this instruction")
     args = parser.parse_args()
 
     opener = gzip.open if args.csv.endswith(".gz") else open
@@ -81,6 +85,25 @@ def main():
     for part in filter(None, args.ranges.split(",")):
         first, _, last = part.partition(":")
         report(int(first or 0), int(last) if last else len(data), f"instructions {part}")
+    if args.body is not None:
+        loop_body(data, col, args.body)
+
+
+def loop_body(data, col, index):
+    """The instructions executed as often as instruction `index`, by full mnemonic."""
+    times = number(data[index][col[EXECUTED]])
+    if times == 0:
+        print(f"\ninstruction {index} never executed")
+        return
+    mnemonics = collections.Counter()
+    for r in data:
+        if abs(number(r[col[EXECUTED]]) - times) <= 0.01 * times:
+            words = re.sub(r"^@!?U?P\w+\s+", "", r[col["Source"]].strip()).split()
+            mnemonics[words[0] if words else "?"] += 1
+    print(f"\nloop body of instruction {index} (executed {times:,} times): "
+          f"{sum(mnemonics.values())} instructions")
+    for name, count in mnemonics.most_common():
+        print(f"  {name:32s} {count:5d}")
 
 
 if __name__ == "__main__":
