@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Call 1: decode family at T = 1-512, main against cf281e6, main without the L2 prefetch, main on
 # the halves layout; then ncu of main's 32-token kernel (DeepSeek-V3 T = 512) and 8-token (T = 64).
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../../.."  # the repository root: run it as bash docs/gpu-runs/2026-12-07_h100_s38/<this file>
 R=/tmp/r1; mkdir -p $R
 nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,memory.total --format=csv > $R/nvidia-smi.txt 2>&1
 ROUNDS=2 timeout 360 scripts/gpu_variants.sh run $R --model all --tokens 1,8,64,512 --ops gate_up,down --budget-ms 20 > $R/variants.log 2>&1
