@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Call 2: ncu of main's decode kernels on whatever card comes: DeepSeek-V3 gate_up T = 64 (8-token)
-# and T = 512 (32-token) as in call 1 (H100), Mixtral-8x7B gate_up T = 1; full raw metrics.
+# Call 2 (never started: no machine came): ncu of main's decode kernels, DeepSeek-V3 gate_up T = 64
+# (8-token, on an H200 only: call 1 has the H100's) and Mixtral-8x7B gate_up T = 1, full raw
+# metrics; then Mixtral down and gate_up T = 1 with the decode split forced to 2, 7 and 14.
 cd "$(dirname "$0")/../../.."  # the repository root: run it as bash docs/gpu-runs/2026-12-07_h100_s38/<this file>
 R=/tmp/r2; mkdir -p $R
 source scripts/gpu_build.sh
