@@ -30,10 +30,15 @@ def number(text):
     return int(text) if text and text.strip().lstrip("-").isdigit() else 0
 
 
+def mnemonic(source):
+    """A SASS line's mnemonic without its predicate: `@!P1 IMAD.MOV.U32 R1, R2` -> IMAD.MOV.U32."""
+    words = re.sub(r"^@!?U?P\w+\s+", "", source.strip()).split()
+    return words[0] if words else "?"
+
+
 def opcode(source):
     """The opcode of a SASS line without its predicate and modifiers: `@!P1 BRA x` -> BRA."""
-    words = re.sub(r"^@!?U?P\w+\s+", "", source.strip()).split()
-    return words[0].split(".")[0] if words else "?"
+    return mnemonic(source).split(".")[0]
 
 
 def main():
@@ -98,8 +103,7 @@ def loop_body(data, col, index):
     mnemonics = collections.Counter()
     for r in data:
         if abs(number(r[col[EXECUTED]]) - times) <= 0.01 * times:
-            words = re.sub(r"^@!?U?P\w+\s+", "", r[col["Source"]].strip()).split()
-            mnemonics[words[0] if words else "?"] += 1
+            mnemonics[mnemonic(r[col["Source"]])] += 1
     print(f"\nloop body of instruction {index} (executed {times:,} times): "
           f"{sum(mnemonics.values())} instructions")
     for name, count in mnemonics.most_common():
