@@ -91,6 +91,8 @@ def main():
         first, _, last = part.partition(":")
         report(int(first or 0), int(last) if last else len(data), f"instructions {part}")
     if args.body is not None:
+        if not 0 <= args.body < len(data):
+            parser.error(f"--body {args.body}: the profile has instructions 0 to {len(data) - 1}")
         loop_body(data, col, args.body)
 
 

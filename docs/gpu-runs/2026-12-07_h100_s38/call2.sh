@@ -8,13 +8,9 @@ source scripts/gpu_build.sh
 nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,memory.total --format=csv > $R/nvidia-smi.txt 2>&1
 release_build $R/build.log --target metrale_cli || { tail -20 $R/build.log; exit 1; }
 BIN=build/release/bin/metrale
-prof() {  # name model T [launch-count]
-  timeout 60 ncu --clock-control none --set full --import-source no -k regex:decode_kernel --launch-skip 3 --launch-count ${4:-1} \
-    -o $R/$1 $BIN bench --ops gate_up --model $2 --tokens $3 --impls metrale --budget-ms 2 > $R/$1.log 2>&1
-  ncu --import $R/$1.ncu-rep --page details --csv > $R/${1}_details.csv 2>/dev/null
-  ncu --import $R/$1.ncu-rep --page raw --csv > $R/${1}_raw.csv 2>/dev/null
-  ncu --import $R/$1.ncu-rep --page source --csv --print-source sass > $R/${1}_sass.csv 2>/dev/null
-  rm -f $R/$1.ncu-rep
+prof() {  # name model T: one decode kernel launch of a gate_up bench row
+  scripts/gpu_profile.sh $R $1 decode_kernel $BIN bench --ops gate_up --model $2 --tokens $3 \
+    --impls metrale --budget-ms 2
 }
 grep -q H200 $R/nvidia-smi.txt && prof ds_T64 deepseek-v3 64  # an H100's: call 1
 prof mx_T1 mixtral-8x7b 1
