@@ -10,16 +10,17 @@
 #   scripts/sass.sh SOURCE PATTERN OUTDIR [BUILD]
 #   e.g. scripts/sass.sh src/cuda/sm90/decode/decode_kernel.cu decode_kernelILi8ELb1ELb1ELb0E /tmp/sass
 set -euo pipefail
-cd "$(dirname "$0")/.."
 if [[ $# -lt 3 ]]; then
   echo "usage: scripts/sass.sh SOURCE PATTERN OUTDIR [BUILD]" >&2
   exit 2
 fi
+# Paths as the caller gave them, from the caller's folder; BUILD by default the checkout's.
 source_file=$(realpath "$1")
 pattern=$2
 out=$(mkdir -p "$3" && cd "$3" && pwd)
-build=${4:-build/ci}
-tools=$PWD/.sass-tools
+repo=$(cd "$(dirname "$0")/.." && pwd)
+build=$(realpath "${4:-$repo/build/ci}")
+tools=$repo/.sass-tools
 cuobjdump=$tools/nvidia/cu13/bin/cuobjdump
 
 if [[ ! -x $tools/nvidia/cu13/bin/nvdisasm ]]; then
