@@ -9,8 +9,9 @@
 #  (c) with main's binary, ncu of the decode kernels (on an H200: DeepSeek-V3 gate_up T = 64 and
 #      512; any card, last: Mixtral gate_up T = 1);
 #  (d) Mixtral down and gate_up T = 1 with the split forced to 2, 7 and 14; pack and pack_unit.
-# Not run: sixteen starts got no machine (docs/perf.md, thirty-ninth session). The variants are the
-# patches beside this file; to run it, from main:
+# Ran once, cut to DEADLINE=170 on an H100 after seventeen starts got no machine: only the builds
+# of (a) finished in the box (docs/perf.md, thirty-ninth session; call 2 then ran their benches:
+# call2_ab_*). The variants are the patches beside this file; to run it again, from main:
 #   git switch -c v-loader dfdce16 && git am docs/gpu-runs/2026-12-07_s39/0001-*.patch
 #   git switch -c v-unit && git am docs/gpu-runs/2026-12-07_s39/0002-*.patch && git switch main
 #   scripts/gpu_variants.sh pack dfdce16 v-loader v-unit
@@ -28,6 +29,7 @@ export ROUNDS=2
 box 240 scripts/gpu_variants.sh run $R/var --model all --tokens 8,64,512 --ops gate_up,down \
   --budget-ms 20 > $R/variants.log 2>&1
 echo "variants done at ${SECONDS}s"; tail -36 $R/variants.log
+tar -czf $OUT/call1.tgz -C /tmp r1  # early: the table survives a call cut short
 BIN=/tmp/variants/bin/dfdce16/metrale
 prof() {  # name model T: one decode kernel launch of a gate_up bench row
   TIMEOUT=$(($(left) > 60 ? 45 : 5)) scripts/gpu_profile.sh $R $1 decode_kernel $BIN bench --ops gate_up \
