@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # The SASS of a source file's kernels, on the CPU machine: no GPU, no ncu. The toolkit here has no
 # cuobjdump, so NVIDIA's PyPI packages nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm (which
-# cuobjdump runs) are fetched once into .sass-tools/ (ignored by git). The file is compiled as the build compiles it (its command in
-# BUILD/compile_commands.json, default build/ci), into a cubin for sm_90a, and each kernel whose
+# cuobjdump runs) are fetched once into .sass-tools/ (ignored by git). The file is compiled as the
+# build compiles it (its command in BUILD/compile_commands.json, default the checkout's build/ci),
+# into a cubin for sm_90a, and each kernel whose
 # mangled name contains PATTERN is written to OUTDIR/<kernel>.sass, one "address instruction" line
 # each, with its instruction count printed. What a change does to a kernel's instructions (a loop's
 # length, a path's moves) can then be read before a device call.
 #
 #   scripts/sass.sh SOURCE PATTERN OUTDIR [BUILD]
-#   e.g. scripts/sass.sh src/cuda/sm90/decode/decode_kernel.cu decode_kernelILi8ELb1ELb1ELb0E /tmp/sass
+#   e.g. scripts/sass.sh src/cuda/sm90/decode/decode_kernel.cu decode_kernelILi8E /tmp/sass
 set -euo pipefail
 if [[ $# -lt 3 ]]; then
   echo "usage: scripts/sass.sh SOURCE PATTERN OUTDIR [BUILD]" >&2
