@@ -2,8 +2,8 @@
 # The SASS of a source file's kernels, on the CPU machine: no GPU, no ncu. The toolkit here has no
 # cuobjdump, so NVIDIA's PyPI packages nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm (which
 # cuobjdump runs) are fetched once into .sass-tools/ (ignored by git). The file is compiled as the
-# build compiles it (its command in BUILD/compile_commands.json, default the checkout's build/ci),
-# into a cubin for sm_90a, and each kernel whose
+# build compiles it (its command in BUILD/compile_commands.json, default the checkout's build/ci)
+# into OUTDIR/kernels.cubin for sm_90a, dumped whole to OUTDIR/kernels.sass, and each kernel whose
 # mangled name contains PATTERN is written to OUTDIR/<kernel>.sass, one "address instruction" line
 # each, with its instruction count printed. What a change does to a kernel's instructions (a loop's
 # length, a path's moves) can then be read before a device call.
@@ -22,7 +22,6 @@ out=$(mkdir -p "$3" && cd "$3" && pwd)
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=$(realpath "${4:-$repo/build/ci}")
 tools=$repo/.sass-tools
-cuobjdump=$tools/nvidia/cu13/bin/cuobjdump
 
 if [[ ! -x $tools/nvidia/cu13/bin/nvdisasm ]]; then
   work=$(mktemp -d)
@@ -54,7 +53,7 @@ PY
 )
 bash -c "$command"
 
-sass=$("$cuobjdump" -sass "$out/kernels.cubin")
+cuobjdump -sass "$out/kernels.cubin" >"$out/kernels.sass"
 python3 -c '
 import re, sys
 out, pattern = sys.argv[1], sys.argv[2]
@@ -73,4 +72,4 @@ for line in sys.stdin:
     if m:
         lines.append(f"{m.group(1)} {m.group(2)}\n")
 flush()
-' "$out" "$pattern" <<<"$sass"
+' "$out" "$pattern" <"$out/kernels.sass"
