@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Fortieth session, call 2: 128-row decode units (branch unit128, 3fa8a34: two wgmma M halves on
+# Fortieth session, call 2: 128-row decode units (branch unit128, 5051b9f: two wgmma M halves on
 # the same activations and SFB tile up to 16 tokens, 2 k-tiles a stage) against main (336bbed).
-# (Its 4-stage variant at 8 tokens, unit128-s4 738dfdc, was dropped from the packs after six
+# (Its 4-stage variant at 8 tokens, unit128-s4 ea4b273, was dropped from the packs after six
 # starts got no machine, to leave the tests time in a shorter call.)
 #  (a) decode rows of the five presets at T = 8, 64, 512, 2 alternated rounds;
 #  (b) the GPU tests of unit128 (the variants' tree ends on it), the decode family's and the
@@ -11,7 +11,7 @@
 # (Call 1, the profiles and owed rows alone, got no machine: folded in here.)
 # Never ran: ten starts got no machine. The branch is patches 0001-0004 beside this file (git am on
 # main; the hashes change: name the new one below and in the pack). From main:
-#   scripts/gpu_variants.sh pack 336bbed 3fa8a34; carry .deps and .variants;
+#   scripts/gpu_variants.sh pack 336bbed 5051b9f; carry .deps and .variants;
 #   DEADLINE=560 bash docs/gpu-runs/2026-12-07_s40/call2.sh   (TOKENS=8,64 to shorten (a))
 cd "$(dirname "$0")/../../.."
 R=/tmp/r2; mkdir -p $R
@@ -40,7 +40,7 @@ prof() {  # name binary: DeepSeek-V3 gate_up T = 64, one decode kernel launch
     bench --ops gate_up --model deepseek-v3 --tokens 64 --impls metrale --budget-ms 2
   echo "profile $1 at ${SECONDS}s"
 }
-prof u128_ds_T64 /tmp/variants/bin/3fa8a34/metrale
+prof u128_ds_T64 /tmp/variants/bin/5051b9f/metrale
 prof main_ds_T64 /tmp/variants/bin/336bbed/metrale
 archive
 box 40 /tmp/variants/bin/336bbed/metrale bench --ops pack pack_unit --model all --impls metrale \
