@@ -14,7 +14,9 @@
 #   scripts/gpu_variants.sh run OUTDIR [BENCH_ARGS...]
 #   e.g. scripts/gpu_variants.sh run "$OUT" --model all --tokens 1,8,64 --ops gate_up,down
 # BENCH_ARGS must not name --json or --commit (each run gets its own). ROUNDS=N (default 2);
-# REUSE=1 keeps the variants' binaries from an earlier run on the same machine.
+# REUSE=1 keeps the variants' binaries from an earlier run on the same machine. Then
+#   scripts/gpu_variants.sh test OUTDIR GTEST_FILTER
+# builds and runs the GPU tests of the last variant packed, in the tree `run` left.
 # Order: one discarded warm-up run of the base first, then the rounds, every other one in reverse
 # (A B C, C B A, ...), so that no variant always runs first (or first after the build's idle
 # minutes). What a ratio must beat (H100, docs/perf.md, twenty-sixth session): two byte-identical
@@ -30,7 +32,8 @@ REPO=$PWD
 PACKS=$REPO/.variants
 
 usage() {
-  echo "usage: scripts/gpu_variants.sh pack BASE_REV VARIANT_REV... | run OUTDIR [BENCH_ARGS...]" >&2
+  echo "usage: scripts/gpu_variants.sh pack BASE_REV VARIANT_REV... | run OUTDIR [BENCH_ARGS...]" \
+    "| test OUTDIR GTEST_FILTER" >&2
   exit 2
 }
 
@@ -161,8 +164,22 @@ for name in names if len(names) <= 6 else []:
 PY
 }
 
+# The GPU tests of the last variant packed (the tree `run` leaves is that variant's): its
+# metrale_test_cuda built there (incrementally) and run with GTEST_FILTER; OUTDIR gets
+# tests_build.log and tests.log.
+test_tree() {
+  (($# == 2)) || usage
+  local out tree=/tmp/variants/tree
+  out=$(mkdir -p "$1" && cd "$1" && pwd)
+  [[ -d $tree ]] || { echo "no variants' tree: run 'run' first" >&2; exit 2; }
+  source scripts/gpu_build.sh
+  cd "$tree" && release_build "$out/tests_build.log" --target metrale_test_cuda &&
+    build/release/bin/metrale_test_cuda --gtest_filter="$2" >"$out/tests.log" 2>&1
+}
+
 case ${1:-} in
   pack) shift && pack "$@" ;;
   run) shift && run "$@" ;;
+  test) shift && test_tree "$@" ;;
   *) usage ;;
 esac

@@ -11,9 +11,7 @@
 #   DEADLINE=560 bash docs/gpu-runs/2026-12-07_s40/call1.sh   (carry .deps)
 cd "$(dirname "$0")/../../.."
 R=/tmp/r1; mkdir -p $R
-DEADLINE=${DEADLINE:-560}
-left() { echo $((DEADLINE - SECONDS)); }
-box() { local want=$1; shift; local l=$(($(left) - 15)); ((l < want)) && want=$l; ((want < 5)) && { echo "skipped: $*" >> $R/skipped.txt; return 1; }; timeout "$want" "$@"; }
+source scripts/gpu_timebox.sh  # DEADLINE, left, box
 archive() { tar -czf $OUT/call1.tgz -C /tmp r1; echo "archived at ${SECONDS}s"; }
 source scripts/gpu_build.sh
 nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,memory.total --format=csv > $R/nvidia-smi.txt 2>&1

@@ -15,9 +15,7 @@
 #   DEADLINE=560 bash docs/gpu-runs/2026-12-07_s40/call2.sh   (TOKENS=8,64 to shorten (a))
 cd "$(dirname "$0")/../../.."
 R=/tmp/r2; mkdir -p $R
-DEADLINE=${DEADLINE:-560}
-left() { echo $((DEADLINE - SECONDS)); }
-box() { local want=$1; shift; local l=$(($(left) - 15)); ((l < want)) && want=$l; ((want < 5)) && { echo "skipped: $*" >> $R/skipped.txt; return 1; }; timeout "$want" "$@"; }
+source scripts/gpu_timebox.sh  # DEADLINE, left, box
 archive() { cp /tmp/variants/*.json $R/ 2>/dev/null; tar -czf $OUT/call2.tgz -C /tmp r2; echo "archived at ${SECONDS}s"; }
 nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,memory.total --format=csv > $R/nvidia-smi.txt 2>&1
 cat $R/nvidia-smi.txt
@@ -26,13 +24,8 @@ box 300 scripts/gpu_variants.sh run $R/var --model all --tokens ${TOKENS:-8,64,5
   --budget-ms 20 > $R/variants.log 2>&1
 echo "variants done at ${SECONDS}s"; tail -36 $R/variants.log
 archive
-if [[ -d /tmp/variants/tree ]]; then
-  (cd /tmp/variants/tree && export R && box 200 bash -c 'source scripts/gpu_build.sh
-    release_build $R/tests_build.log --target metrale_test_cuda &&
-    build/release/bin/metrale_test_cuda \
-      --gtest_filter="DecodeFamily.*:ExactSweep.Grouped*:RealisticSweep.Grouped*:Consistency.*:GraphSmall.*:MoeLayer.ExactSweep*"' \
-    > $R/tests.log 2>&1)
-fi
+box 200 scripts/gpu_variants.sh test $R \
+  "DecodeFamily.*:ExactSweep.Grouped*:RealisticSweep.Grouped*:Consistency.*:GraphSmall.*:MoeLayer.ExactSweep*"
 echo "tests done at ${SECONDS}s"; grep -E "PASSED|FAILED|tests ran|Failure" $R/tests.log | tail -12
 archive
 prof() {  # name binary: DeepSeek-V3 gate_up T = 64, one decode kernel launch
