@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Forty-first session: the fortieth's call 2 (docs/gpu-runs/2026-12-07_s40/call2.sh), run in two
+# calls on one warm machine. Packs, from main:
+#   scripts/gpu_variants.sh pack main unit128 unit128-w32    (6a342b3 0731f89 649a38b)
+# unit128 = s40 patches 0001-0004 on main (128-row units up to 16 tokens); unit128-w32 = 0006 on
+# top (128-row units at 32 tokens too). Carry .deps and .variants.
+#   bash docs/gpu-runs/2026-12-07_s41/call.sh ab      A/B rows of the five presets, 2 rounds
+#   bash docs/gpu-runs/2026-12-07_s41/call.sh tests   GPU tests in unit128-w32's tree, ncu, pack
+cd "$(dirname "$0")/../../.."
+R=/tmp/r41; mkdir -p $R
+source scripts/gpu_timebox.sh  # DEADLINE, left, box
+BASE=6a342b3 U128=0731f89
+archive() { cp /tmp/variants/*.json $R/ 2>/dev/null; tar -czf $OUT/call_$1.tgz -C /tmp r41; echo "archived at ${SECONDS}s"; }
+ab() {
+  nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,memory.total --format=csv > $R/nvidia-smi.txt 2>&1
+  cat $R/nvidia-smi.txt
+  ROUNDS=2 box $((DEADLINE - 30)) scripts/gpu_variants.sh run $R/var --model all --tokens ${TOKENS:-8,64,512} \
+    --ops gate_up,down --budget-ms 20 > $R/variants.log 2>&1
+  echo "variants done at ${SECONDS}s"; tail -40 $R/variants.log
+  archive ab
+}
+prof() {  # name binary: DeepSeek-V3 gate_up T = 64, one decode kernel launch
+  [[ -x $2 ]] && TIMEOUT=$(( $(left) > 75 ? 60 : 5 )) scripts/gpu_profile.sh $R $1 decode_kernel $2 \
+    bench --ops gate_up --model deepseek-v3 --tokens 64 --impls metrale --budget-ms 2
+  echo "profile $1 at ${SECONDS}s"
+}
+tests() {
+  box 300 scripts/gpu_variants.sh test $R \
+    "DecodeFamily.*:ExactSweep.Grouped*:RealisticSweep.Grouped*:Consistency.*:GraphSmall.*:MoeLayer.ExactSweep*"
+  echo "tests done at ${SECONDS}s"; grep -E "PASSED|FAILED|tests ran|Failure" $R/tests.log | tail -12
+  archive tests
+  prof u128_ds_T64 /tmp/variants/bin/$U128/metrale
+  prof main_ds_T64 /tmp/variants/bin/$BASE/metrale
+  archive tests
+  box 40 /tmp/variants/bin/$BASE/metrale bench --ops pack pack_unit --model all --impls metrale \
+    --budget-ms 30 --json $R/pack.json > $R/pack.log 2>&1
+  archive tests
+  grep -h -E "pack" $R/pack.log | head -14
+  grep -h -E "Duration|DRAM Throughput|L2 Cache Throughput|Issue Slots Busy" $R/*_details.csv 2>/dev/null
+  cat $R/skipped.txt 2>/dev/null
+}
+"$@"
