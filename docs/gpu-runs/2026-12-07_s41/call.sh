@@ -6,6 +6,9 @@
 # top (128-row units at 32 tokens too). Carry .deps and .variants.
 #   bash docs/gpu-runs/2026-12-07_s41/call.sh ab      A/B rows of the five presets, 2 rounds
 #   bash docs/gpu-runs/2026-12-07_s41/call.sh tests   GPU tests in unit128-w32's tree, ncu, pack
+# Both ran (H100, 08:00-08:06). Then, third call: branch unit-rows (5c306f4: the carve mended,
+# 128-row tiles a configuration of their own, taken by rule) against main b82d26c:
+#   scripts/gpu_variants.sh pack main unit-rows; bash docs/gpu-runs/2026-12-07_s41/call.sh rows
 cd "$(dirname "$0")/../../.."
 R=/tmp/r41; mkdir -p $R
 source scripts/gpu_timebox.sh  # DEADLINE, left, box
@@ -37,6 +40,19 @@ tests() {
   archive tests
   grep -h -E "pack" $R/pack.log | head -14
   grep -h -E "Duration|DRAM Throughput|L2 Cache Throughput|Issue Slots Busy" $R/*_details.csv 2>/dev/null
+  cat $R/skipped.txt 2>/dev/null
+}
+rows() {  # call 3: A/B, then unit-rows' GPU tests (the variants' tree ends on it)
+  nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,memory.total --format=csv > $R/nvidia-smi.txt 2>&1
+  cat $R/nvidia-smi.txt
+  ROUNDS=2 box 300 scripts/gpu_variants.sh run $R/var --model all --tokens 8,64,512 \
+    --ops gate_up,down --budget-ms 20 > $R/variants.log 2>&1
+  echo "variants done at ${SECONDS}s"; tail -36 $R/variants.log
+  archive rows
+  box 240 scripts/gpu_variants.sh test $R "DecodeFamily.*:ExactSweep.Grouped*:RealisticSweep.Grouped*:\
+Consistency.*:GraphSmall.*:MoeLayer.*:SanitizerSmall.Grouped*"
+  echo "tests done at ${SECONDS}s"; grep -E "PASSED|FAILED|tests ran|Failure" $R/tests.log | tail -14
+  archive rows
   cat $R/skipped.txt 2>/dev/null
 }
 "$@"
