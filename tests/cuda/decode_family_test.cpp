@@ -382,15 +382,19 @@ TEST(DecodeFamily, SplitRuleFillsHalfTheGrid) {
   EXPECT_EQ(choose_splits(600, 14, 528, 528, 0), 1);  // past the split capacity
   EXPECT_EQ(choose_splits(128, 14, 528, 528, 3), 3);  // forced
   EXPECT_EQ(choose_splits(0, 1, 528, 528, 0), 1);
-  // An expert's share: 5 rows at 8 tokens, 2 projections x 32 weight tiles, K = 7168 (112 k-tiles).
-  const auto w = cuda::sm90::decode::expert_work(5, 8, 64, 112, 4);
-  EXPECT_EQ(w.tiles, 64);
+  // An expert's share: 5 rows at 8 tokens, 2 projections x 16 weight tiles of 128 rows, K = 7168
+  // (112 k-tiles).
+  EXPECT_EQ(cuda::sm90::decode::unit_rows(8), 128);
+  const auto w = cuda::sm90::decode::expert_work(5, 8, 32, 112, 4);
+  EXPECT_EQ(w.tiles, 32);
   EXPECT_EQ(w.chunk_tiles, 16);
   EXPECT_EQ(w.chunks, 7);
   EXPECT_EQ(w.splits, 4);
-  EXPECT_EQ(w.units, 256);
+  EXPECT_EQ(w.units, 128);
   EXPECT_EQ(w.fold_blocks, 1);
-  EXPECT_EQ(w.partials, 64LL * 7 * 8 * 64);
+  EXPECT_EQ(w.partials, 32LL * 7 * 8 * 128);
+  // At 64 tokens a tile has 64 rows.
+  EXPECT_EQ(cuda::sm90::decode::expert_work(20, 64, 64, 112, 2).partials, 64LL * 2 * 3 * 8 * 64);
   // A split past the expert's chunks stops at them; an unsplit expert keeps no partials.
   EXPECT_EQ(cuda::sm90::decode::expert_work(5, 8, 64, 16, 4).splits, 1);
   EXPECT_EQ(cuda::sm90::decode::expert_work(5, 8, 64, 16, 4).partials, 0);

@@ -75,13 +75,14 @@ int plan_grid(const Problem& problem, const Plan& plan, bool planned_on_host) {
                                                 1 + planner, 4LL * device_sm_count()));
 }
 
-Layout carve(const Problem& problem, void* base) {
+Layout carve(const Problem& problem, const Plan& plan, void* base) {
   const GroupedNvfp4& a = problem.args;
   const std::size_t experts = static_cast<std::size_t>(a.groups.num_experts);
   const std::size_t capacity = static_cast<std::size_t>(split_capacity());
   // A split tile keeps at most (chunks x 8-token blocks) <= k_tiles / 16 + 8 partial slots of
-  // 8 x 64 floats (decode_params.hpp's chunk rule).
-  const std::size_t partial_floats = capacity * (k_tiles_of(a.k) / 16 + 8) * 8 * kRows;
+  // 8 x (its weight rows) floats (decode_params.hpp's chunk rule).
+  const std::size_t partial_floats =
+      capacity * (k_tiles_of(a.k) / 16 + 8) * 8 * unit_rows(kTokenWidths[plan.config]);
   WorkspaceCarve c(base);
   Layout l{};
   l.table = c.take<ExpertEntry>(experts * static_cast<std::size_t>(a.proj_count));
@@ -136,8 +137,8 @@ class DecodeFamily final : public Family {
     return plan;
   }
 
-  std::size_t workspace_bytes(const Problem& problem, const Plan&) const override {
-    return carve(problem, nullptr).bytes;
+  std::size_t workspace_bytes(const Problem& problem, const Plan& plan) const override {
+    return carve(problem, plan, nullptr).bytes;
   }
 
   // The plan kernel computes the gated rows into the activation copy it writes anyway.
@@ -156,7 +157,7 @@ class DecodeFamily final : public Family {
   void launch(const Problem& problem, const Plan& plan, core::Buffer ws,
               cudaStream_t stream) const override {
     const GroupedNvfp4& a = problem.args;
-    const Layout l = carve(problem, ws.ptr);
+    const Layout l = carve(problem, plan, ws.ptr);
     // Per-thread scratch: a call allocates nothing on the host (the argument blocks are up to
     // ~25 KB).
     thread_local std::vector<int> listed;
@@ -262,9 +263,9 @@ class DecodeFamily final : public Family {
     s.tables = StagedTables{l.table, nullptr, experts, a.proj_count};
     s.m_total = a.groups.m_total;
     s.proj_count = a.proj_count;
-    s.n_tiles = (a.n + kRows - 1) / kRows;
-    s.k_tiles = k_tiles_of(a.k);
     s.tokens = kTokenWidths[plan.config];
+    s.n_tiles = (a.n + unit_rows(s.tokens) - 1) / unit_rows(s.tokens);
+    s.k_tiles = k_tiles_of(a.k);
     s.min_rows = plan.rows.min_rows;
     s.max_rows = plan.rows.max_rows;
     s.grid = std::max(1, ctas_per_sm) * device_sm_count();

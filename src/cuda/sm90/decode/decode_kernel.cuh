@@ -3,8 +3,9 @@
 //
 //   out[p][i, n] = sum_k act[i, k] * W[p][e(i)][n, k]      (fp32 sums in chunk order, bf16 out)
 //
-// Orientation as in the tiled family: 64 weight rows are the wgmma M side, the expert's tokens
-// (up to kTokens) its N side. One warpgroup per CTA; the grid is persistent (resident CTAs), each
+// Orientation as in the tiled family: weight rows are the wgmma M side, 64 a wgmma (a unit has one
+// or two such halves: Shape::kHalves), the expert's tokens (up to kTokens) its N side, both halves
+// on the same activations. One warpgroup per CTA; the grid is persistent (resident CTAs), each
 // CTA walks the units blockIdx.x, + gridDim.x, ... of a work list: the plan kernel's, in the
 // workspace (decode_kernel), or, with host offsets and few experts, the host's, in the launch's
 // parameters (decode_kernel_host).
@@ -13,15 +14,15 @@
 //  1. locate: a unit's segment by binary search over the unit prefix cached in shared memory.
 //  2. load: cp.async of kSubTiles k-tiles (64 K each) per stage: the tile's activation rows
 //     (already gathered and put in decode order by the plan or staging kernel, so rows are
-//     contiguous), 64 weight rows of packed codes, their block scales. The loader runs
+//     contiguous), the unit's weight rows of packed codes, their block scales. The loader runs
 //     `kStages - 1` stages ahead and crosses unit boundaries, so the pipeline never drains
 //     between the units of a CTA; a host-planned CTA copies its first stages' weights before
 //     the staging kernel has finished.
-//  3. decode (fp4_bits.cuh): per thread and k-tile, block c of rows r and r + 8 (two 8-byte
+//  3. decode (fp4_bits.cuh): per thread, k-tile and half, block c of rows r and r + 8 (two 8-byte
 //     loads) and their two scales (one conversion) become the A fragments of four k16 steps with
 //     bit moves (a multiply) and bf16 multiplies.
 //  4. wgmma, A from registers, B (activations) from the 128-byte-swizzled stage; software
-//     pipelined: the decode of stage i + 1 runs while the wgmmas of stage i do.
+//     pipelined: the decode of step i + 1 (a k-tile of a half) runs while the wgmmas of step i do.
 //  5. fold: at each chunk's end the chunk sum joins the running total (or, in a split tile, is
 //     left in the workspace); at a unit's end the total x scale_2 x 2^7 becomes bf16 rows, or the
 //     last unit of a split tile folds every chunk's partial in order and writes them.
@@ -43,28 +44,33 @@
 namespace metrale::cuda::sm90::decode {
 
 // Where this thread's codes and block scales sit in a sub-tile. Thread (warp w, lane l) decodes
-// weight rows r = 16 w + l/4 and r + 8, block c = l % 4 of the k-tile (format::decode_k_source):
-// 8 bytes of codes and one scale per row. The offsets depend on the unit's first row modulo the
-// 128-row SFB tile only.
+// weight rows r = 16 w + l/4 and r + 8 of each half, block c = l % 4 of the k-tile
+// (format::decode_k_source): 8 bytes of codes and one scale per row. The offsets depend on the
+// unit's first row modulo the 128-row SFB tile only.
+inline constexpr int kMaxHalves = kMaxUnitRows / kRows;
 struct DecodeOffsets {
-  std::uint32_t codes;    // row r's 8 bytes; row r + 8: + 8 x 32
-  std::uint32_t scale_r;  // the scale byte of (r, c) in the sub-tile's scale slot
-  std::uint32_t scale_r8; // of (r + 8, c)
+  std::uint32_t codes;                 // row r's 8 bytes in a half; row r + 8: + 8 x 32
+  std::uint32_t scale_r[kMaxHalves];   // the scale byte of (r, c) of half h in the scale slot
+  std::uint32_t scale_r8[kMaxHalves];  // of (r + 8, c)
 };
 
+template <int kTokens>
 __device__ __forceinline__ DecodeOffsets decode_offsets(const DecodeParams& p, int n0) {
   const int lane = threadIdx.x % 32, c = lane % 4;
-  const int r = (threadIdx.x / 32) * 16 + lane / 4;  // each warp owns 16 weight rows
+  const int r = (threadIdx.x / 32) * 16 + lane / 4;  // each warp owns 16 weight rows of a half
   DecodeOffsets o;
   // A row's 32 bytes hold blocks 0..3; its 16-byte halves swap every 4 rows (the loader's layout).
   o.codes = r * 32 + (((c / 2) ^ ((r >> 2) & 1)) * 16) + (c % 2) * 8;
-  if (p.scale_sfb) {
-    const int row = n0 % static_cast<int>(format::kSfbTileRows) + r;
-    o.scale_r = format::sfb_row_in_tile(row) + c;
-    o.scale_r8 = format::sfb_row_in_tile(row + 8) + c;
-  } else {
-    o.scale_r = c * kRows + r;
-    o.scale_r8 = o.scale_r + 8;
+#pragma unroll
+  for (int h = 0; h < Shape<kTokens>::kHalves; ++h) {
+    if (p.scale_sfb) {
+      const int row = n0 % static_cast<int>(format::kSfbTileRows) + h * kRows + r;
+      o.scale_r[h] = format::sfb_row_in_tile(row) + c;
+      o.scale_r8[h] = format::sfb_row_in_tile(row + 8) + c;
+    } else {
+      o.scale_r[h] = c * Shape<kTokens>::kUnitRows + h * kRows + r;
+      o.scale_r8[h] = o.scale_r[h] + 8;
+    }
   }
   return o;
 }
@@ -77,11 +83,13 @@ __device__ __forceinline__ DecodeOffsets decode_offsets(const DecodeParams& p, i
 // so each thread's scale pair (block c) is step c's, handed to its quad by shuffles; but for
 // `halves_tail`, the k-tile of a row's K % 64 tail, which keeps the halves' layout (and the
 // decode order: the staging's build_piece).
+// `weights`: the half's codes in the sub-tile; `h`: the half.
 template <bool kPrepacked, bool kFragments = false>
 __device__ __forceinline__ void decode_sub_tile(const std::uint8_t* weights,
                                                 const std::uint8_t* scales, const DecodeOffsets& o,
-                                                uint32_t (&frag)[4][4], bool halves_tail = false) {
-  const uint32_t both = scales[o.scale_r] | (static_cast<uint32_t>(scales[o.scale_r8]) << 8);
+                                                int h, uint32_t (&frag)[4][4],
+                                                bool halves_tail = false) {
+  const uint32_t both = scales[o.scale_r[h]] | (static_cast<uint32_t>(scales[o.scale_r8[h]]) << 8);
   const uint32_t pair = e4m3x2_to_scaled_bf16x2(both);
   const uint32_t s0 = broadcast_low(pair), s1 = broadcast_high(pair);
   const uint2 row_r = *reinterpret_cast<const uint2*>(weights + o.codes);
@@ -120,46 +128,65 @@ __device__ __forceinline__ void issue_sub_tile(uint64_t act, const uint32_t (&fr
   wgmma_commit();
 }
 
-// Step 5 helpers. Accumulator i of a thread is weight row 16 warp + lane/4 + 8 (i%4 >= 2), token
-// 8 (i/4) + 2 (lane%4) + i%2 (the wgmma D fragment).
-template <int kCount, class Work>
+// Step 5 helpers. Accumulator i of a thread's half h is weight row 64 h + 16 warp + lane/4 + 8
+// (i%4 >= 2), token 8 (i/4) + 2 (lane%4) + i%2 (the wgmma D fragment).
+template <int kHalves, int kCount, class Work>
 __device__ __forceinline__ void store_rows(const DecodeParams& p, const Work& work, const Unit& u,
-                                           const float (&values)[kCount]) {
+                                           const float (&values)[kHalves][kCount]) {
   const int lane = threadIdx.x % 32;
   const int channel = u.n0 + (threadIdx.x / 32) * 16 + lane / 4;
   const float factor = work.entry(u.proj, u.expert).scale_2 * kEpilogueFactor;
   std::uint16_t* out = p.out[u.proj];
 #pragma unroll
-  for (int i = 0; i < kCount; ++i) {
-    const int n = channel + ((i % 4) >= 2 ? 8 : 0);
-    const int token = 8 * (i / 4) + 2 * (lane % 4) + (i % 2);
-    if (n < p.n && token < u.rows)
-      out[static_cast<std::size_t>(u.row_begin + token) * p.n + n] =
-          format::float_to_bf16(__fmul_rn(values[i], factor));
+  for (int h = 0; h < kHalves; ++h)
+#pragma unroll
+    for (int i = 0; i < kCount; ++i) {
+      const int n = channel + h * kRows + ((i % 4) >= 2 ? 8 : 0);
+      const int token = 8 * (i / 4) + 2 * (lane % 4) + (i % 2);
+      if (n < p.n && token < u.rows)
+        out[static_cast<std::size_t>(u.row_begin + token) * p.n + n] =
+            format::float_to_bf16(__fmul_rn(values[h][i], factor));
+    }
+}
+
+// A chunk's partial: per half, 4 x fold_blocks floats a thread (8 x fold_blocks x 64).
+template <int kTokens>
+__device__ __forceinline__ float* partial_slot(const DecodeParams& p, const Unit& u, int chunk,
+                                               int h) {
+  const std::int64_t half_floats = static_cast<std::int64_t>(u.fold_blocks) * 8 * kRows;
+  return p.partials + u.partial + (chunk * Shape<kTokens>::kHalves + h) * half_floats;
+}
+
+template <int kTokens, int kArray>
+__device__ __forceinline__ void store_partial(
+    const DecodeParams& p, const Unit& u, int chunk,
+    const float (&values)[Shape<kTokens>::kHalves][kArray]) {
+  using S = Shape<kTokens>;
+  static_assert(S::kFoldAcc <= kArray, "a partial keeps a prefix of the accumulators");
+#pragma unroll
+  for (int h = 0; h < S::kHalves; ++h) {
+    float* slot = partial_slot<kTokens>(p, u, chunk, h);
+#pragma unroll
+    for (int i = 0; i < S::kFoldAcc; ++i)
+      if (i < 4 * u.fold_blocks) __stcg(slot + i * 128 + threadIdx.x, values[h][i]);
   }
 }
 
-template <int kCount, int kArray>
-__device__ __forceinline__ void store_partial(const DecodeParams& p, const Unit& u, int chunk,
-                                              const float (&values)[kArray]) {
-  static_assert(kCount <= kArray, "a partial keeps a prefix of the accumulators");
-  float* slot = p.partials + u.partial + static_cast<std::int64_t>(chunk) * u.fold_blocks * 8 * kRows;
-#pragma unroll
-  for (int i = 0; i < kCount; ++i)
-    if (i < 4 * u.fold_blocks) __stcg(slot + i * 128 + threadIdx.x, values[i]);
-}
-
 // The last unit of a split tile: sum every chunk's partial in chunk order.
-template <int kCount>
-__device__ __forceinline__ void fold_partials(const DecodeParams& p, const Unit& u,
-                                              float (&total)[kCount]) {
+template <int kTokens>
+__device__ __forceinline__ void fold_partials(
+    const DecodeParams& p, const Unit& u,
+    float (&total)[Shape<kTokens>::kHalves][Shape<kTokens>::kFoldAcc]) {
+  using S = Shape<kTokens>;
   for (int chunk = 0; chunk < u.chunks; ++chunk) {
-    const float* slot =
-        p.partials + u.partial + static_cast<std::int64_t>(chunk) * u.fold_blocks * 8 * kRows;
 #pragma unroll
-    for (int i = 0; i < kCount; ++i) {
-      const float v = i < 4 * u.fold_blocks ? __ldcg(slot + i * 128 + threadIdx.x) : 0.f;
-      total[i] = chunk == 0 ? v : __fadd_rn(total[i], v);
+    for (int h = 0; h < S::kHalves; ++h) {
+      const float* slot = partial_slot<kTokens>(p, u, chunk, h);
+#pragma unroll
+      for (int i = 0; i < S::kFoldAcc; ++i) {
+        const float v = i < 4 * u.fold_blocks ? __ldcg(slot + i * 128 + threadIdx.x) : 0.f;
+        total[h][i] = chunk == 0 ? v : __fadd_rn(total[h][i], v);
+      }
     }
   }
 }
@@ -200,28 +227,33 @@ __device__ __forceinline__ void run_units(const DecodeParams& p, const Work& wor
   int chunk_stages_left = chunk_stages<kTokens>(unit);
   bool chunk_opens = true;
   int slot = 0;
-  float acc[S::kAcc];
-  float total[S::kFoldAcc];
+  float acc[S::kHalves][S::kAcc];
+  float total[S::kHalves][S::kFoldAcc];
 #pragma unroll
-  for (int i = 0; i < S::kAcc; ++i) acc[i] = 0.f;
+  for (int h = 0; h < S::kHalves; ++h) {
 #pragma unroll
-  for (int i = 0; i < S::kFoldAcc; ++i) total[i] = 0.f;
+    for (int i = 0; i < S::kAcc; ++i) acc[h][i] = 0.f;
+#pragma unroll
+    for (int i = 0; i < S::kFoldAcc; ++i) total[h][i] = 0.f;
+  }
   uint32_t frag[2][4][4];
-  DecodeOffsets offsets = decode_offsets(p, unit.n0);
+  DecodeOffsets offsets = decode_offsets<kTokens>(p, unit.n0);
   // kTail (the fragment order on rows with a K % 64 tail, in the halves' layout: decode_sub_tile)
   // only: the k-tile of the rows the next decode reads, set before each decode. Kept out of the
   // other kernels: its tests and moves cost ~8 instructions a sub-tile, ~3 % of a decode-bound
   // call (docs/perf.md, twenty-fifth session).
   int next_ktile = kt;
-  auto decode = [&](const std::uint8_t* stage_ptr, int j, uint32_t(&into)[4][4]) {
+  // Step t of a stage: sub-tile t / kHalves, half t % kHalves.
+  auto decode = [&](const std::uint8_t* stage_ptr, int t, uint32_t(&into)[4][4]) {
+    const int j = t / S::kHalves, h = t % S::kHalves;
+    const std::uint8_t* weights =
+        stage_ptr + S::kWeightsAt + j * S::kWeightBytes + h * kHalfWeightBytes;
+    const std::uint8_t* scales = stage_ptr + S::kScalesAt + j * S::kScaleBytes;
     if constexpr (kFragments) {
-      decode_sub_tile<kPrepacked, kFragments>(stage_ptr + S::kWeightsAt + j * S::kWeightBytes,
-                                              stage_ptr + S::kScalesAt + j * S::kScaleBytes,
-                                              offsets, into,
+      decode_sub_tile<kPrepacked, kFragments>(weights, scales, offsets, h, into,
                                               kTail && format::fragment_tail(p.k, next_ktile));
     } else {
-      decode_sub_tile<kPrepacked>(stage_ptr + S::kWeightsAt + j * S::kWeightBytes,
-                                  stage_ptr + S::kScalesAt + j * S::kScaleBytes, offsets, into);
+      decode_sub_tile<kPrepacked>(weights, scales, offsets, h, into);
     }
   };
   cp_async_wait<S::kStages - 2>();
@@ -240,20 +272,21 @@ __device__ __forceinline__ void run_units(const DecodeParams& p, const Work& wor
     more = !unit_ends || unit_u + static_cast<int>(gridDim.x) < work.units;
     Unit next_unit = unit;
 #pragma unroll
-    for (int j = 0; j < S::kSubTiles; ++j) {
-      // Sub-tile j runs while j + 1 is decoded (at the stage's end: the next stage's first).
+    for (int t = 0; t < S::kSteps; ++t) {
+      // Step t runs while t + 1 is decoded (at the stage's end: the next stage's first).
       // (k-tiles past K, in a unit's last stage, hold zeros: issued all the same, so that no
       // branch sits between the wgmmas and the accumulators they own.)
-      issue_sub_tile<kTokens>(descriptor_plus(stage_descriptor, j * S::kActBytes), frag[j % 2], acc,
-                              chunk_opens && j == 0);
+      const int j = t / S::kHalves, h = t % S::kHalves;
+      issue_sub_tile<kTokens>(descriptor_plus(stage_descriptor, j * S::kActBytes), frag[t % 2],
+                              acc[h], chunk_opens && j == 0);
       wgmma_wait<1>();
 #pragma unroll
       for (int s = 0; s < 4; ++s)
 #pragma unroll
-        for (int q = 0; q < 4; ++q) fence_operand(frag[(j + 1) % 2][s][q]);
-      if (j + 1 < S::kSubTiles) {
-        if constexpr (kTail) next_ktile = kt + j + 1;
-        decode(stage_ptr, j + 1, frag[(j + 1) % 2]);
+        for (int q = 0; q < 4; ++q) fence_operand(frag[(t + 1) % 2][s][q]);
+      if (t + 1 < S::kSteps) {
+        if constexpr (kTail) next_ktile = kt + (t + 1) / S::kHalves;
+        decode(stage_ptr, t + 1, frag[(t + 1) % 2]);
       } else {
         cp_async_wait<S::kStages - 3>();  // the next stage has landed
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
@@ -262,7 +295,7 @@ __device__ __forceinline__ void run_units(const DecodeParams& p, const Work& wor
         if (unit_ends && more) {
           next_unit =
               unit_in_segment<kTokens>(p, work, unit_u + gridDim.x, cursor.segments[next_slot]);
-          offsets = decode_offsets(p, next_unit.n0);
+          offsets = decode_offsets<kTokens>(p, next_unit.n0);
         }
         if constexpr (kTail) next_ktile = unit_ends ? next_unit.kt_begin() : kt + S::kSubTiles;
         if (more) decode(base_ptr + next_slot * S::kStageBytes, 0, frag[0]);
@@ -274,12 +307,17 @@ __device__ __forceinline__ void run_units(const DecodeParams& p, const Work& wor
       // 5. fold: the chunk's sum joins the running total, or is left for the split's last unit.
       wgmma_wait<0>();
 #pragma unroll
-      for (int i = 0; i < S::kAcc; ++i) fence_operand(acc[i]);
+      for (int h = 0; h < S::kHalves; ++h)
+#pragma unroll
+        for (int i = 0; i < S::kAcc; ++i) fence_operand(acc[h][i]);
       if (unit.splits > 1) {
-        store_partial<S::kFoldAcc>(p, unit, chunk, acc);
+        store_partial<kTokens>(p, unit, chunk, acc);
       } else if (unit.chunks > 1) {
 #pragma unroll
-        for (int i = 0; i < S::kFoldAcc; ++i) total[i] = chunk == 0 ? acc[i] : __fadd_rn(total[i], acc[i]);
+        for (int h = 0; h < S::kHalves; ++h)
+#pragma unroll
+          for (int i = 0; i < S::kFoldAcc; ++i)
+            total[h][i] = chunk == 0 ? acc[h][i] : __fadd_rn(total[h][i], acc[h][i]);
       }
       ++chunk;
       chunk_stages_left = chunk_stages<kTokens>(unit);
@@ -294,7 +332,7 @@ __device__ __forceinline__ void run_units(const DecodeParams& p, const Work& wor
         __syncthreads();
         if (last_unit_of_tile) {
           __threadfence();
-          fold_partials<S::kFoldAcc>(p, unit, total);
+          fold_partials<kTokens>(p, unit, total);
           store_rows(p, work, unit, total);
         }
       } else if (unit.chunks > 1) {

@@ -27,12 +27,21 @@ __device__ __forceinline__ void copy_to_stage(uint32_t dst, const void* src, boo
   cp_async_zfill<kBytes, true>(dst, src, valid);
 }
 
+// One wgmma M half's codes in a sub-tile (kRows rows x 64 codes); a sub-tile's second half, where
+// a unit has two, follows its first.
+inline constexpr int kHalfWeightBytes = kRows * kKTile / 2;
+
 template <int kTokens>
 struct Shape {
   static constexpr int kThreads = 128;
+  // A unit's weight rows: kHalves wgmma M halves of kRows (decode_params.hpp's unit_rows).
+  static constexpr int kUnitRows = unit_rows(kTokens);
+  static constexpr int kHalves = kUnitRows / kRows;
   // A stage is kSubTiles k-tiles of 64: the barrier, the waits and the loader's bookkeeping are
-  // paid once per stage, so narrow tiles (where they dominate) take 256 K a stage.
-  static constexpr int kSubTiles = kTokens <= 16 ? 4 : 2;
+  // paid once per stage, so narrow tiles (where they dominate) take 4 decode steps of 64 rows x
+  // 64 K a stage (4 k-tiles of one half, or 2 of two).
+  static constexpr int kSubTiles = kTokens <= 16 ? 4 / kHalves : 2;
+  static constexpr int kSteps = kSubTiles * kHalves;  // decode steps (64 rows x 64 K) a stage
   // Up to 32 tokens: at most 128 registers and ~55 KB of stages, so that 4 CTAs (16 warps) share
   // an SM and keep its issue slots busy; each still has 2 stages in flight. 32 tokens at 4
   // sub-tiles a stage took 81 KB and 192 registers, 2 CTAs an SM: Mixtral gate_up at T = 64 ran
@@ -40,7 +49,7 @@ struct Shape {
   static constexpr int kStages = kTokens <= 16 ? 3 : kTokens <= 64 ? 4 : 3;
   static constexpr int kMinCtasPerSm = kTokens <= 32 ? 4 : 1;
   static constexpr int kActBytes = kTokens * kSwizzleRowBytes;      // kTokens x 64 bf16
-  static constexpr int kWeightBytes = kRows * kKTile / 2;          // 64 rows x 64 codes
+  static constexpr int kWeightBytes = kHalves * kHalfWeightBytes;
   static constexpr int kScaleBytes = static_cast<int>(format::kSfbTileBytes);
   static constexpr int kWeightsAt = kSubTiles * kActBytes;         // sub-tile j at + j x bytes
   static constexpr int kScalesAt = kWeightsAt + kSubTiles * kWeightBytes;
@@ -50,9 +59,9 @@ struct Shape {
   static constexpr int kAcc = kTokens / 2;               // fp32 accumulators per thread
   static constexpr int kFoldAcc = kAcc < 32 ? kAcc : 32;  // those of the first kFoldMaxRows tokens
   // Every thread copies the same pieces of a sub-tile: activations in pieces of 16 bytes (8 for
-  // 8-token tiles, so that all 128 threads have one) and 16 bytes of codes; rows past the tile's
-  // are zero fill, not a skipped copy. So no copy waits behind a per-thread branch, and ptxas
-  // issues a stage's copies back to back (116 -> 38 instructions a stage at 8 tokens).
+  // 8-token tiles, so that all 128 threads have one) and 16 bytes of codes a half; rows past the
+  // tile's are zero fill, not a skipped copy. So no copy waits behind a per-thread branch, and
+  // ptxas issues a stage's copies back to back (116 -> 38 instructions a stage at 8 tokens).
   static constexpr int kActPieceBytes = kTokens >= 16 ? 16 : 8;
   static constexpr int kActPiecesPerRow = kSwizzleRowBytes / kActPieceBytes;
   static constexpr int kActPieceRows = kThreads / kActPiecesPerRow;  // between a thread's pieces
@@ -68,11 +77,12 @@ struct Shape {
   static constexpr int kPipelineBytes = kUnitTableAt + kSwizzleAtomBytes;
 
   static_assert(kTokens % 8 == 0 && kTokens <= 256, "kTokens: a wgmma N in 8..256");
-  static_assert(kSubTiles % 2 == 0, "A-fragment buffers alternate: a stage starts on buffer 0");
+  static_assert(kSteps % 2 == 0, "A-fragment buffers alternate: a stage starts on buffer 0");
   static_assert(16 % kSubTiles == 0, "split chunks (multiples of 16 k-tiles) hold whole stages");
   static_assert(kActBytes % kSwizzleAtomBytes == 0, "every sub-tile must stay 1024-aligned");
   static_assert(kActPerThread * kActPieceBytes * kThreads == kActBytes &&
-                    kWeightBytes == 16 * kThreads && kScalePieceBytes * kScaleCopiers == kScaleBytes,
+                    kWeightBytes == 16 * kThreads * kHalves &&
+                    kScalePieceBytes * kScaleCopiers == kScaleBytes && 4 * kUnitRows <= kScaleBytes,
                 "each thread copies whole pieces, as many as every other thread");
   static_assert(kFoldMaxRows <= 2 * kFoldAcc || kTokens < kFoldMaxRows,
                 "the running total must hold the columns of every folded expert");
@@ -159,7 +169,7 @@ __device__ __forceinline__ Unit unit_in_segment(const DecodeParams& p, const Wor
   Unit unit;
   unit.expert = seg.expert;
   unit.proj = static_cast<int>(rest) & projection_bits;
-  unit.n0 = n_tile * kRows;
+  unit.n0 = n_tile * Shape<kTokens>::kUnitRows;
   unit.row_begin = seg.row_begin + token_tile * kTokens;
   unit.rows = min(kTokens, seg.rows - token_tile * kTokens);
   unit.tile = seg.first_tile + static_cast<int>(tile);
@@ -172,8 +182,8 @@ __device__ __forceinline__ Unit unit_in_segment(const DecodeParams& p, const Wor
   // Whole stages: the k-tiles past K in the last one are loaded as zeros.
   constexpr int kSub = Shape<kTokens>::kSubTiles;
   unit.kt_end = (min(end_chunk * seg.chunk_tiles, k_tiles) + kSub - 1) / kSub * kSub;
-  unit.partial = seg.first_partial +
-                 static_cast<std::int64_t>(tile) * seg.chunks * seg.fold_blocks * 8 * kRows;
+  unit.partial = seg.first_partial + static_cast<std::int64_t>(tile) * seg.chunks *
+                                         seg.fold_blocks * 8 * Shape<kTokens>::kUnitRows;
   return unit;
 }
 
@@ -192,8 +202,9 @@ struct StageLoader {
   using S = Shape<kTokens>;
   const std::uint8_t* act = nullptr;     // piece 0 at k-tile 0 (the table's base when no row)
   std::int32_t act_pieces = 0;           // pieces 0 .. act_pieces - 1 are real rows
-  const std::uint8_t* weight = nullptr;  // this thread's 16 bytes at k-tile 0
-  bool weight_real = false;              // its weight row is < N
+  // This thread's 16 bytes at k-tile 0 in each half (the table's base where the row is >= N).
+  const std::uint8_t* weight[S::kHalves] = {};
+  bool weight_real[S::kHalves] = {};     // its weight row in the half is < N
   const std::uint8_t* scale = nullptr;   // this thread's scale piece at k-tile 0, or null
   std::int32_t scale_stride = 0;         // bytes per k-tile
   std::int32_t scale_dst = 0;            // its place in a sub-tile's scale slot
@@ -211,25 +222,32 @@ struct StageLoader {
                          : reinterpret_cast<const std::uint8_t*>(p.act);
     const ExpertEntry entry = work.entry(u.proj, u.expert);
     const int w = tid / 2, c = tid % 2;
-    weight_real = u.n0 + w < p.n;
-    weight = weight_real ? static_cast<const std::uint8_t*>(entry.weight) +
-                               static_cast<std::size_t>(u.n0 + w) * (p.k / 2) + c * 16
-                         : reinterpret_cast<const std::uint8_t*>(p.act);
+#pragma unroll
+    for (int h = 0; h < S::kHalves; ++h) {
+      const int row = u.n0 + h * kRows + w;
+      weight_real[h] = row < p.n;
+      weight[h] = weight_real[h] ? static_cast<const std::uint8_t*>(entry.weight) +
+                                       static_cast<std::size_t>(row) * (p.k / 2) + c * 16
+                                 : reinterpret_cast<const std::uint8_t*>(p.act);
+    }
     n0 = u.n0;
     expert_scales = entry.scale;
     scale = nullptr;
     if (p.scale_sfb) {
-      // The whole 128-row SFB tile (Shape::kScaleCopiers threads): the 64 rows' half is 8 of
-      // every 16 bytes, so the other half costs no 32-byte sector more, and the copy no branch.
+      // The whole 128-row SFB tile (Shape::kScaleCopiers threads). A 64-row unit uses half of it,
+      // 8 of every 16 bytes, so the other half costs no 32-byte sector more, and the copy no
+      // branch.
       scale = entry.scale + format::sfb_tile_offset(u.n0, 0, p.k) + tid * S::kScalePieceBytes;
       scale_stride = format::kSfbTileBytes;
       scale_dst = tid * S::kScalePieceBytes;
     } else if (p.scale_vec16) {
-      const int i = tid / 4, c16 = tid % 4;  // 4 block rows x 4 pieces of 16 scales
-      if (tid < 16 && u.n0 + c16 * 16 < p.n) {
+      // 4 block rows x kUnitRows / 16 pieces of 16 scales
+      constexpr int kPieces = S::kUnitRows / 16;
+      const int i = tid / kPieces, c16 = tid % kPieces;
+      if (tid < 4 * kPieces && u.n0 + c16 * 16 < p.n) {
         scale = entry.scale + static_cast<std::size_t>(i) * p.n + u.n0 + c16 * 16;
         scale_stride = 4 * p.n;
-        scale_dst = i * kRows + c16 * 16;
+        scale_dst = i * S::kUnitRows + c16 * 16;
       }
     }
   }
@@ -242,8 +260,9 @@ struct StageLoader {
            column * S::kActPieceBytes % 16 + i * S::kActPieceRows * kSwizzleRowBytes;
   }
 
-  // This thread's 16 bytes of codes in a sub-tile: row tid / 2, half tid % 2, the halves swapped
-  // every 4 rows (decode_offsets reads them so).
+  // This thread's 16 bytes of codes in a sub-tile's first half: row tid / 2, 16-byte piece
+  // tid % 2, the pieces swapped every 4 rows (decode_offsets reads them so); the second half's
+  // at + kHalfWeightBytes.
   static __device__ __forceinline__ uint32_t weight_dst() {
     const int w = threadIdx.x / 2, c = threadIdx.x % 2;
     return w * 32 + ((c ^ ((w >> 2) & 1)) * 16);
@@ -265,7 +284,6 @@ struct StageLoader {
                                        std::uint8_t* stage_ptr) const {
     constexpr bool kActs = kParts != Parts::weights, kWeights = kParts != Parts::activations;
     if ((kt0 + S::kSubTiles) * kKTile <= p.k && p.scale_sfb) {
-      const std::uint8_t* w = weight + kt0 * (kKTile / 2);
       const std::uint8_t* sc = scale + static_cast<std::size_t>(kt0) * format::kSfbTileBytes;
       const uint32_t weights_at = stage + S::kWeightsAt + weight_dst();
 #pragma unroll
@@ -279,7 +297,10 @@ struct StageLoader {
                 i < act_pieces);
         }
         if constexpr (kWeights) {
-          copy_to_stage<16>(weights_at + j * S::kWeightBytes, w + j * (kKTile / 2), weight_real);
+#pragma unroll
+          for (int h = 0; h < S::kHalves; ++h)
+            copy_to_stage<16>(weights_at + j * S::kWeightBytes + h * kHalfWeightBytes,
+                              weight[h] + (kt0 + j) * (kKTile / 2), weight_real[h]);
           copy_scale_piece(stage + S::kScalesAt + j * S::kScaleBytes + scale_dst,
                            sc + j * format::kSfbTileBytes);
         }
@@ -312,13 +333,17 @@ struct StageLoader {
   __device__ void load_sub_tile_weights(const DecodeParams& p, int kt, uint32_t weight_base,
                                         uint32_t scale_dst_base, std::uint8_t* scale_ptr) const {
     const int tid = threadIdx.x;
-    const bool real_weight = weight_real && kt * (kKTile / 2) + (tid % 2) * 16 < p.k / 2;
+    const bool in_k = kt * (kKTile / 2) + (tid % 2) * 16 < p.k / 2;
     // A zero-filled copy (weights or [K/16, N] scales) names the activation table, a valid
     // address: the thread's own source can lie past the buffer at K = 32 (the last row's second
     // 16 bytes of codes; scale block rows 2 and 3, which do not exist).
-    copy_to_stage<16>(weight_base + weight_dst(),
-                      real_weight ? static_cast<const void*>(weight + kt * (kKTile / 2)) : p.act,
-                      real_weight);
+#pragma unroll
+    for (int h = 0; h < S::kHalves; ++h) {
+      const bool real = weight_real[h] && in_k;
+      copy_to_stage<16>(weight_base + weight_dst() + h * kHalfWeightBytes,
+                        real ? static_cast<const void*>(weight[h] + kt * (kKTile / 2)) : p.act,
+                        real);
+    }
     if (kt * kKTile >= p.k) {
       // Past K: zero scales, so the (zero-filled) codes decode to zeros, never NaN.
       if (tid < S::kScaleBytes / 16) copy_to_stage<16>(scale_dst_base + tid * 16, p.act, false);
@@ -329,7 +354,7 @@ struct StageLoader {
                        scale + static_cast<std::size_t>(kt) * scale_stride);
     } else if (p.scale_vec16) {
       if (scale) {
-        const bool real = kt * 4 + scale_dst / kRows < p.k / 16;
+        const bool real = kt * 4 + scale_dst / S::kUnitRows < p.k / 16;
         copy_to_stage<16>(
             scale_dst_base + scale_dst,
             real ? static_cast<const void*>(scale + static_cast<std::size_t>(kt) * scale_stride)
@@ -339,8 +364,8 @@ struct StageLoader {
     } else {
       // [K/16, N] with rows that are not 16-byte aligned: plain loads, visible after the barrier
       // that precedes this stage's use.
-      for (int idx = tid; idx < 4 * kRows; idx += S::kThreads) {
-        const int i = idx / kRows, r = idx % kRows, b = kt * 4 + i;
+      for (int idx = tid; idx < 4 * S::kUnitRows; idx += S::kThreads) {
+        const int i = idx / S::kUnitRows, r = idx % S::kUnitRows, b = kt * 4 + i;
         const bool real = b < p.k / 16 && n0 + r < p.n;
         scale_ptr[idx] = real ? __ldg(expert_scales + static_cast<std::size_t>(b) * p.n + n0 + r) : 0;
       }

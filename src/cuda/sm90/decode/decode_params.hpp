@@ -1,7 +1,8 @@
 // The decode family's host/device contract: its configurations, the rule that fixes the order of
 // its fp32 sums, the work list its plan kernel writes and the parameters of its two kernels.
 //
-// Work: an output tile is (expert, token tile of up to `tokens` rows, projection, 64 weight rows).
+// Work: an output tile is (expert, token tile of up to `tokens` rows, projection, unit_rows(tokens)
+// weight rows).
 // K is cut into chunks; a unit is a run of whole chunks of one tile. A tile is one unit, or
 // `splits` units when the GPU would otherwise idle (few tiles): then each unit leaves one fp32
 // partial per chunk in the workspace and the last unit to finish folds them, in chunk order.
@@ -27,12 +28,21 @@ namespace metrale::cuda::sm90::decode {
 // rows than the width takes several token tiles, each streaming its weights again.
 inline constexpr int kTokenWidths[] = {8, 16, 32, 64, 128, 256};
 inline constexpr int kConfigCount = sizeof(kTokenWidths) / sizeof(kTokenWidths[0]);
-inline constexpr int kRows = 64;     // weight rows per CTA: one warpgroup's wgmma M
+inline constexpr int kRows = 64;     // weight rows of one wgmma M: a half of a 128-row tile
 inline constexpr int kKTile = 64;    // K per sub-tile (a pipeline stage holds kSubTiles of them)
 static_assert(format::kDecodeKGroup == kKTile, "the decode order permutes K within a k-tile");
 inline constexpr int kFoldMaxRows = 64;  // experts with more rows sum K in one chunk
 // K: rows of codes in whole 16-byte pieces (the loader's cp.async).
 inline constexpr int kKMultiple = 32;
+
+// Weight rows of an output tile at a token width: up to 16 tokens, 128 (two wgmma M halves on the
+// same activations: a k-tile's activations and its whole 512-byte SFB tile, both read from L2
+// once for 64 rows before, then serve twice the codes); wider, 64 (the accumulators of two
+// halves would pass the 4-CTA kernels' 128 registers).
+METRALE_HD constexpr int unit_rows(int tokens) {
+  return tokens <= 16 ? 2 * kRows : kRows;
+}
+inline constexpr int kMaxUnitRows = 2 * kRows;
 
 // The configuration of the narrowest width holding `tokens`.
 constexpr int width_config(int tokens) {
@@ -126,7 +136,7 @@ struct ExpertWork {
 };
 
 // An expert's output tiles (what the split rule counts): token tiles x `tiles_per_token_tile`
-// (projections x 64-row weight tiles).
+// (projections x weight tiles of unit_rows(tokens) rows).
 METRALE_HD constexpr int output_tiles(int rows, int tokens, int tiles_per_token_tile) {
   return (rows + tokens - 1) / tokens * tiles_per_token_tile;
 }
@@ -142,7 +152,7 @@ METRALE_HD constexpr ExpertWork expert_work(int rows, int tokens, int tiles_per_
   w.splits = splits < w.chunks ? splits : w.chunks;
   w.units = w.tiles * w.splits;
   w.fold_blocks = ((rows < tokens ? rows : tokens) + 7) / 8;
-  w.partials = w.splits > 1 ? 1LL * w.tiles * w.chunks * w.fold_blocks * 8 * kRows : 0;
+  w.partials = w.splits > 1 ? 1LL * w.tiles * w.chunks * w.fold_blocks * 8 * unit_rows(tokens) : 0;
   return w;
 }
 
