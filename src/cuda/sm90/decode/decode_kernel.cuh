@@ -324,6 +324,10 @@ __device__ __forceinline__ void run_units(const DecodeParams& p, const Work& wor
       chunk_opens = true;
     }
     if (unit_ends) {
+      // Done already (a unit's end is a chunk's), but ptxas does not see it: without this wait
+      // it finds the two halves' accumulators read while their wgmmas may run, and serializes
+      // every wgmma of the kernel (warning C7514).
+      wgmma_wait<0>();
       if (unit.splits > 1) {
         __threadfence();
         __syncthreads();
