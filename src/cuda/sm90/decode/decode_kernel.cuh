@@ -47,12 +47,18 @@ namespace metrale::cuda::sm90::decode {
 // weight rows r = 16 w + l/4 and r + 8 of each half, block c = l % 4 of the k-tile
 // (format::decode_k_source): 8 bytes of codes and one scale per row. The offsets depend on the
 // unit's first row modulo the 128-row SFB tile only.
-inline constexpr int kMaxHalves = kMaxUnitRows / kRows;
 struct DecodeOffsets {
-  std::uint32_t codes;                 // row r's 8 bytes in a half; row r + 8: + 8 x 32
-  std::uint32_t scale_r[kMaxHalves];   // the scale byte of (r, c) of half h in the scale slot
-  std::uint32_t scale_r8[kMaxHalves];  // of (r + 8, c)
+  std::uint32_t codes;     // row r's 8 bytes in a half; row r + 8: + 8 x 32
+  std::uint32_t scale_r;   // the scale byte of (r, c) of the first half in the scale slot
+  std::uint32_t scale_r8;  // of (r + 8, c)
 };
+
+// The second half's scales lie this far past the first's: 64 rows on in an SFB tile, or a row of
+// the [4][kUnitRows] slot. (Read from the parameters at each use: two offsets more held in
+// registers cost the host-planned 8-token kernel spill reloads in its loop.)
+__device__ __forceinline__ std::uint32_t second_half_scales(const DecodeParams& p) {
+  return p.scale_sfb ? static_cast<std::uint32_t>(format::sfb_row_in_tile(kRows)) : kRows;
+}
 
 template <int kTokens>
 __device__ __forceinline__ DecodeOffsets decode_offsets(const DecodeParams& p, int n0) {
@@ -61,16 +67,13 @@ __device__ __forceinline__ DecodeOffsets decode_offsets(const DecodeParams& p, i
   DecodeOffsets o;
   // A row's 32 bytes hold blocks 0..3; its 16-byte halves swap every 4 rows (the loader's layout).
   o.codes = r * 32 + (((c / 2) ^ ((r >> 2) & 1)) * 16) + (c % 2) * 8;
-#pragma unroll
-  for (int h = 0; h < Shape<kTokens>::kHalves; ++h) {
-    if (p.scale_sfb) {
-      const int row = n0 % static_cast<int>(format::kSfbTileRows) + h * kRows + r;
-      o.scale_r[h] = format::sfb_row_in_tile(row) + c;
-      o.scale_r8[h] = format::sfb_row_in_tile(row + 8) + c;
-    } else {
-      o.scale_r[h] = c * Shape<kTokens>::kUnitRows + h * kRows + r;
-      o.scale_r8[h] = o.scale_r[h] + 8;
-    }
+  if (p.scale_sfb) {
+    const int row = n0 % static_cast<int>(format::kSfbTileRows) + r;
+    o.scale_r = format::sfb_row_in_tile(row) + c;
+    o.scale_r8 = format::sfb_row_in_tile(row + 8) + c;
+  } else {
+    o.scale_r = c * Shape<kTokens>::kUnitRows + r;
+    o.scale_r8 = o.scale_r + 8;
   }
   return o;
 }
@@ -83,13 +86,12 @@ __device__ __forceinline__ DecodeOffsets decode_offsets(const DecodeParams& p, i
 // so each thread's scale pair (block c) is step c's, handed to its quad by shuffles; but for
 // `halves_tail`, the k-tile of a row's K % 64 tail, which keeps the halves' layout (and the
 // decode order: the staging's build_piece).
-// `weights`: the half's codes in the sub-tile; `h`: the half.
+// `weights` and `scales`: the half's codes and scales in the sub-tile.
 template <bool kPrepacked, bool kFragments = false>
 __device__ __forceinline__ void decode_sub_tile(const std::uint8_t* weights,
                                                 const std::uint8_t* scales, const DecodeOffsets& o,
-                                                int h, uint32_t (&frag)[4][4],
-                                                bool halves_tail = false) {
-  const uint32_t both = scales[o.scale_r[h]] | (static_cast<uint32_t>(scales[o.scale_r8[h]]) << 8);
+                                                uint32_t (&frag)[4][4], bool halves_tail = false) {
+  const uint32_t both = scales[o.scale_r] | (static_cast<uint32_t>(scales[o.scale_r8]) << 8);
   const uint32_t pair = e4m3x2_to_scaled_bf16x2(both);
   const uint32_t s0 = broadcast_low(pair), s1 = broadcast_high(pair);
   const uint2 row_r = *reinterpret_cast<const uint2*>(weights + o.codes);
@@ -248,12 +250,13 @@ __device__ __forceinline__ void run_units(const DecodeParams& p, const Work& wor
     const int j = t / S::kHalves, h = t % S::kHalves;
     const std::uint8_t* weights =
         stage_ptr + S::kWeightsAt + j * S::kWeightBytes + h * kHalfWeightBytes;
-    const std::uint8_t* scales = stage_ptr + S::kScalesAt + j * S::kScaleBytes;
+    const std::uint8_t* scales =
+        stage_ptr + S::kScalesAt + j * S::kScaleBytes + (h ? second_half_scales(p) : 0);
     if constexpr (kFragments) {
-      decode_sub_tile<kPrepacked, kFragments>(weights, scales, offsets, h, into,
+      decode_sub_tile<kPrepacked, kFragments>(weights, scales, offsets, into,
                                               kTail && format::fragment_tail(p.k, next_ktile));
     } else {
-      decode_sub_tile<kPrepacked>(weights, scales, offsets, h, into);
+      decode_sub_tile<kPrepacked>(weights, scales, offsets, into);
     }
   };
   cp_async_wait<S::kStages - 2>();
