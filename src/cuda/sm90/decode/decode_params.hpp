@@ -255,7 +255,7 @@ struct DecodeParams {             // the main kernel's parameters
   std::uint32_t* counters;
   std::uint16_t* out[2];          // bf16 [m_total, N] per projection
   std::int32_t n, k, num_experts, proj_count;
-  FastDiv n_tiles;                // 64-row weight tiles of N
+  FastDiv n_tiles;                // weight tiles of N (unit_rows of the launch's width)
   std::int32_t scale_sfb;         // 1: SFB scales, 0: [K/16, N]
   std::int32_t scale_vec16;       // [K/16, N] rows 16-byte aligned (N % 16 == 0, aligned bases)
   std::int32_t max_segments;      // unit_first entries cached in shared memory
