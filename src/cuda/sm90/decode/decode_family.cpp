@@ -53,8 +53,8 @@ struct Layout {  // the workspace, carved in this order
   std::int32_t* unit_first;
   PlanTotals* totals;
   std::uint32_t* counters;
-  float* partials;
   std::uint16_t* act;
+  float* partials;
   std::size_t bytes;
 };
 
@@ -90,8 +90,10 @@ Layout carve(const Problem& problem, const Plan& plan, void* base) {
   l.unit_first = c.take<std::int32_t>(experts + 1);
   l.totals = c.take<PlanTotals>(1);
   l.counters = c.take<std::uint32_t>(capacity);
-  l.partials = c.take<float>(partial_floats);
+  // The activation copy before the partials, whose size is the plan's: a call's second decode
+  // launch reads the copy its first launch staged (Plan::input_staged) at the same offset.
   l.act = c.take<std::uint16_t>(static_cast<std::size_t>(a.groups.m_total) * act_stride(a.k));
+  l.partials = c.take<float>(partial_floats);
   l.bytes = c.used();
   return l;
 }
