@@ -101,7 +101,8 @@ bool decode_takes(const Problem& problem) {
 Launch decode_launch(const Problem& problem, RowWindow window) {
   const Family& decode = sm90::decode::decode_family();
   Plan plan = decode.plan(problem, window);
-  plan.config = std::min(plan.config, sm90::decode::width_config(kDecodeWideMaxRows));
+  if (sm90::decode::config_tokens(plan.config) > kDecodeWideMaxRows)
+    plan.config = sm90::decode::width_config(kDecodeWideMaxRows);
   return {&decode, plan};
 }
 
@@ -171,7 +172,7 @@ std::optional<Launch> one_decode_launch(const Problem& problem, const Launch& na
                                         const WindowRows& few_rows, const WindowRows& busier_rows) {
   if (small_beside(few_rows.experts, busier_rows.experts))
     return decode_launch(problem, RowWindow{});
-  const int width = sm90::decode::kTokenWidths[narrow.plan.config];
+  const int width = sm90::decode::config_tokens(narrow.plan.config);
   const long again =
       row_tiles_in_window(problem.args.groups, kBusierRows, width) - busier_rows.experts;
   if (!small_beside(again, few_rows.experts)) return std::nullopt;

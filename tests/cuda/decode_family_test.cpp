@@ -1,8 +1,9 @@
 // The kernel-family seam and the decode family, on the GPU:
 //   - 512 and 1024 experts in every grouped operation, host and device offsets, both families,
 //     exact mode against the oracle (the tables live in the workspace: no 256-expert limit);
-//   - the decode family forced at every token width and at K splits across chunk edges, exact
-//     mode bit for bit, each case run twice (determinism);
+//   - the decode family forced at every configuration (token width, 64- or 128-row tiles) and at K
+//     splits across chunk edges, exact mode bit for bit, each case run twice (determinism);
+//   - the rule for 128-row tiles (host logic);
 //   - realistic mode: a split, an unsplit and a wider token tile give the same bits (the order of
 //     the fp32 sums depends on K and the expert's rows only), and the grouped call equals a single
 //     GEMM on one expert's rows;
@@ -57,13 +58,13 @@ TEST(DecodeFamily, ManyExpertsEveryGroupedOp) {
         }
 }
 
-// Every token width (configuration) and splits that cut K at, before and after chunk edges:
-// rows <= 8 make chunks of 1024 K, so K = 1056 is one chunk and a 32-wide remainder.
+// Every configuration (token width and tile rows) and splits that cut K at, before and after chunk
+// edges: rows <= 8 make chunks of 1024 K, so K = 1056 is one chunk and a 32-wide remainder.
 TEST(DecodeFamily, ForcedWidthsAndSplits) {
   METRALE_SKIP_WITHOUT_GPU();
   std::uint64_t seed = 7100;
   int failures = 0;
-  for (int config = 0; config < 6; ++config)
+  for (int config = 0; config < cuda::sm90::decode::kConfigCount; ++config)
     for (int splits : {1, 2, 3, 7})
       for (int k : {32, 1024, 1056, 3104}) {
         const std::string kernel = fmt::format("{}:{}:{}", kDecode, config, splits);
@@ -81,7 +82,7 @@ TEST(DecodeFamily, ForcedWidthsOnTheHalvesLayout) {
   METRALE_SKIP_WITHOUT_GPU();
   std::uint64_t seed = 7150;
   int failures = 0;
-  for (int config = 0; config < 6; ++config)
+  for (int config = 0; config < cuda::sm90::decode::kConfigCount; ++config)
     for (Op op : {Op::grouped_gate_up, Op::grouped_down})
       for (bool device_offsets : {false, true}) {
         const check::Routing routing{24, 8, 2, RoutingKind::skew};
@@ -101,7 +102,7 @@ TEST(DecodeFamily, ForcedWidthsOnTheFragmentOrder) {
   METRALE_SKIP_WITHOUT_GPU();
   std::uint64_t seed = 7170;
   int failures = 0;
-  for (int config = 0; config < 6; ++config)
+  for (int config = 0; config < cuda::sm90::decode::kConfigCount; ++config)
     for (Op op : {Op::grouped_gate_up_fused, Op::grouped_gate_up, Op::grouped_down})
       for (bool device_offsets : {false, true})
         for (int tail : {0, 32}) {
@@ -182,8 +183,8 @@ TEST(DecodeFamily, SplitsAndWidthsGiveTheSameBits) {
 // Past the 2048-expert limit (host offsets travel in one 8 KB block) a call is refused, naming it.
 TEST(DecodeFamily, TooManyExpertsNamesTheLimit) {
   METRALE_SKIP_WITHOUT_GPU();
-  const check::GroupedHost h = check::make_grouped_host(
-      grouped_case(Op::grouped_down, Mode::exact, 64, 64, {4, 2049, 1, RoutingKind::uniform}, 7500));
+  const check::GroupedHost h = check::make_grouped_host(grouped_case(
+      Op::grouped_down, Mode::exact, 64, 64, {4, 2049, 1, RoutingKind::uniform}, 7500));
   check::GroupedDevice d = check::upload_grouped(h);
   const Result r = nvfp4_grouped(check::device_args(h, d, false, h.routing.max_rows), kCuda);
   EXPECT_EQ(r.status, Status::unsupported) << r.message;
@@ -256,6 +257,40 @@ TEST(DecodeFamily, DeviceOffsetsWidthFromTheRowTail) {
   EXPECT_EQ(width(1024 * 8, 256, 1024), "sm90-decode tokens=64 splits=auto");  // 32: P(> 32) 44 %
   EXPECT_EQ(width(768 * 8, 256, 16), "sm90-decode tokens=16 splits=auto");     // the bound
   EXPECT_EQ(width(0, 256, 0), "sm90-decode tokens=8 splits=auto");
+}
+
+// Host logic: 128-row tiles where a launch planned on the device has at least kWideUnitWaves waves
+// of them on the resident grid (4 CTAs an SM), 64-row tiles for a launch planned on the host (at
+// most kCompactExperts experts with rows) and for widths past 16.
+TEST(DecodeFamily, WideTilesWhereADevicePlannedLaunchHasWavesOfThem) {
+  const cuda::Family* decode = cuda::find_family(kDecode);
+  ASSERT_NE(decode, nullptr);
+  const int waves_of_units = cuda::sm90::decode::kWideUnitWaves *
+                             cuda::sm90::decode::kNarrowCtasPerSm * cuda::device_sm_count();
+  auto plan = [&](const std::vector<std::int32_t>& rows, int n) {
+    std::vector<std::int32_t> offsets{0};
+    for (std::int32_t r : rows) offsets.push_back(offsets.back() + r);
+    cuda::Problem p;
+    p.args.groups = ExpertGroups{offsets.data(), false, static_cast<std::int32_t>(rows.size()),
+                                 offsets.back(), *std::max_element(rows.begin(), rows.end())};
+    p.args.n = n;
+    p.args.k = 2048;
+    p.args.proj_count = 2;
+    return decode->describe(decode->plan(p, cuda::RowWindow{}));
+  };
+  // 100 experts of 2 rows: 200 units a 128-row tile of N, 2 x 100 x n / 128 in all.
+  const std::vector<std::int32_t> hundred(100, 2);
+  const int enough = (waves_of_units + 199) / 200 * 128;
+  EXPECT_EQ(plan(hundred, enough), "sm90-decode tokens=8 rows=128 splits=auto");
+  EXPECT_EQ(plan(hundred, enough - 128), "sm90-decode tokens=8 splits=auto");
+  // The same units over 64 experts: planned on the host.
+  const std::vector<std::int32_t> compact(cuda::sm90::decode::kCompactExperts, 2);
+  EXPECT_EQ(plan(compact, 4 * enough), "sm90-decode tokens=8 splits=auto");
+  // 16 tokens wide takes them too; 32 does not.
+  EXPECT_EQ(plan(std::vector<std::int32_t>(100, 12), enough),
+            "sm90-decode tokens=16 rows=128 splits=auto");
+  EXPECT_EQ(plan(std::vector<std::int32_t>(100, 24), 8 * enough),
+            "sm90-decode tokens=32 splits=auto");
 }
 
 // The launches the dispatcher plans for experts of these row counts (host offsets).
@@ -382,22 +417,22 @@ TEST(DecodeFamily, SplitRuleFillsHalfTheGrid) {
   EXPECT_EQ(choose_splits(600, 14, 528, 528, 0), 1);  // past the split capacity
   EXPECT_EQ(choose_splits(128, 14, 528, 528, 3), 3);  // forced
   EXPECT_EQ(choose_splits(0, 1, 528, 528, 0), 1);
-  // An expert's share: 5 rows at 8 tokens, 2 projections x 16 weight tiles of 128 rows, K = 7168
-  // (112 k-tiles).
-  EXPECT_EQ(cuda::sm90::decode::unit_rows(8), 128);
-  const auto w = cuda::sm90::decode::expert_work(5, 8, 32, 112, 4);
-  EXPECT_EQ(w.tiles, 32);
+  // An expert's share: 5 rows at 8 tokens, 2 projections x 32 weight tiles of 64 rows, K = 7168
+  // (112 k-tiles); in 128-row tiles, half the tiles and units, partials as large.
+  const auto w = cuda::sm90::decode::expert_work(5, 8, 64, 64, 112, 4);
+  EXPECT_EQ(w.tiles, 64);
   EXPECT_EQ(w.chunk_tiles, 16);
   EXPECT_EQ(w.chunks, 7);
   EXPECT_EQ(w.splits, 4);
-  EXPECT_EQ(w.units, 128);
+  EXPECT_EQ(w.units, 256);
   EXPECT_EQ(w.fold_blocks, 1);
-  EXPECT_EQ(w.partials, 32LL * 7 * 8 * 128);
-  // At 64 tokens a tile has 64 rows.
-  EXPECT_EQ(cuda::sm90::decode::expert_work(20, 64, 64, 112, 2).partials, 64LL * 2 * 3 * 8 * 64);
+  EXPECT_EQ(w.partials, 64LL * 7 * 8 * 64);
+  const auto wide = cuda::sm90::decode::expert_work(5, 8, 128, 32, 112, 4);
+  EXPECT_EQ(wide.units, 128);
+  EXPECT_EQ(wide.partials, 32LL * 7 * 8 * 128);
   // A split past the expert's chunks stops at them; an unsplit expert keeps no partials.
-  EXPECT_EQ(cuda::sm90::decode::expert_work(5, 8, 64, 16, 4).splits, 1);
-  EXPECT_EQ(cuda::sm90::decode::expert_work(5, 8, 64, 16, 4).partials, 0);
+  EXPECT_EQ(cuda::sm90::decode::expert_work(5, 8, 64, 64, 16, 4).splits, 1);
+  EXPECT_EQ(cuda::sm90::decode::expert_work(5, 8, 64, 64, 16, 4).partials, 0);
 }
 
 #else

@@ -3,6 +3,7 @@
 // with host offsets and few experts holding rows, the work list planned here, the staging
 // kernel and the host-planned main kernel.
 #include <algorithm>
+#include <cmath>
 #include <type_traits>
 #include <vector>
 
@@ -40,11 +41,33 @@ int width_config_for(const GroupedNvfp4& a, RowWindow window) {
   }
   const int bound = std::min(g.max_rows_per_expert, window.max_rows);
   const double mean = static_cast<double>(g.m_total) / std::max(1, g.num_experts);
-  for (int i = 0; i < kConfigCount; ++i)
+  for (int i = 0; i < kWidthCount; ++i)
     if (kTokenWidths[i] >= bound ||
         poisson_tail(mean, kTokenWidths[i]) * kDecodeWideTileShare <= 1.0)
       return i;
-  return kConfigCount - 1;
+  return kWidthCount - 1;
+}
+
+// 128-row units for a launch `tokens` wide (decode_params.hpp's configurations) where it has
+// many units: at least kWideUnitWaves waves of the resident grid at 128 rows, its work list
+// planned on the device. Measured against 64-row units (H100, docs/perf.md, forty-first
+// session): 0.84-0.98x the time on rows of 4-16 such waves (DeepSeek-V3 and gpt-oss down at
+// T = 64, Qwen3-Next at T = 512), level at 3-10 waves on three more, and 1.00-1.24x on every
+// row at T = 8, where 1-4 waves are planned on the host (Mixtral down at T = 8 split its 256
+// tiles in two). With device offsets the experts holding rows are expected, ~Poisson.
+bool wide_units_pay(const GroupedNvfp4& a, RowWindow window, int tokens) {
+  if (tokens > kTokenWidths[kWideUnitWidths - 1]) return false;
+  const ExpertGroups& g = a.groups;
+  double token_tiles = 0;
+  if (g.offsets_on_device) {
+    const double mean = static_cast<double>(g.m_total) / std::max(1, g.num_experts);
+    token_tiles = g.num_experts * (1.0 - std::exp(-mean));
+  } else {
+    if (rows_in_window(g, window).experts <= kCompactExperts) return false;  // host-planned
+    token_tiles = static_cast<double>(row_tiles_in_window(g, window, tokens));
+  }
+  const double units = token_tiles * a.proj_count * ((a.n + kMaxUnitRows - 1) / kMaxUnitRows);
+  return units >= kWideUnitWaves * kNarrowCtasPerSm * device_sm_count();
 }
 
 struct Layout {  // the workspace, carved in this order
@@ -82,7 +105,7 @@ Layout carve(const Problem& problem, const Plan& plan, void* base) {
   // A split tile keeps at most (chunks x 8-token blocks) <= k_tiles / 16 + 8 partial slots of
   // 8 x (its weight rows) floats (decode_params.hpp's chunk rule).
   const std::size_t partial_floats =
-      capacity * (k_tiles_of(a.k) / 16 + 8) * 8 * unit_rows(kTokenWidths[plan.config]);
+      capacity * (k_tiles_of(a.k) / 16 + 8) * 8 * config_unit_rows(plan.config);
   WorkspaceCarve c(base);
   Layout l{};
   l.table = c.take<ExpertEntry>(experts * static_cast<std::size_t>(a.proj_count));
@@ -104,7 +127,8 @@ class DecodeFamily final : public Family {
   int config_count() const override { return kConfigCount; }
 
   std::string describe(const Plan& plan) const override {
-    return fmt::format("sm90-decode tokens={} splits={}", kTokenWidths[plan.config],
+    return fmt::format("sm90-decode tokens={}{} splits={}", config_tokens(plan.config),
+                       config_unit_rows(plan.config) == kRows ? "" : " rows=128",
                        plan.splits > 0 ? fmt::format("{}", plan.splits) : std::string("auto"));
   }
 
@@ -136,6 +160,8 @@ class DecodeFamily final : public Family {
     Plan plan;
     plan.rows = rows;
     plan.config = width_config_for(problem.args, rows);
+    if (wide_units_pay(problem.args, rows, kTokenWidths[plan.config]))
+      plan.config = wide_unit_config(plan.config);
     return plan;
   }
 
@@ -245,7 +271,7 @@ class DecodeFamily final : public Family {
     for (int i = 0; i < count; ++i) {
       const int e = listed[i];
       const ExpertWork work =
-          expert_work(rows_of(e), s.tokens, tiles_per_token_tile, s.k_tiles, splits);
+          expert_work(rows_of(e), s.tokens, s.unit_rows, tiles_per_token_tile, s.k_tiles, splits);
       w.segment[i] = segment_of(i, a.groups.offsets[e], rows_of(e), work, tile, partial);
       w.unit_first[i] = unit;
       tile += work.tiles;
@@ -265,8 +291,9 @@ class DecodeFamily final : public Family {
     s.tables = StagedTables{l.table, nullptr, experts, a.proj_count};
     s.m_total = a.groups.m_total;
     s.proj_count = a.proj_count;
-    s.tokens = kTokenWidths[plan.config];
-    s.n_tiles = (a.n + unit_rows(s.tokens) - 1) / unit_rows(s.tokens);
+    s.tokens = config_tokens(plan.config);
+    s.unit_rows = config_unit_rows(plan.config);
+    s.n_tiles = (a.n + s.unit_rows - 1) / s.unit_rows;
     s.k_tiles = k_tiles_of(a.k);
     s.min_rows = plan.rows.min_rows;
     s.max_rows = plan.rows.max_rows;

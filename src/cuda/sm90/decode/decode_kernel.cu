@@ -1,7 +1,7 @@
-// Instantiations of the decode kernels (device- and host-planned), one per token width of
-// kTokenWidths and weight layout (the seeds' packed bytes, format/prepack.hpp's, or prepacked in
-// the fragment order of format/fragment_order.hpp, with or without a K % 64 tail), and their
-// launch.
+// Instantiations of the decode kernels (device- and host-planned), one per configuration (token
+// width and unit rows: decode_params.hpp's kConfigCount) and weight layout (the seeds' packed
+// bytes, format/prepack.hpp's, or prepacked in the fragment order of format/fragment_order.hpp,
+// with or without a K % 64 tail), and their launch.
 #include <type_traits>
 
 #include "cuda/family.hpp"
@@ -11,37 +11,39 @@
 namespace metrale::cuda::sm90::decode {
 namespace {
 
-template <int kTokens>
+template <int kTokens, int kUnitRows>
 int shared_bytes_for(int max_segments) {
-  return Shape<kTokens>::kPipelineBytes + (max_segments + 1) * static_cast<int>(sizeof(std::int32_t));
+  return Shape<kTokens, kUnitRows>::kPipelineBytes +
+         (max_segments + 1) * static_cast<int>(sizeof(std::int32_t));
 }
 
-template <int kTokens, bool kPrepacked, bool kFragments, bool kTail>
+template <int kTokens, int kUnitRows, bool kPrepacked, bool kFragments, bool kTail>
 const void* kernel_of(bool host_work) {
   return host_work ? reinterpret_cast<const void*>(
-                         &decode_kernel_host<kTokens, kPrepacked, kFragments, kTail>)
+                         &decode_kernel_host<kTokens, kUnitRows, kPrepacked, kFragments, kTail>)
                    : reinterpret_cast<const void*>(
-                         &decode_kernel<kTokens, kPrepacked, kFragments, kTail>);
+                         &decode_kernel<kTokens, kUnitRows, kPrepacked, kFragments, kTail>);
 }
 
 // A host-planned launch copies the whole prefix block of HostWork.
-template <int kTokens, bool kPrepacked, bool kFragments, bool kTail>
+template <int kTokens, int kUnitRows, bool kPrepacked, bool kFragments, bool kTail>
 cudaError_t occupancy(int max_segments, bool host_work, int* ctas, int* shared) {
-  *shared = host_work ? Shape<kTokens>::kPipelineBytes + kHostPrefixBytes
-                      : shared_bytes_for<kTokens>(max_segments);
+  using S = Shape<kTokens, kUnitRows>;
+  *shared = host_work ? S::kPipelineBytes + kHostPrefixBytes
+                      : shared_bytes_for<kTokens, kUnitRows>(max_segments);
   // Configured once per device for the largest expert table; a launch asks for what it uses.
-  const void* kernel = kernel_of<kTokens, kPrepacked, kFragments, kTail>(host_work);
-  if (const cudaError_t err = configure_once_per_device(kernel, shared_bytes_for<kTokens>(kMaxExperts));
+  const void* kernel = kernel_of<kTokens, kUnitRows, kPrepacked, kFragments, kTail>(host_work);
+  if (const cudaError_t err =
+          configure_once_per_device(kernel, shared_bytes_for<kTokens, kUnitRows>(kMaxExperts));
       err != cudaSuccess)
     return err;
-  return cudaOccupancyMaxActiveBlocksPerMultiprocessor(ctas, kernel, Shape<kTokens>::kThreads,
-                                                       *shared);
+  return cudaOccupancyMaxActiveBlocksPerMultiprocessor(ctas, kernel, S::kThreads, *shared);
 }
 
 // A programmatic dependent launch: the CTAs start while the plan (or staging) kernel finishes,
 // and wait for its results at griddepcontrol.wait (it saves a launch latency at decode sizes;
 // graphs keep the programmatic edge).
-template <int kTokens, class... Args>
+template <class... Args>
 cudaError_t launch(void (*kernel)(Args...), int grid, int shared, cudaStream_t stream,
                    const std::remove_reference_t<Args>&... args) {
   cudaLaunchAttribute attribute{};
@@ -49,7 +51,7 @@ cudaError_t launch(void (*kernel)(Args...), int grid, int shared, cudaStream_t s
   attribute.val.programmaticStreamSerializationAllowed = 1;
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(grid);
-  config.blockDim = dim3(Shape<kTokens>::kThreads);
+  config.blockDim = dim3(kDecodeThreads);
   config.dynamicSmemBytes = shared;
   config.stream = stream;
   config.attrs = &attribute;
@@ -57,29 +59,34 @@ cudaError_t launch(void (*kernel)(Args...), int grid, int shared, cudaStream_t s
   return cudaLaunchKernelEx(&config, kernel, args...);
 }
 
-// One case per kTokenWidths entry.
+// One case per configuration (decode_params.hpp's kConfigCount).
 template <class Fn>
-cudaError_t with_width(int config, Fn&& fn) {
-  static_assert(kConfigCount == 6, "one case per kTokenWidths entry");
+cudaError_t with_config(int config, Fn&& fn) {
+  static_assert(kConfigCount == 8, "one case per configuration");
   switch (config) {
-    case 0: return fn.template operator()<8>();
-    case 1: return fn.template operator()<16>();
-    case 2: return fn.template operator()<32>();
-    case 3: return fn.template operator()<64>();
-    case 4: return fn.template operator()<128>();
-    default: return fn.template operator()<256>();
+    case 0: return fn.template operator()<8, kRows>();
+    case 1: return fn.template operator()<16, kRows>();
+    case 2: return fn.template operator()<32, kRows>();
+    case 3: return fn.template operator()<64, kRows>();
+    case 4: return fn.template operator()<128, kRows>();
+    case 5: return fn.template operator()<256, kRows>();
+    case 6: return fn.template operator()<8, 2 * kRows>();
+    default: return fn.template operator()<16, 2 * kRows>();
   }
 }
 
 // And one per weight layout.
 template <class Fn>
 cudaError_t with_kernel(int config, DecodeWeights weights, Fn&& fn) {
-  return with_width(config, [&]<int kTokens>() {
+  return with_config(config, [&]<int kTokens, int kUnitRows>() {
     switch (weights) {
-      case DecodeWeights::packed: return fn.template operator()<kTokens, false, false, false>();
-      case DecodeWeights::prepacked: return fn.template operator()<kTokens, true, false, false>();
-      case DecodeWeights::fragments: return fn.template operator()<kTokens, true, true, false>();
-      default: return fn.template operator()<kTokens, true, true, true>();
+      case DecodeWeights::packed:
+        return fn.template operator()<kTokens, kUnitRows, false, false, false>();
+      case DecodeWeights::prepacked:
+        return fn.template operator()<kTokens, kUnitRows, true, false, false>();
+      case DecodeWeights::fragments:
+        return fn.template operator()<kTokens, kUnitRows, true, true, false>();
+      default: return fn.template operator()<kTokens, kUnitRows, true, true, true>();
     }
   });
 }
@@ -88,22 +95,24 @@ cudaError_t with_kernel(int config, DecodeWeights weights, Fn&& fn) {
 
 cudaError_t decode_occupancy(int config, DecodeWeights weights, int max_segments, bool host_work,
                              int* ctas_per_sm, int* shared_bytes) {
-  return with_kernel(config, weights,
-                     [&]<int kTokens, bool kPrepacked, bool kFragments, bool kTail>() {
-                       return occupancy<kTokens, kPrepacked, kFragments, kTail>(
-                           max_segments, host_work, ctas_per_sm, shared_bytes);
-                     });
+  return with_kernel(
+      config, weights,
+      [&]<int kTokens, int kUnitRows, bool kPrepacked, bool kFragments, bool kTail>() {
+        return occupancy<kTokens, kUnitRows, kPrepacked, kFragments, kTail>(
+            max_segments, host_work, ctas_per_sm, shared_bytes);
+      });
 }
 
 cudaError_t launch_decode(int config, DecodeWeights weights, const DecodeParams& params,
                           const HostWork* work, int grid, int shared_bytes, cudaStream_t stream) {
   return with_kernel(
-      config, weights, [&]<int kTokens, bool kPrepacked, bool kFragments, bool kTail>() {
+      config, weights,
+      [&]<int kTokens, int kUnitRows, bool kPrepacked, bool kFragments, bool kTail>() {
         if (work)
-          return launch<kTokens>(&decode_kernel_host<kTokens, kPrepacked, kFragments, kTail>, grid,
-                                 shared_bytes, stream, params, *work);
-        return launch<kTokens>(&decode_kernel<kTokens, kPrepacked, kFragments, kTail>, grid,
-                               shared_bytes, stream, params);
+          return launch(&decode_kernel_host<kTokens, kUnitRows, kPrepacked, kFragments, kTail>,
+                        grid, shared_bytes, stream, params, *work);
+        return launch(&decode_kernel<kTokens, kUnitRows, kPrepacked, kFragments, kTail>, grid,
+                      shared_bytes, stream, params);
       });
 }
 

@@ -60,7 +60,7 @@ __device__ __forceinline__ std::uint32_t second_half_scales(const DecodeParams& 
   return p.scale_sfb ? static_cast<std::uint32_t>(format::sfb_row_in_tile(kRows)) : kRows;
 }
 
-template <int kTokens>
+template <int kTokens, int kUnitRows>
 __device__ __forceinline__ DecodeOffsets decode_offsets(const DecodeParams& p, int n0) {
   const int lane = threadIdx.x % 32, c = lane % 4;
   const int r = (threadIdx.x / 32) * 16 + lane / 4;  // each warp owns 16 weight rows of a half
@@ -72,7 +72,7 @@ __device__ __forceinline__ DecodeOffsets decode_offsets(const DecodeParams& p, i
     o.scale_r = format::sfb_row_in_tile(row) + c;
     o.scale_r8 = format::sfb_row_in_tile(row + 8) + c;
   } else {
-    o.scale_r = c * Shape<kTokens>::kUnitRows + r;
+    o.scale_r = c * kUnitRows + r;
     o.scale_r8 = o.scale_r + 8;
   }
   return o;
@@ -152,22 +152,22 @@ __device__ __forceinline__ void store_rows(const DecodeParams& p, const Work& wo
 }
 
 // A chunk's partial: per half, 4 x fold_blocks floats a thread (8 x fold_blocks x 64).
-template <int kTokens>
+template <int kTokens, int kUnitRows>
 __device__ __forceinline__ float* partial_slot(const DecodeParams& p, const Unit& u, int chunk,
                                                int h) {
   const std::int64_t half_floats = static_cast<std::int64_t>(u.fold_blocks) * 8 * kRows;
-  return p.partials + u.partial + (chunk * Shape<kTokens>::kHalves + h) * half_floats;
+  return p.partials + u.partial + (chunk * Shape<kTokens, kUnitRows>::kHalves + h) * half_floats;
 }
 
-template <int kTokens, int kArray>
+template <int kTokens, int kUnitRows, int kArray>
 __device__ __forceinline__ void store_partial(
     const DecodeParams& p, const Unit& u, int chunk,
-    const float (&values)[Shape<kTokens>::kHalves][kArray]) {
-  using S = Shape<kTokens>;
+    const float (&values)[Shape<kTokens, kUnitRows>::kHalves][kArray]) {
+  using S = Shape<kTokens, kUnitRows>;
   static_assert(S::kFoldAcc <= kArray, "a partial keeps a prefix of the accumulators");
 #pragma unroll
   for (int h = 0; h < S::kHalves; ++h) {
-    float* slot = partial_slot<kTokens>(p, u, chunk, h);
+    float* slot = partial_slot<kTokens, kUnitRows>(p, u, chunk, h);
 #pragma unroll
     for (int i = 0; i < S::kFoldAcc; ++i)
       if (i < 4 * u.fold_blocks) __stcg(slot + i * 128 + threadIdx.x, values[h][i]);
@@ -175,15 +175,15 @@ __device__ __forceinline__ void store_partial(
 }
 
 // The last unit of a split tile: sum every chunk's partial in chunk order.
-template <int kTokens>
+template <int kTokens, int kUnitRows>
 __device__ __forceinline__ void fold_partials(
     const DecodeParams& p, const Unit& u,
-    float (&total)[Shape<kTokens>::kHalves][Shape<kTokens>::kFoldAcc]) {
-  using S = Shape<kTokens>;
+    float (&total)[Shape<kTokens, kUnitRows>::kHalves][Shape<kTokens, kUnitRows>::kFoldAcc]) {
+  using S = Shape<kTokens, kUnitRows>;
   for (int chunk = 0; chunk < u.chunks; ++chunk) {
 #pragma unroll
     for (int h = 0; h < S::kHalves; ++h) {
-      const float* slot = partial_slot<kTokens>(p, u, chunk, h);
+      const float* slot = partial_slot<kTokens, kUnitRows>(p, u, chunk, h);
 #pragma unroll
       for (int i = 0; i < S::kFoldAcc; ++i) {
         const float v = i < 4 * u.fold_blocks ? __ldcg(slot + i * 128 + threadIdx.x) : 0.f;
@@ -199,9 +199,9 @@ __device__ __forceinline__ void fold_partials(
 // zeros). Rounded down, such a chunk ended a stage early and its last stage opened a second sum
 // that replaced the first: every row of such an expert was wrong (K = 1056, 17 k-tiles, at every
 // width; gpt-oss's K = 2880, 45 k-tiles).
-template <int kTokens>
+template <int kTokens, int kUnitRows>
 __device__ __forceinline__ int chunk_stages(const Unit& u) {
-  return (u.chunk_tiles + Shape<kTokens>::kSubTiles - 1) / Shape<kTokens>::kSubTiles;
+  return (u.chunk_tiles + Shape<kTokens, kUnitRows>::kSubTiles - 1) / Shape<kTokens, kUnitRows>::kSubTiles;
 }
 
 // The first stage slot, 1024-aligned (the 128-byte swizzle's atom).
@@ -210,11 +210,11 @@ __device__ __forceinline__ uint32_t stage_base(std::uint8_t* smem_raw) {
 }
 
 // Steps 3-5 over this CTA's units, the loader `cursor` already kStages - 1 stages ahead.
-template <int kTokens, bool kPrepacked, bool kFragments, bool kTail, class Work>
+template <int kTokens, int kUnitRows, bool kPrepacked, bool kFragments, bool kTail, class Work>
 __device__ __forceinline__ void run_units(const DecodeParams& p, const Work& work,
-                                          LoadCursor<kTokens>& cursor, uint32_t base,
+                                          LoadCursor<kTokens, kUnitRows>& cursor, uint32_t base,
                                           std::uint8_t* base_ptr) {
-  using S = Shape<kTokens>;
+  using S = Shape<kTokens, kUnitRows>;
   __shared__ int last_unit_of_tile;
   auto load_next = [&] {
     cursor.template step<Parts::all>(p, work, base, base_ptr);
@@ -223,10 +223,10 @@ __device__ __forceinline__ void run_units(const DecodeParams& p, const Work& wor
 
   // The consumer: stage by stage; chunks and units end at stage boundaries.
   int unit_u = blockIdx.x;
-  Unit unit = locate_unit<kTokens>(p, work, unit_u);  // before the loader's segments are visible
+  Unit unit = locate_unit<kTokens, kUnitRows>(p, work, unit_u);  // before the loader's segments are visible
   int kt = unit.kt_begin();                           // first k-tile of the stage being consumed
   int chunk = unit.first_chunk;                       // index of the chunk it belongs to
-  int chunk_stages_left = chunk_stages<kTokens>(unit);
+  int chunk_stages_left = chunk_stages<kTokens, kUnitRows>(unit);
   bool chunk_opens = true;
   int slot = 0;
   float acc[S::kHalves][S::kAcc];
@@ -239,7 +239,7 @@ __device__ __forceinline__ void run_units(const DecodeParams& p, const Work& wor
     for (int i = 0; i < S::kFoldAcc; ++i) total[h][i] = 0.f;
   }
   uint32_t frag[2][4][4];
-  DecodeOffsets offsets = decode_offsets<kTokens>(p, unit.n0);
+  DecodeOffsets offsets = decode_offsets<kTokens, kUnitRows>(p, unit.n0);
   // kTail (the fragment order on rows with a K % 64 tail, in the halves' layout: decode_sub_tile)
   // only: the k-tile of the rows the next decode reads, set before each decode. Kept out of the
   // other kernels: its tests and moves cost ~8 instructions a sub-tile, ~3 % of a decode-bound
@@ -297,8 +297,8 @@ __device__ __forceinline__ void run_units(const DecodeParams& p, const Work& wor
         load_next();  // refills the slot of the previous stage (its wgmmas are done)
         if (unit_ends && more) {
           next_unit =
-              unit_in_segment<kTokens>(p, work, unit_u + gridDim.x, cursor.segments[next_slot]);
-          offsets = decode_offsets<kTokens>(p, next_unit.n0);
+              unit_in_segment<kTokens, kUnitRows>(p, work, unit_u + gridDim.x, cursor.segments[next_slot]);
+          offsets = decode_offsets<kTokens, kUnitRows>(p, next_unit.n0);
         }
         if constexpr (kTail) next_ktile = unit_ends ? next_unit.kt_begin() : kt + S::kSubTiles;
         if (more) decode(base_ptr + next_slot * S::kStageBytes, 0, frag[0]);
@@ -314,7 +314,7 @@ __device__ __forceinline__ void run_units(const DecodeParams& p, const Work& wor
 #pragma unroll
         for (int i = 0; i < S::kAcc; ++i) fence_operand(acc[h][i]);
       if (unit.splits > 1) {
-        store_partial<kTokens>(p, unit, chunk, acc);
+        store_partial<kTokens, kUnitRows>(p, unit, chunk, acc);
       } else if (unit.chunks > 1) {
 #pragma unroll
         for (int h = 0; h < S::kHalves; ++h)
@@ -323,7 +323,7 @@ __device__ __forceinline__ void run_units(const DecodeParams& p, const Work& wor
             total[h][i] = chunk == 0 ? acc[h][i] : __fadd_rn(total[h][i], acc[h][i]);
       }
       ++chunk;
-      chunk_stages_left = chunk_stages<kTokens>(unit);
+      chunk_stages_left = chunk_stages<kTokens, kUnitRows>(unit);
       chunk_opens = true;
     }
     if (unit_ends) {
@@ -339,7 +339,7 @@ __device__ __forceinline__ void run_units(const DecodeParams& p, const Work& wor
         __syncthreads();
         if (last_unit_of_tile) {
           __threadfence();
-          fold_partials<kTokens>(p, unit, total);
+          fold_partials<kTokens, kUnitRows>(p, unit, total);
           store_rows(p, work, unit, total);
         }
       } else if (unit.chunks > 1) {
@@ -351,7 +351,7 @@ __device__ __forceinline__ void run_units(const DecodeParams& p, const Work& wor
       unit = next_unit;
       kt = unit.kt_begin();
       chunk = unit.first_chunk;
-      chunk_stages_left = chunk_stages<kTokens>(unit);
+      chunk_stages_left = chunk_stages<kTokens, kUnitRows>(unit);
     } else {
       kt += S::kSubTiles;
     }
@@ -362,11 +362,11 @@ __device__ __forceinline__ void run_units(const DecodeParams& p, const Work& wor
 }
 
 // Device-planned: the plan kernel's work list, in the workspace.
-template <int kTokens, bool kPrepacked, bool kFragments = false, bool kTail = false>
-__global__ void __launch_bounds__(Shape<kTokens>::kThreads, Shape<kTokens>::kMinCtasPerSm)
+template <int kTokens, int kUnitRows, bool kPrepacked, bool kFragments = false, bool kTail = false>
+__global__ void __launch_bounds__(Shape<kTokens, kUnitRows>::kThreads, Shape<kTokens, kUnitRows>::kMinCtasPerSm)
     decode_kernel(const __grid_constant__ DecodeParams p) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using S = Shape<kTokens>;
+  using S = Shape<kTokens, kUnitRows>;
   extern __shared__ std::uint8_t smem_raw[];
   // Launched as a programmatic dependent of the plan kernel: wait here for its writes.
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
@@ -382,13 +382,13 @@ __global__ void __launch_bounds__(Shape<kTokens>::kThreads, Shape<kTokens>::kMin
   const DeviceWork work{p, unit_first, cached, units};
 
   __shared__ int segment_ring[S::kStages];
-  LoadCursor<kTokens> cursor;
+  LoadCursor<kTokens, kUnitRows> cursor;
   cursor.begin(p, work, segment_ring);
   for (int s = 0; s < S::kStages - 1; ++s) {
     cursor.template step<Parts::all>(p, work, base, base_ptr);
     cp_async_commit();
   }
-  run_units<kTokens, kPrepacked, kFragments, kTail>(p, work, cursor, base, base_ptr);
+  run_units<kTokens, kUnitRows, kPrepacked, kFragments, kTail>(p, work, cursor, base, base_ptr);
 #elif defined(__CUDA_ARCH__)
   __trap();  // built for a target without wgmma: fail loudly instead of leaving `out` unwritten
 #endif
@@ -396,11 +396,11 @@ __global__ void __launch_bounds__(Shape<kTokens>::kThreads, Shape<kTokens>::kMin
 
 // Host-planned (HostWork): the CTA finds its units in its parameters and copies the first stages'
 // weights and scales while the staging kernel still runs; their activations after its writes.
-template <int kTokens, bool kPrepacked, bool kFragments = false, bool kTail = false>
-__global__ void __launch_bounds__(Shape<kTokens>::kThreads, Shape<kTokens>::kMinCtasPerSm)
+template <int kTokens, int kUnitRows, bool kPrepacked, bool kFragments = false, bool kTail = false>
+__global__ void __launch_bounds__(Shape<kTokens, kUnitRows>::kThreads, Shape<kTokens, kUnitRows>::kMinCtasPerSm)
     decode_kernel_host(const __grid_constant__ DecodeParams p, const __grid_constant__ HostWork w) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using S = Shape<kTokens>;
+  using S = Shape<kTokens, kUnitRows>;
   extern __shared__ std::uint8_t smem_raw[];
   if (static_cast<int>(blockIdx.x) >= w.units) return;  // none: the grid is min(units, CTAs)
   const uint32_t base = stage_base(smem_raw);
@@ -418,9 +418,9 @@ __global__ void __launch_bounds__(Shape<kTokens>::kThreads, Shape<kTokens>::kMin
   const HostPlannedWork work{w, unit_first, unit_first[kCounts], unit_first[kCounts + 1]};
 
   __shared__ int segment_ring[S::kStages];
-  LoadCursor<kTokens> cursor;
+  LoadCursor<kTokens, kUnitRows> cursor;
   cursor.begin(p, work, segment_ring);
-  const LoadCursor<kTokens> first = cursor;
+  const LoadCursor<kTokens, kUnitRows> first = cursor;
   for (int s = 0; s < S::kStages - 1; ++s)
     cursor.template step<Parts::weights>(p, work, base, base_ptr);
   // Launched as a programmatic dependent of the staging kernel: its activations from here on.
@@ -430,7 +430,7 @@ __global__ void __launch_bounds__(Shape<kTokens>::kThreads, Shape<kTokens>::kMin
     cursor.template step<Parts::activations>(p, work, base, base_ptr);
     cp_async_commit();  // the first group holds every early weight copy too
   }
-  run_units<kTokens, kPrepacked, kFragments, kTail>(p, work, cursor, base, base_ptr);
+  run_units<kTokens, kUnitRows, kPrepacked, kFragments, kTail>(p, work, cursor, base, base_ptr);
 #elif defined(__CUDA_ARCH__)
   __trap();
 #endif

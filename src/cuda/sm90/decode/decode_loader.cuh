@@ -31,12 +31,13 @@ __device__ __forceinline__ void copy_to_stage(uint32_t dst, const void* src, boo
 // a unit has two, follows its first.
 inline constexpr int kHalfWeightBytes = kRows * kKTile / 2;
 
-template <int kTokens>
+inline constexpr int kDecodeThreads = 128;  // one warpgroup a CTA
+
+// A configuration's kernel shape: kTokens wide, kUnitRows weight rows a unit (decode_params.hpp).
+template <int kTokens, int kUnitRows>
 struct Shape {
-  static constexpr int kThreads = 128;
-  // A unit's weight rows: kHalves wgmma M halves of kRows (decode_params.hpp's unit_rows).
-  static constexpr int kUnitRows = unit_rows(kTokens);
-  static constexpr int kHalves = kUnitRows / kRows;
+  static constexpr int kThreads = kDecodeThreads;
+  static constexpr int kHalves = kUnitRows / kRows;  // wgmma M halves of kRows a unit
   // A stage is kSubTiles k-tiles of 64: the barrier, the waits and the loader's bookkeeping are
   // paid once per stage, so narrow tiles (where they dominate) take 4 decode steps of 64 rows x
   // 64 K a stage (4 k-tiles of one half, or 2 of two).
@@ -47,7 +48,7 @@ struct Shape {
   // sub-tiles a stage took 81 KB and 192 registers, 2 CTAs an SM: Mixtral gate_up at T = 64 ran
   // 345 us that way and 320-325 us this way (docs/perf.md, 2026-12-02, second session).
   static constexpr int kStages = kTokens <= 16 ? 3 : kTokens <= 64 ? 4 : 3;
-  static constexpr int kMinCtasPerSm = kTokens <= 32 ? 4 : 1;
+  static constexpr int kMinCtasPerSm = kTokens <= 32 ? kNarrowCtasPerSm : 1;
   static constexpr int kActBytes = kTokens * kSwizzleRowBytes;      // kTokens x 64 bf16
   static constexpr int kWeightBytes = kHalves * kHalfWeightBytes;
   static constexpr int kScaleBytes = static_cast<int>(format::kSfbTileBytes);
@@ -149,7 +150,7 @@ __device__ __forceinline__ int find_segment(const Work& work, int u) {
 // the projection count (1 or 2, as the API validates: a shift), and by the split only in a split
 // segment: with seven divisions by variables it was a sixth of the kernel's instructions at
 // Qwen3-30B down T = 64 (docs/perf.md, "2026-12-04, twelfth session").
-template <int kTokens, class Work>
+template <int kTokens, int kUnitRows, class Work>
 __device__ __forceinline__ Unit unit_in_segment(const DecodeParams& p, const Work& work, int u,
                                                 int lo) {
   const Segment seg = work.segment(lo);
@@ -169,7 +170,7 @@ __device__ __forceinline__ Unit unit_in_segment(const DecodeParams& p, const Wor
   Unit unit;
   unit.expert = seg.expert;
   unit.proj = static_cast<int>(rest) & projection_bits;
-  unit.n0 = n_tile * Shape<kTokens>::kUnitRows;
+  unit.n0 = n_tile * kUnitRows;
   unit.row_begin = seg.row_begin + token_tile * kTokens;
   unit.rows = min(kTokens, seg.rows - token_tile * kTokens);
   unit.tile = seg.first_tile + static_cast<int>(tile);
@@ -180,16 +181,16 @@ __device__ __forceinline__ Unit unit_in_segment(const DecodeParams& p, const Wor
   unit.first_chunk = first_chunk;
   const int k_tiles = (p.k + kKTile - 1) / kKTile;
   // Whole stages: the k-tiles past K in the last one are loaded as zeros.
-  constexpr int kSub = Shape<kTokens>::kSubTiles;
+  constexpr int kSub = Shape<kTokens, kUnitRows>::kSubTiles;
   unit.kt_end = (min(end_chunk * seg.chunk_tiles, k_tiles) + kSub - 1) / kSub * kSub;
   unit.partial = seg.first_partial + static_cast<std::int64_t>(tile) * seg.chunks *
-                                         seg.fold_blocks * 8 * Shape<kTokens>::kUnitRows;
+                                         seg.fold_blocks * 8 * kUnitRows;
   return unit;
 }
 
-template <int kTokens, class Work>
+template <int kTokens, int kUnitRows, class Work>
 __device__ __forceinline__ Unit locate_unit(const DecodeParams& p, const Work& work, int u) {
-  return unit_in_segment<kTokens>(p, work, u, find_segment(work, u));
+  return unit_in_segment<kTokens, kUnitRows>(p, work, u, find_segment(work, u));
 }
 
 // Step 2: this thread's cp.async share of a stage. Activation piece i of the thread is row
@@ -197,9 +198,9 @@ __device__ __forceinline__ Unit locate_unit(const DecodeParams& p, const Work& w
 // pointer and a count of real rows describe them all; every address is set up once per unit and
 // a stage adds k-tile offsets only. A stage wholly inside K with SFB scales (all but a unit's last
 // when K is not a multiple of the stage) copies with no predicate and no branch.
-template <int kTokens>
+template <int kTokens, int kUnitRows>
 struct StageLoader {
-  using S = Shape<kTokens>;
+  using S = Shape<kTokens, kUnitRows>;
   const std::uint8_t* act = nullptr;     // piece 0 at k-tile 0 (the table's base when no row)
   std::int32_t act_pieces = 0;           // pieces 0 .. act_pieces - 1 are real rows
   // This thread's 16 bytes at k-tile 0 in each half (the table's base where the row is >= N).
@@ -242,12 +243,12 @@ struct StageLoader {
       scale_dst = tid * S::kScalePieceBytes;
     } else if (p.scale_vec16) {
       // 4 block rows x kUnitRows / 16 pieces of 16 scales
-      constexpr int kPieces = S::kUnitRows / 16;
+      constexpr int kPieces = kUnitRows / 16;
       const int i = tid / kPieces, c16 = tid % kPieces;
       if (tid < 4 * kPieces && u.n0 + c16 * 16 < p.n) {
         scale = entry.scale + static_cast<std::size_t>(i) * p.n + u.n0 + c16 * 16;
         scale_stride = 4 * p.n;
-        scale_dst = i * S::kUnitRows + c16 * 16;
+        scale_dst = i * kUnitRows + c16 * 16;
       }
     }
   }
@@ -354,7 +355,7 @@ struct StageLoader {
                        scale + static_cast<std::size_t>(kt) * scale_stride);
     } else if (p.scale_vec16) {
       if (scale) {
-        const bool real = kt * 4 + scale_dst / S::kUnitRows < p.k / 16;
+        const bool real = kt * 4 + scale_dst / kUnitRows < p.k / 16;
         copy_to_stage<16>(
             scale_dst_base + scale_dst,
             real ? static_cast<const void*>(scale + static_cast<std::size_t>(kt) * scale_stride)
@@ -364,8 +365,8 @@ struct StageLoader {
     } else {
       // [K/16, N] with rows that are not 16-byte aligned: plain loads, visible after the barrier
       // that precedes this stage's use.
-      for (int idx = tid; idx < 4 * S::kUnitRows; idx += S::kThreads) {
-        const int i = idx / S::kUnitRows, r = idx % S::kUnitRows, b = kt * 4 + i;
+      for (int idx = tid; idx < 4 * kUnitRows; idx += S::kThreads) {
+        const int i = idx / kUnitRows, r = idx % kUnitRows, b = kt * 4 + i;
         const bool real = b < p.k / 16 && n0 + r < p.n;
         scale_ptr[idx] = real ? __ldg(expert_scales + static_cast<std::size_t>(b) * p.n + n0 + r) : 0;
       }
@@ -381,13 +382,13 @@ struct StageLoader {
 // loader writes that entry again only when a later unit starts in the same slot, after the
 // consumer has taken the stage there. (The whole unit through shared memory saved more
 // instructions and measured slower on long K: ptxas scheduled the stage loop worse.)
-template <int kTokens>
+template <int kTokens, int kUnitRows>
 struct LoadCursor {
-  using S = Shape<kTokens>;
+  using S = Shape<kTokens, kUnitRows>;
   int u = 0, kt = 0, slot = 0;
   bool loading = true;
   Unit unit;
-  StageLoader<kTokens> loader;
+  StageLoader<kTokens, kUnitRows> loader;
   int* segments = nullptr;  // [kStages], shared memory
 
   template <class Work>
@@ -402,7 +403,7 @@ struct LoadCursor {
   __device__ __forceinline__ void enter_unit(const DecodeParams& p, const Work& work) {
     const int segment = find_segment(work, u);
     if (threadIdx.x == 0) segments[slot] = segment;
-    unit = unit_in_segment<kTokens>(p, work, u, segment);
+    unit = unit_in_segment<kTokens, kUnitRows>(p, work, u, segment);
     kt = unit.kt_begin();
     loader.start(p, work, unit);
   }

@@ -1,8 +1,8 @@
 // The decode family's host/device contract: its configurations, the rule that fixes the order of
 // its fp32 sums, the work list its plan kernel writes and the parameters of its two kernels.
 //
-// Work: an output tile is (expert, token tile of up to `tokens` rows, projection, unit_rows(tokens)
-// weight rows).
+// Work: an output tile is (expert, token tile of up to `tokens` rows, projection, 64 or 128 weight
+// rows: the configuration's).
 // K is cut into chunks; a unit is a run of whole chunks of one tile. A tile is one unit, or
 // `splits` units when the GPU would otherwise idle (few tiles): then each unit leaves one fp32
 // partial per chunk in the workspace and the last unit to finish folds them, in chunk order.
@@ -27,7 +27,7 @@ namespace metrale::cuda::sm90::decode {
 // Token widths (wgmma N) of the configurations (the family's plan picks one). An expert with more
 // rows than the width takes several token tiles, each streaming its weights again.
 inline constexpr int kTokenWidths[] = {8, 16, 32, 64, 128, 256};
-inline constexpr int kConfigCount = sizeof(kTokenWidths) / sizeof(kTokenWidths[0]);
+inline constexpr int kWidthCount = sizeof(kTokenWidths) / sizeof(kTokenWidths[0]);
 inline constexpr int kRows = 64;     // weight rows of one wgmma M: a half of a 128-row tile
 inline constexpr int kKTile = 64;    // K per sub-tile (a pipeline stage holds kSubTiles of them)
 static_assert(format::kDecodeKGroup == kKTile, "the decode order permutes K within a k-tile");
@@ -35,20 +35,38 @@ inline constexpr int kFoldMaxRows = 64;  // experts with more rows sum K in one 
 // K: rows of codes in whole 16-byte pieces (the loader's cp.async).
 inline constexpr int kKMultiple = 32;
 
-// Weight rows of an output tile at a token width: up to 16 tokens, 128 (two wgmma M halves on the
-// same activations: a k-tile's activations and its whole 512-byte SFB tile, both read from L2
-// once for 64 rows before, then serve twice the codes); wider, 64 (the accumulators of two
-// halves would pass the 4-CTA kernels' 128 registers).
-METRALE_HD constexpr int unit_rows(int tokens) {
-  return tokens <= 16 ? 2 * kRows : kRows;
-}
+// Configurations: 0 .. kWidthCount - 1 are the token widths with output tiles of 64 weight rows;
+// the next kWideUnitWidths are the narrowest widths again with 128-row tiles: two wgmma M halves
+// on the same activations, so a k-tile's activations and its whole 512-byte SFB tile, read from L2
+// for 64 rows in the first, serve twice the codes (at 8 tokens 1.375x the codes' bytes through L2
+// instead of 1.75x). Twice the rows a unit also makes half the units, which a launch of few units
+// pays in its last wave (decode_family.cpp's wide_units_pay). Wider tokens keep 64 rows: two
+// halves' accumulators would pass the 4-CTA kernels' 128 registers.
+inline constexpr int kWideUnitWidths = 2;
+inline constexpr int kConfigCount = kWidthCount + kWideUnitWidths;
 inline constexpr int kMaxUnitRows = 2 * kRows;
+// The family's plan takes 128-row units where a launch has at least this many waves of them on
+// the resident grid (decode_family.cpp's wide_units_pay).
+inline constexpr int kWideUnitWaves = 3;
+// Resident CTAs an SM for the kernels up to 32 tokens wide (decode_loader.cuh's Shape).
+inline constexpr int kNarrowCtasPerSm = 4;
 
-// The configuration of the narrowest width holding `tokens`.
+METRALE_HD constexpr int config_tokens(int config) {
+  return kTokenWidths[config < kWidthCount ? config : config - kWidthCount];
+}
+METRALE_HD constexpr int config_unit_rows(int config) {
+  return config < kWidthCount ? kRows : 2 * kRows;
+}
+// The 128-row configuration of width configuration `config`, where there is one.
+constexpr int wide_unit_config(int config) {
+  return config < kWideUnitWidths ? kWidthCount + config : config;
+}
+
+// The configuration of the narrowest width holding `tokens` (64-row tiles).
 constexpr int width_config(int tokens) {
-  for (int i = 0; i < kConfigCount; ++i)
+  for (int i = 0; i < kWidthCount; ++i)
     if (tokens <= kTokenWidths[i]) return i;
-  return kConfigCount - 1;
+  return kWidthCount - 1;
 }
 
 // The configuration of a launch whose largest expert has `largest` rows and whose experts with
@@ -136,14 +154,14 @@ struct ExpertWork {
 };
 
 // An expert's output tiles (what the split rule counts): token tiles x `tiles_per_token_tile`
-// (projections x weight tiles of unit_rows(tokens) rows).
+// (projections x weight tiles of `unit_rows` rows).
 METRALE_HD constexpr int output_tiles(int rows, int tokens, int tiles_per_token_tile) {
   return (rows + tokens - 1) / tokens * tiles_per_token_tile;
 }
 
 // `splits`: choose_splits' answer for the launch.
-METRALE_HD constexpr ExpertWork expert_work(int rows, int tokens, int tiles_per_token_tile,
-                                            int k_tiles, int splits) {
+METRALE_HD constexpr ExpertWork expert_work(int rows, int tokens, int unit_rows,
+                                            int tiles_per_token_tile, int k_tiles, int splits) {
   ExpertWork w{};
   w.token_tiles = (rows + tokens - 1) / tokens;
   w.tiles = output_tiles(rows, tokens, tiles_per_token_tile);
@@ -152,7 +170,7 @@ METRALE_HD constexpr ExpertWork expert_work(int rows, int tokens, int tiles_per_
   w.splits = splits < w.chunks ? splits : w.chunks;
   w.units = w.tiles * w.splits;
   w.fold_blocks = ((rows < tokens ? rows : tokens) + 7) / 8;
-  w.partials = w.splits > 1 ? 1LL * w.tiles * w.chunks * w.fold_blocks * 8 * unit_rows(tokens) : 0;
+  w.partials = w.splits > 1 ? 1LL * w.tiles * w.chunks * w.fold_blocks * 8 * unit_rows : 0;
   return w;
 }
 
@@ -184,7 +202,7 @@ METRALE_HD constexpr int staging_batch(bool gated) {
 // What both plan kernels share: the launch's shape and the workspace arrays they fill.
 struct PlanShape {
   StagedTables tables;            // the expert table: [proj][tables.num_experts]
-  std::int32_t m_total, proj_count, n_tiles, k_tiles, tokens;
+  std::int32_t m_total, proj_count, n_tiles, k_tiles, tokens, unit_rows;
   std::int32_t min_rows, max_rows;     // the launch's RowWindow
   std::int32_t grid;              // the main kernel's resident CTAs: what the split must keep busy
   std::int32_t split_capacity;    // tiles that may split (counters and partial slots for them)
@@ -255,7 +273,7 @@ struct DecodeParams {             // the main kernel's parameters
   std::uint32_t* counters;
   std::uint16_t* out[2];          // bf16 [m_total, N] per projection
   std::int32_t n, k, num_experts, proj_count;
-  FastDiv n_tiles;                // weight tiles of N (unit_rows of the launch's width)
+  FastDiv n_tiles;                // weight tiles of N (of the configuration's rows)
   std::int32_t scale_sfb;         // 1: SFB scales, 0: [K/16, N]
   std::int32_t scale_vec16;       // [K/16, N] rows 16-byte aligned (N % 16 == 0, aligned bases)
   std::int32_t max_segments;      // unit_first entries cached in shared memory

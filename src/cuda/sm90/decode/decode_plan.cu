@@ -130,7 +130,7 @@ __device__ void plan_work(const PlanShape& a, int experts, const std::int32_t* f
   long long partials[kItems];
 #pragma unroll
   for (int j = 0; j < kItems; ++j) {
-    work[j] = expert_work(rows[j], a.tokens, tiles_per_token_tile, a.k_tiles, splits);
+    work[j] = expert_work(rows[j], a.tokens, a.unit_rows, tiles_per_token_tile, a.k_tiles, splits);
     units[j] = active[j] ? work[j].units : 0;
     partials[j] = active[j] ? work[j].partials : 0;
   }
