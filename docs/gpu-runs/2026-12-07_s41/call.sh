@@ -9,6 +9,9 @@
 # Both ran (H100, 08:00-08:06). Then, third call: branch unit-rows (5c306f4: the carve mended,
 # 128-row tiles a configuration of their own, taken by rule) against main b82d26c:
 #   scripts/gpu_variants.sh pack main unit-rows; bash docs/gpu-runs/2026-12-07_s41/call.sh rows
+# Ran (H100, 08:15-08:20). Merged as ffcf2c0. Fourth call: branch rows32 (1fd71b2: 128-row tiles
+# at 32 tokens by the same rule) against main ffcf2c0, T = 64 and 512:
+#   scripts/gpu_variants.sh pack main rows32; TOKENS=64,512 bash docs/gpu-runs/2026-12-07_s41/call.sh rows
 cd "$(dirname "$0")/../../.."
 R=/tmp/r41; mkdir -p $R
 source scripts/gpu_timebox.sh  # DEADLINE, left, box
@@ -45,7 +48,7 @@ tests() {
 rows() {  # call 3: A/B, then unit-rows' GPU tests (the variants' tree ends on it)
   nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,memory.total --format=csv > $R/nvidia-smi.txt 2>&1
   cat $R/nvidia-smi.txt
-  ROUNDS=2 box 300 scripts/gpu_variants.sh run $R/var --model all --tokens 8,64,512 \
+  ROUNDS=2 box 300 scripts/gpu_variants.sh run $R/var --model all --tokens ${TOKENS:-8,64,512} \
     --ops gate_up,down --budget-ms 20 > $R/variants.log 2>&1
   echo "variants done at ${SECONDS}s"; tail -36 $R/variants.log
   archive rows
@@ -53,6 +56,6 @@ rows() {  # call 3: A/B, then unit-rows' GPU tests (the variants' tree ends on i
 Consistency.*:GraphSmall.*:MoeLayer.*:SanitizerSmall.Grouped*"
   echo "tests done at ${SECONDS}s"; grep -E "PASSED|FAILED|tests ran|Failure" $R/tests.log | tail -14
   archive rows
-  cat $R/skipped.txt 2>/dev/null
+  cat $R/skipped.txt 2>/dev/null || true
 }
 "$@"
