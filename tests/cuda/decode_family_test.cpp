@@ -260,13 +260,15 @@ TEST(DecodeFamily, DeviceOffsetsWidthFromTheRowTail) {
 }
 
 // Host logic: 128-row tiles where a launch planned on the device has at least kWideUnitWaves waves
-// of them on the resident grid (4 CTAs an SM), 64-row tiles for a launch planned on the host (at
-// most kCompactExperts experts with rows) and for widths past 16.
+// of them on the resident grid (4 CTAs an SM, 3 at 32 tokens), 64-row tiles for a launch planned
+// on the host (at most kCompactExperts experts with rows) and for widths past 32.
 TEST(DecodeFamily, WideTilesWhereADevicePlannedLaunchHasWavesOfThem) {
   const cuda::Family* decode = cuda::find_family(kDecode);
   ASSERT_NE(decode, nullptr);
-  const int waves_of_units = cuda::sm90::decode::kWideUnitWaves *
-                             cuda::sm90::decode::kNarrowCtasPerSm * cuda::device_sm_count();
+  using cuda::sm90::decode::ctas_an_sm;
+  auto waves_of_units = [](int tokens) {
+    return cuda::sm90::decode::kWideUnitWaves * ctas_an_sm(tokens, 128) * cuda::device_sm_count();
+  };
   auto plan = [&](const std::vector<std::int32_t>& rows, int n) {
     std::vector<std::int32_t> offsets{0};
     for (std::int32_t r : rows) offsets.push_back(offsets.back() + r);
@@ -280,17 +282,23 @@ TEST(DecodeFamily, WideTilesWhereADevicePlannedLaunchHasWavesOfThem) {
   };
   // 100 experts of 2 rows: 200 units a 128-row tile of N, 2 x 100 x n / 128 in all.
   const std::vector<std::int32_t> hundred(100, 2);
-  const int enough = (waves_of_units + 199) / 200 * 128;
+  const int enough = (waves_of_units(8) + 199) / 200 * 128;
   EXPECT_EQ(plan(hundred, enough), "sm90-decode tokens=8 rows=128 splits=auto");
   EXPECT_EQ(plan(hundred, enough - 128), "sm90-decode tokens=8 splits=auto");
   // The same units over 64 experts: planned on the host.
   const std::vector<std::int32_t> compact(cuda::sm90::decode::kCompactExperts, 2);
   EXPECT_EQ(plan(compact, 4 * enough), "sm90-decode tokens=8 splits=auto");
-  // 16 tokens wide takes them too; 32 does not.
+  // 16 tokens wide takes them too, and 32 at 3 CTAs an SM; 64 never.
   EXPECT_EQ(plan(std::vector<std::int32_t>(100, 12), enough),
             "sm90-decode tokens=16 rows=128 splits=auto");
-  EXPECT_EQ(plan(std::vector<std::int32_t>(100, 24), 8 * enough),
+  const int enough32 = (waves_of_units(32) + 199) / 200 * 128;
+  EXPECT_EQ(ctas_an_sm(32, 128), 3);
+  EXPECT_EQ(plan(std::vector<std::int32_t>(100, 24), enough32),
+            "sm90-decode tokens=32 rows=128 splits=auto");
+  EXPECT_EQ(plan(std::vector<std::int32_t>(100, 24), enough32 - 128),
             "sm90-decode tokens=32 splits=auto");
+  EXPECT_EQ(plan(std::vector<std::int32_t>(100, 48), 8 * enough32),
+            "sm90-decode tokens=64 splits=auto");
 }
 
 // The launches the dispatcher plans for experts of these row counts (host offsets).

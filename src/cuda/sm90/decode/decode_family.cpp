@@ -51,10 +51,12 @@ int width_config_for(const GroupedNvfp4& a, RowWindow window) {
 // 128-row units for a launch `tokens` wide (decode_params.hpp's configurations) where it has
 // many units: at least kWideUnitWaves waves of the resident grid at 128 rows, its work list
 // planned on the device. Measured against 64-row units (H100, docs/perf.md, forty-first
-// session): 0.84-0.98x the time on rows of 4-16 such waves (DeepSeek-V3 and gpt-oss down at
-// T = 64, Qwen3-Next at T = 512), level at 3-10 waves on three more, and 1.00-1.24x on every
-// row at T = 8, where 1-4 waves are planned on the host (Mixtral down at T = 8 split its 256
-// tiles in two). With device offsets the experts holding rows are expected, ~Poisson.
+// session), up to 16 tokens: 0.84-0.98x the time on device-planned rows of 3.8-24 such waves
+// (DeepSeek-V3, Qwen3 down, Qwen3-Next down and gpt-oss down at T = 64, Qwen3-Next at T = 512),
+// level on two more (5.6 and 9.8 waves); slower on device-planned rows under 3 waves (Qwen3
+// gate_up T = 64 1.012x at 2.9, Qwen3-Next T = 8 1.03-1.12x at 1.2-2.3) and on every
+// host-planned row at T = 8 (1.00-1.24x at 0.5-5.9 waves; Mixtral down split its 256 tiles in
+// two). With device offsets the experts holding rows are expected, ~Poisson.
 bool wide_units_pay(const GroupedNvfp4& a, RowWindow window, int tokens) {
   if (tokens > kTokenWidths[kWideUnitWidths - 1]) return false;
   const ExpertGroups& g = a.groups;
@@ -67,7 +69,7 @@ bool wide_units_pay(const GroupedNvfp4& a, RowWindow window, int tokens) {
     token_tiles = static_cast<double>(row_tiles_in_window(g, window, tokens));
   }
   const double units = token_tiles * a.proj_count * ((a.n + kMaxUnitRows - 1) / kMaxUnitRows);
-  return units >= kWideUnitWaves * kNarrowCtasPerSm * device_sm_count();
+  return units >= kWideUnitWaves * ctas_an_sm(tokens, kMaxUnitRows) * device_sm_count();
 }
 
 struct Layout {  // the workspace, carved in this order

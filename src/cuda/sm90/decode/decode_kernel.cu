@@ -62,7 +62,7 @@ cudaError_t launch(void (*kernel)(Args...), int grid, int shared, cudaStream_t s
 // One case per configuration (decode_params.hpp's kConfigCount).
 template <class Fn>
 cudaError_t with_config(int config, Fn&& fn) {
-  static_assert(kConfigCount == 8, "one case per configuration");
+  static_assert(kConfigCount == 9, "one case per configuration");
   switch (config) {
     case 0: return fn.template operator()<8, kRows>();
     case 1: return fn.template operator()<16, kRows>();
@@ -71,7 +71,8 @@ cudaError_t with_config(int config, Fn&& fn) {
     case 4: return fn.template operator()<128, kRows>();
     case 5: return fn.template operator()<256, kRows>();
     case 6: return fn.template operator()<8, 2 * kRows>();
-    default: return fn.template operator()<16, 2 * kRows>();
+    case 7: return fn.template operator()<16, 2 * kRows>();
+    default: return fn.template operator()<32, 2 * kRows>();
   }
 }
 

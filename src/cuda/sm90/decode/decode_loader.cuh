@@ -44,11 +44,12 @@ struct Shape {
   static constexpr int kSubTiles = kTokens <= 16 ? 4 / kHalves : 2;
   static constexpr int kSteps = kSubTiles * kHalves;  // decode steps (64 rows x 64 K) a stage
   // Up to 32 tokens: at most 128 registers and ~55 KB of stages, so that 4 CTAs (16 warps) share
-  // an SM and keep its issue slots busy; each still has 2 stages in flight. 32 tokens at 4
-  // sub-tiles a stage took 81 KB and 192 registers, 2 CTAs an SM: Mixtral gate_up at T = 64 ran
-  // 345 us that way and 320-325 us this way (docs/perf.md, 2026-12-02, second session).
+  // an SM and keep its issue slots busy; each still has 2 stages in flight (128-row tiles at 32
+  // tokens: 3 CTAs, decode_params.hpp's ctas_an_sm). 32 tokens at 4 sub-tiles a stage took 81 KB
+  // and 192 registers, 2 CTAs an SM: Mixtral gate_up at T = 64 ran 345 us that way and
+  // 320-325 us this way (docs/perf.md, 2026-12-02, second session).
   static constexpr int kStages = kTokens <= 16 ? 3 : kTokens <= 64 ? 4 : 3;
-  static constexpr int kMinCtasPerSm = kTokens <= 32 ? kNarrowCtasPerSm : 1;
+  static constexpr int kMinCtasPerSm = ctas_an_sm(kTokens, kUnitRows);
   static constexpr int kActBytes = kTokens * kSwizzleRowBytes;      // kTokens x 64 bf16
   static constexpr int kWeightBytes = kHalves * kHalfWeightBytes;
   static constexpr int kScaleBytes = static_cast<int>(format::kSfbTileBytes);

@@ -39,23 +39,28 @@ inline constexpr int kKMultiple = 32;
 // the next kWideUnitWidths are the narrowest widths again with 128-row tiles: two wgmma M halves
 // on the same activations, so a k-tile's activations and its whole 512-byte SFB tile, read from L2
 // for 64 rows in the first, serve twice the codes (at 8 tokens 1.375x the codes' bytes through L2
-// instead of 1.75x). Twice the rows a unit also makes half the units, which a launch of few units
-// pays in its last wave (decode_family.cpp's wide_units_pay). Wider tokens keep 64 rows: two
-// halves' accumulators would pass the 4-CTA kernels' 128 registers.
-inline constexpr int kWideUnitWidths = 2;
+// instead of 1.75x, at 32 tokens 2.125x instead of 3.25x). Twice the rows a unit also makes half
+// the units, which a launch of few units pays in its last wave (decode_family.cpp's
+// wide_units_pay). Wider tokens keep 64 rows: two halves' accumulators would pass the registers
+// of the kernels' CTAs an SM.
+inline constexpr int kWideUnitWidths = 3;
 inline constexpr int kConfigCount = kWidthCount + kWideUnitWidths;
 inline constexpr int kMaxUnitRows = 2 * kRows;
 // The family's plan takes 128-row units where a launch has at least this many waves of them on
 // the resident grid (decode_family.cpp's wide_units_pay).
 inline constexpr int kWideUnitWaves = 3;
-// Resident CTAs an SM for the kernels up to 32 tokens wide (decode_loader.cuh's Shape).
-inline constexpr int kNarrowCtasPerSm = 4;
 
 METRALE_HD constexpr int config_tokens(int config) {
   return kTokenWidths[config < kWidthCount ? config : config - kWidthCount];
 }
 METRALE_HD constexpr int config_unit_rows(int config) {
   return config < kWidthCount ? kRows : 2 * kRows;
+}
+// The CTAs an SM a kernel is built for (its __launch_bounds__; the registers then bound it): 4 up
+// to 32 tokens, so that 16 warps share an SM's issue slots (decode_loader.cuh's Shape says why),
+// but 3 for 128-row tiles 32 tokens wide, whose two halves' accumulators take 168 registers.
+METRALE_HD constexpr int ctas_an_sm(int tokens, int unit_rows) {
+  return tokens <= 16 ? 4 : tokens <= 32 ? (unit_rows > kRows ? 3 : 4) : 1;
 }
 // The 128-row configuration of width configuration `config`, where there is one.
 constexpr int wide_unit_config(int config) {
