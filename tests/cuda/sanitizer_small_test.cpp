@@ -2,6 +2,7 @@
 // racecheck, synccheck; gtest filter *Small*): each operation on a few shapes that cross a tile
 // edge and an alignment, exact mode, so that a sanitizer finding is reproducible and quick.
 #include <string_view>
+#include <tuple>
 #include <utility>
 
 #include <fmt/format.h>
@@ -10,6 +11,7 @@
 #include "cuda_test_support.hpp"
 
 #ifdef METRALE_HAS_CUDA
+#include "cuda/sm90/decode/decode_params.hpp"
 #include "cuda/sm90/tiled/tiled_params.hpp"
 #endif
 
@@ -125,6 +127,30 @@ TEST(SanitizerSmall, WarpSpecialisedTilesBackToBack) {
     c.prepacked_layout = "fragments";
     expect_pass(c);
   }
+}
+
+// The decode family's 128-row tiles forced (configurations kWidthCount and up): N = 65 and 200
+// leave a tile's second half partly out of N, N = 8 wholly; K = 96 ends inside a stage; a split in
+// two over K = 2048 leaves partials; host and device offsets; prepacked weights in the fragment
+// order and the seeds' packed bytes.
+TEST(SanitizerSmall, DecodeWideTiles) {
+  METRALE_SKIP_WITHOUT_GPU();
+  using cuda::sm90::decode::kConfigCount;
+  using cuda::sm90::decode::kWidthCount;
+  std::uint64_t seed = 9800;
+  for (int config = kWidthCount; config < kConfigCount; ++config)
+    for (auto [n, k, splits] :
+         {std::tuple{65, 96, 1}, std::tuple{8, 64, 1}, std::tuple{200, 2048, 2}})
+      for (bool device_offsets : {false, true})
+        for (bool prepacked : {false, true}) {
+          check::Case c = grouped_case(Op::grouped_gate_up_fused, Mode::exact, n, k,
+                                       {24, 8, 2, RoutingKind::skew}, ++seed);
+          c.cuda_kernel = fmt::format("sm90-decode:{}:{}", config, splits);
+          c.device_offsets = device_offsets;
+          c.prepacked = prepacked;
+          if (prepacked) c.prepacked_layout = "fragments";
+          expect_pass(c);
+        }
 }
 #endif
 
