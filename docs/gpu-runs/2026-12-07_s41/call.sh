@@ -12,6 +12,8 @@
 # Ran (H100, 08:15-08:20). Merged as ffcf2c0. Fourth call: branch rows32 (1fd71b2: 128-row tiles
 # at 32 tokens by the same rule) against main ffcf2c0, T = 64 and 512:
 #   scripts/gpu_variants.sh pack main rows32; TOKENS=64,512 bash docs/gpu-runs/2026-12-07_s41/call.sh rows
+# Fifth call: memcheck and racecheck over SanitizerSmall.DecodeWideTiles (the 128-row tiles
+# forced) and the grouped small cases, on main as carried: bash .../call.sh san
 cd "$(dirname "$0")/../../.."
 R=/tmp/r41; mkdir -p $R
 source scripts/gpu_timebox.sh  # DEADLINE, left, box
@@ -56,6 +58,21 @@ rows() {  # call 3: A/B, then unit-rows' GPU tests (the variants' tree ends on i
 Consistency.*:GraphSmall.*:MoeLayer.*:SanitizerSmall.Grouped*"
   echo "tests done at ${SECONDS}s"; grep -E "PASSED|FAILED|tests ran|Failure" $R/tests.log | tail -14
   archive rows
+  cat $R/skipped.txt 2>/dev/null || true
+}
+san() {  # call 5: compute-sanitizer over the 128-row decode tiles (the tree as carried: main)
+  bash -c 'source scripts/gpu_build.sh && release_build "$0" --target metrale_test_cuda' \
+    $R/san_build.log
+  echo "built at ${SECONDS}s: $(tail -1 $R/san_build.log)"
+  local cs
+  cs=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer | head -1)
+  for tool in memcheck racecheck; do
+    box 200 "$cs" --tool $tool --error-exitcode 3 build/release/bin/metrale_test_cuda \
+      --gtest_filter='SanitizerSmall.DecodeWideTiles:SanitizerSmall.Grouped*' > $R/$tool.log 2>&1
+    echo "$tool rc=$? at ${SECONDS}s"
+    grep -E "ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED" $R/$tool.log
+    archive san
+  done
   cat $R/skipped.txt 2>/dev/null || true
 }
 "$@"
