@@ -299,6 +299,20 @@ TEST(DecodeFamily, WideTilesWhereADevicePlannedLaunchHasWavesOfThem) {
             "sm90-decode tokens=32 splits=auto");
   EXPECT_EQ(plan(std::vector<std::int32_t>(100, 48), 8 * enough32),
             "sm90-decode tokens=64 splits=auto");
+  // Device offsets: the experts holding rows expected under Poisson rows (DeepSeek-V3's gate_up at
+  // T = 64: ~221 of 256, 2 x 16 tiles of 128 rows each, ~7000 units), and past kCompactExperts of
+  // them (Mixtral's at T = 64: 8 experts of ~16 rows, 32 tokens wide, ~1800 units: 64-row tiles).
+  auto device_plan = [&](int m_total, int experts, int n) {
+    cuda::Problem p;
+    p.args.groups = ExpertGroups{nullptr, true, experts, m_total, m_total};
+    p.args.n = n;
+    p.args.k = 7168;
+    p.args.proj_count = 2;
+    return decode->describe(decode->plan(p, cuda::RowWindow{}));
+  };
+  EXPECT_EQ(device_plan(64 * 8, 256, 2048), "sm90-decode tokens=8 rows=128 splits=auto");
+  EXPECT_EQ(device_plan(64 * 8, 256, 128), "sm90-decode tokens=8 splits=auto");  // ~442 units
+  EXPECT_EQ(device_plan(64 * 2, 8, 14336), "sm90-decode tokens=32 splits=auto");
 }
 
 // The launches the dispatcher plans for experts of these row counts (host offsets).

@@ -49,14 +49,15 @@ int width_config_for(const GroupedNvfp4& a, RowWindow window) {
 }
 
 // 128-row units for a launch `tokens` wide (decode_params.hpp's configurations) where it has
-// many units: at least kWideUnitWaves waves of the resident grid at 128 rows, its work list
-// planned on the device. Measured against 64-row units (H100, docs/perf.md, forty-first
-// session), up to 16 tokens: 0.84-0.98x the time on device-planned rows of 3.8-24 such waves
-// (DeepSeek-V3, Qwen3 down, Qwen3-Next down and gpt-oss down at T = 64, Qwen3-Next at T = 512),
-// level on two more (5.6 and 9.8 waves); slower on device-planned rows under 3 waves (Qwen3
-// gate_up T = 64 1.012x at 2.9, Qwen3-Next T = 8 1.03-1.12x at 1.2-2.3) and on every
-// host-planned row at T = 8 (1.00-1.24x at 0.5-5.9 waves; Mixtral down split its 256 tiles in
-// two). With device offsets the experts holding rows are expected, ~Poisson.
+// many units: at least kWideUnitWaves waves of the resident grid at 128 rows, and more than
+// kCompactExperts experts with rows (fewer: the host plans the launch's work list). Measured
+// against 64-row units (H100, docs/perf.md, forty-first session): up to 16 tokens, 0.84-0.98x
+// the time on rows of 3.8-24 such waves (DeepSeek-V3, Qwen3 down, Qwen3-Next down and gpt-oss
+// down at T = 64, Qwen3-Next at T = 512), level on two more (5.6 and 9.8 waves); slower on rows
+// under 3 waves (Qwen3 gate_up T = 64 1.012x at 2.9, Qwen3-Next T = 8 1.03-1.12x at 1.2-2.3) and
+// on every host-planned row (all of T = 8 on four presets: 1.00-1.24x at 0.5-5.9 waves). At 32
+// tokens: DeepSeek-V3 T = 512 0.89 and 0.92x, gpt-oss 0.94 and 1.01x; Mixtral T = 64 (8
+// experts) down 1.34x. With device offsets the experts holding rows are expected, ~Poisson.
 bool wide_units_pay(const GroupedNvfp4& a, RowWindow window, int tokens) {
   if (tokens > kTokenWidths[kWideUnitWidths - 1]) return false;
   const ExpertGroups& g = a.groups;
@@ -64,6 +65,9 @@ bool wide_units_pay(const GroupedNvfp4& a, RowWindow window, int tokens) {
   if (g.offsets_on_device) {
     const double mean = static_cast<double>(g.m_total) / std::max(1, g.num_experts);
     token_tiles = g.num_experts * (1.0 - std::exp(-mean));
+    // As few experts as a host-planned launch has: the same answer (the MoE layer's Mixtral
+    // gate_up at T = 64, 8 experts, 1.04x the layer's time with 128-row tiles).
+    if (token_tiles <= kCompactExperts) return false;
   } else {
     if (rows_in_window(g, window).experts <= kCompactExperts) return false;  // host-planned
     token_tiles = static_cast<double>(row_tiles_in_window(g, window, tokens));
