@@ -18,7 +18,7 @@
 #   scripts/gpu_variants.sh pack b82d26c HEAD; bash .../call.sh moe
 # Seventh call: 0ad73f2's rule (more than 64 expected experts under device offsets) on the layer,
 # d84514b against main c29bcab:
-#   scripts/gpu_variants.sh pack d84514b HEAD; MODELS="mixtral-8x7b deepseek-v3" TOKENS=8,64 \
+#   scripts/gpu_variants.sh pack d84514b HEAD; ROUNDS=1 MODELS="mixtral-8x7b deepseek-v3" TOKENS=8,64 \
 #   bash .../call.sh moe
 cd "$(dirname "$0")/../../.."
 R=/tmp/r41; mkdir -p $R
@@ -82,7 +82,7 @@ san() {  # call 5: compute-sanitizer over the 128-row decode tiles (the tree as 
   cat $R/skipped.txt 2>/dev/null || true
 }
 moe() {  # call 6: the MoE layer (device offsets: the rule's Poisson estimate) before and after
-  ROUNDS=2 box $((DEADLINE - 30)) scripts/gpu_variants.sh run $R/moe --model ${MODELS:-all} \
+  ROUNDS=${ROUNDS:-2} box $((DEADLINE - 30)) scripts/gpu_variants.sh run $R/moe --model ${MODELS:-all} \
     --tokens ${TOKENS:-8,64,512} \
     --ops moe --budget-ms 10 > $R/moe.log 2>&1
   echo "moe done at ${SECONDS}s"; tail -20 $R/moe.log
