@@ -302,17 +302,24 @@ TEST(DecodeFamily, WideTilesWhereADevicePlannedLaunchHasWavesOfThem) {
   // Device offsets: the experts holding rows expected under Poisson rows (DeepSeek-V3's gate_up at
   // T = 64: ~221 of 256, 2 x 16 tiles of 128 rows each, ~7000 units), and past kCompactExperts of
   // them (Mixtral's at T = 64: 8 experts of ~16 rows, 32 tokens wide, ~1800 units: 64-row tiles).
-  auto device_plan = [&](int m_total, int experts, int n) {
+  // Only the experts of the launch's window count: Qwen3-30B's gate_up at T = 512 (128 experts,
+  // ~32 rows each) holds ~70 experts of at most 32 rows, ~840 units, under 3 waves at 3 CTAs an
+  // SM; all 128, ~1540 units, pass them.
+  auto device_plan = [&](int m_total, int experts, int n, cuda::RowWindow window = {}) {
     cuda::Problem p;
     p.args.groups = ExpertGroups{nullptr, true, experts, m_total, m_total};
     p.args.n = n;
-    p.args.k = 7168;
+    p.args.k = 2048;
     p.args.proj_count = 2;
-    return decode->describe(decode->plan(p, cuda::RowWindow{}));
+    return decode->describe(decode->plan(p, window));
   };
   EXPECT_EQ(device_plan(64 * 8, 256, 2048), "sm90-decode tokens=8 rows=128 splits=auto");
   EXPECT_EQ(device_plan(64 * 8, 256, 128), "sm90-decode tokens=8 splits=auto");  // ~442 units
   EXPECT_EQ(device_plan(64 * 2, 8, 14336), "sm90-decode tokens=32 splits=auto");
+  EXPECT_EQ(device_plan(512 * 8, 128, 768, cuda::RowWindow{1, 32}),
+            "sm90-decode tokens=32 splits=auto");
+  EXPECT_EQ(device_plan(512 * 8, 128, 768, cuda::RowWindow{1, 32}).find("rows=128"),
+            std::string::npos);
 }
 
 // The launches the dispatcher plans for experts of these row counts (host offsets).

@@ -57,14 +57,20 @@ int width_config_for(const GroupedNvfp4& a, RowWindow window) {
 // under 3 waves (Qwen3 gate_up T = 64 1.012x at 2.9, Qwen3-Next T = 8 1.03-1.12x at 1.2-2.3) and
 // on every host-planned row (all of T = 8 on four presets: 1.00-1.24x at 0.5-5.9 waves). At 32
 // tokens: DeepSeek-V3 T = 512 0.89 and 0.92x, gpt-oss 0.94 and 1.01x; Mixtral T = 64 (8
-// experts) down 1.34x. With device offsets the experts holding rows are expected, ~Poisson.
+// experts) down 1.34x. With device offsets the experts holding rows in the window are expected,
+// ~Poisson.
 bool wide_units_pay(const GroupedNvfp4& a, RowWindow window, int tokens) {
   if (tokens > kTokenWidths[kWideUnitWidths - 1]) return false;
   const ExpertGroups& g = a.groups;
   double token_tiles = 0;
   if (g.offsets_on_device) {
+    // The experts whose rows fall in the launch's window (the narrow experts' launch holds about
+    // half of them at 32 rows on average: Qwen3-30B's layer at T = 512).
     const double mean = static_cast<double>(g.m_total) / std::max(1, g.num_experts);
-    token_tiles = g.num_experts * (1.0 - std::exp(-mean));
+    const int top =
+        std::min(window.max_rows, g.max_rows_per_expert > 0 ? g.max_rows_per_expert : g.m_total);
+    token_tiles =
+        g.num_experts * (poisson_tail(mean, window.min_rows - 1) - poisson_tail(mean, top));
     // As few experts as a host-planned launch has: the same answer (the MoE layer's Mixtral
     // gate_up at T = 64, 8 experts, 1.04x the layer's time with 128-row tiles).
     if (token_tiles <= kCompactExperts) return false;
