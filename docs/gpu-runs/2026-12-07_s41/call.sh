@@ -25,12 +25,20 @@ R=/tmp/r41; mkdir -p $R
 source scripts/gpu_timebox.sh  # DEADLINE, left, box
 BASE=6a342b3 U128=0731f89
 archive() { cp /tmp/variants/*.json $R/ 2>/dev/null; tar -czf $OUT/call_$1.tgz -C /tmp r41; echo "archived at ${SECONDS}s"; }
-ab() {
+gpu_info() {
   nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,memory.total --format=csv > $R/nvidia-smi.txt 2>&1
   cat $R/nvidia-smi.txt
-  ROUNDS=2 box $((DEADLINE - 30)) scripts/gpu_variants.sh run $R/var --model all --tokens ${TOKENS:-8,64,512} \
-    --ops gate_up,down --budget-ms 20 > $R/variants.log 2>&1
-  echo "variants done at ${SECONDS}s"; tail -40 $R/variants.log
+}
+ab_table() {  # OUTDIR LOG SECONDS BENCH_ARGS...: the packed variants' A/B, then its table
+  local out=$1 log=$2 seconds=$3
+  shift 3
+  ROUNDS=${ROUNDS:-2} box $seconds scripts/gpu_variants.sh run $R/$out --model ${MODELS:-all} \
+    --tokens ${TOKENS:-8,64,512} "$@" > $R/$log 2>&1
+  echo "$out done at ${SECONDS}s"; tail -40 $R/$log
+}
+ab() {
+  gpu_info
+  ab_table var variants.log $((DEADLINE - 30)) --ops gate_up,down --budget-ms 20
   archive ab
 }
 prof() {  # name binary: DeepSeek-V3 gate_up T = 64, one decode kernel launch
@@ -54,11 +62,8 @@ tests() {
   cat $R/skipped.txt 2>/dev/null
 }
 rows() {  # call 3: A/B, then unit-rows' GPU tests (the variants' tree ends on it)
-  nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,memory.total --format=csv > $R/nvidia-smi.txt 2>&1
-  cat $R/nvidia-smi.txt
-  ROUNDS=2 box 300 scripts/gpu_variants.sh run $R/var --model all --tokens ${TOKENS:-8,64,512} \
-    --ops gate_up,down --budget-ms 20 > $R/variants.log 2>&1
-  echo "variants done at ${SECONDS}s"; tail -36 $R/variants.log
+  gpu_info
+  ab_table var variants.log 300 --ops gate_up,down --budget-ms 20
   archive rows
   box 240 scripts/gpu_variants.sh test $R "DecodeFamily.*:ExactSweep.Grouped*:RealisticSweep.Grouped*:\
 Consistency.*:GraphSmall.*:MoeLayer.*:SanitizerSmall.Grouped*"
@@ -82,10 +87,7 @@ san() {  # call 5: compute-sanitizer over the 128-row decode tiles (the tree as 
   cat $R/skipped.txt 2>/dev/null || true
 }
 moe() {  # call 6: the MoE layer (device offsets: the rule's Poisson estimate) before and after
-  ROUNDS=${ROUNDS:-2} box $((DEADLINE - 30)) scripts/gpu_variants.sh run $R/moe --model ${MODELS:-all} \
-    --tokens ${TOKENS:-8,64,512} \
-    --ops moe --budget-ms 10 > $R/moe.log 2>&1
-  echo "moe done at ${SECONDS}s"; tail -20 $R/moe.log
+  ab_table moe moe.log $((DEADLINE - 30)) --ops moe --budget-ms 10
   archive moe
 }
 "$@"

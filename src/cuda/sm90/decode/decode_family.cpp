@@ -48,36 +48,36 @@ int width_config_for(const GroupedNvfp4& a, RowWindow window) {
   return kWidthCount - 1;
 }
 
-// 128-row units for a launch `tokens` wide (decode_params.hpp's configurations) where it has
-// many units: at least kWideUnitWaves waves of the resident grid at 128 rows, and more than
-// kCompactExperts experts with rows (fewer: the host plans the launch's work list). Measured
-// against 64-row units (H100, docs/perf.md, forty-first session): up to 16 tokens, 0.84-0.98x
-// the time on rows of 3.8-24 such waves (DeepSeek-V3, Qwen3 down, Qwen3-Next down and gpt-oss
-// down at T = 64, Qwen3-Next at T = 512), level on two more (5.6 and 9.8 waves); slower on rows
-// under 3 waves (Qwen3 gate_up T = 64 1.012x at 2.9, Qwen3-Next T = 8 1.03-1.12x at 1.2-2.3) and
-// on every host-planned row (all of T = 8 on four presets: 1.00-1.24x at 0.5-5.9 waves). At 32
-// tokens: DeepSeek-V3 T = 512 0.89 and 0.92x, gpt-oss 0.94 and 1.01x; Mixtral T = 64 (8
-// experts) down 1.34x. With device offsets the experts holding rows in the window are expected,
+// 128-row units for a launch `tokens` wide (a width with a 128-row configuration in
+// decode_params.hpp) where it has many units: at least kWideUnitWaves waves of the resident grid at
+// 128 rows, and more than kCompactExperts experts with rows (fewer: the host plans the launch's
+// work list). Measured against 64-row units (H100, docs/perf.md, forty-first session): up to 16
+// tokens, 0.84-0.98x the time on rows of 3.8-24 such waves (DeepSeek-V3, Qwen3 down, Qwen3-Next
+// down and gpt-oss down at T = 64, Qwen3-Next at T = 512), level on two more (5.6 and 9.8 waves);
+// slower on rows under 3 waves (Qwen3 gate_up T = 64 1.012x at 2.9, Qwen3-Next T = 8 1.03-1.12x at
+// 1.2-2.3) and on every host-planned row (all of T = 8 on four presets: 1.00-1.24x at 0.5-5.9
+// waves). At 32 tokens: DeepSeek-V3 T = 512 0.89 and 0.92x, gpt-oss 0.94 and 1.01x; Mixtral T = 64
+// (8 experts) down 1.34x. With device offsets the experts holding rows in the window are expected,
 // ~Poisson.
 bool wide_units_pay(const GroupedNvfp4& a, RowWindow window, int tokens) {
-  if (tokens > kTokenWidths[kWideUnitWidths - 1]) return false;
   const ExpertGroups& g = a.groups;
-  double token_tiles = 0;
+  double experts = 0, token_tiles = 0;
   if (g.offsets_on_device) {
     // The experts whose rows fall in the launch's window (the narrow experts' launch holds about
-    // half of them at 32 rows on average: Qwen3-30B's layer at T = 512).
+    // half of them at 32 rows on average: Qwen3-30B's layer at T = 512), a token tile each.
     const double mean = static_cast<double>(g.m_total) / std::max(1, g.num_experts);
     const int top =
         std::min(window.max_rows, g.max_rows_per_expert > 0 ? g.max_rows_per_expert : g.m_total);
-    token_tiles =
-        g.num_experts * (poisson_tail(mean, window.min_rows - 1) - poisson_tail(mean, top));
-    // As few experts as a host-planned launch has: the same answer (the MoE layer's Mixtral
-    // gate_up at T = 64, 8 experts, 1.04x the layer's time with 128-row tiles).
-    if (token_tiles <= kCompactExperts) return false;
+    experts = g.num_experts * (poisson_tail(mean, window.min_rows - 1) - poisson_tail(mean, top));
+    token_tiles = experts;
   } else {
-    if (rows_in_window(g, window).experts <= kCompactExperts) return false;  // host-planned
+    experts = rows_in_window(g, window).experts;
     token_tiles = static_cast<double>(row_tiles_in_window(g, window, tokens));
   }
+  // At most kCompactExperts: the host plans the launch (host offsets), or as few experts as it
+  // would (device offsets: the MoE layer's Mixtral gate_up at T = 64, 8 experts, 1.04x the
+  // layer's time with 128-row tiles).
+  if (experts <= kCompactExperts) return false;
   const double units = token_tiles * a.proj_count * ((a.n + kMaxUnitRows - 1) / kMaxUnitRows);
   return units >= kWideUnitWaves * ctas_an_sm(tokens, kMaxUnitRows) * device_sm_count();
 }
@@ -172,8 +172,9 @@ class DecodeFamily final : public Family {
     Plan plan;
     plan.rows = rows;
     plan.config = width_config_for(problem.args, rows);
-    if (wide_units_pay(problem.args, rows, kTokenWidths[plan.config]))
-      plan.config = wide_unit_config(plan.config);
+    const int wide = wide_unit_config(plan.config);
+    if (wide != plan.config && wide_units_pay(problem.args, rows, config_tokens(plan.config)))
+      plan.config = wide;
     return plan;
   }
 
