@@ -175,11 +175,15 @@ struct StageLoader {
           cp_async_16(stage + act_dst[i], act_src[i] + kt * kBlockK * 2,
                       act_col[i] + kt * kBlockK < p.k);
     }
+    // A bf16 weight row is 128 bytes a k-tile: each copy also asks L2 for the 256 bytes around
+    // it, so the row's next k-tile is an L2 hit (alone, without tiled_params.hpp's deeper stages:
+    // 0.95-0.99x the dense GEMM's time at M = 48-64, level elsewhere; docs/perf.md, forty-second
+    // session).
 #pragma unroll
     for (int i = 0; i < kWeightPerThread; ++i)
       if (weight_src[i])
-        cp_async_16(stage + weight_dst[i], weight_src[i] + kt * kWeightStride,
-                    weight_col[i] + kt * kWeightStride < weight_row_bytes);
+        cp_async_zfill<16, !kNvfp4>(stage + weight_dst[i], weight_src[i] + kt * kWeightStride,
+                                    weight_col[i] + kt * kWeightStride < weight_row_bytes);
     if constexpr (kNvfp4) {
       if (p.scale_sfb) {
         if (scale_src) {

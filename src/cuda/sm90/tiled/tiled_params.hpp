@@ -29,7 +29,12 @@ struct TileConfig {
 // Tiles by expected rows per expert; pick_tile (tiled_family.cpp) takes the smallest holding twice
 // the mean, the widest only when its grid pays (wide_tile_pays), rules measured with
 // `METRALE_CUDA_KERNEL=sm90-tiled:i metrale bench --impls metrale` (docs/perf.md). Stage counts:
-// 12 and 16 measured slower for the decode tiles, 3 no faster than 4 for the 256-token tile.
+// 12 and 16 measured slower for the decode tiles, 3 no faster than 4 for the 256-token tile. The
+// 32- and 64-token tiles run the dense bf16 GEMM at M = 33-64, a CTA waiting on its copies (ncu:
+// a quarter of the samples at the copy wait, another at the barrier behind it): 9 and 6 stages
+// in place of 6 and 4 measured 0.92-0.97x the time on DeepSeek-V3, Qwen3-30B and Mixtral there,
+// 1.01-1.02x on Qwen3-Next, whose K ranges are 8 k-tiles (an H100, docs/perf.md, forty-second
+// session).
 // Small tiles use one warpgroup so that a decode step spreads over more CTAs; large ones share
 // each activation tile between two. The 256-token tile halves the NVFP4 decode per tensor-core
 // operation (each decoded weight feeds 256 rows): at prefill the decode, not the tensor core, is
@@ -59,8 +64,8 @@ struct TileConfig {
 constexpr TileConfig kTiles[] = {
     {8, 64, 8, false, 8, 0},
     {16, 64, 8, false, 16, 0},
-    {32, 64, 6, false, 32, 0},
-    {64, 128, 4, false, 64, 0},
+    {32, 64, 9, false, 32, 0},
+    {64, 128, 6, false, 64, 0},
     {128, 128, 4, true, 128, 0},
     {256, 128, 4, true, 256, 0},
     {128, 128, 4, false, 128, 0},
