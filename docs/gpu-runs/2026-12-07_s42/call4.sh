@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Forty-second session, call 4 (three starts got no machine first): branch tiled-zfill (the tiled
+# Forty-second session, call 4, NOT RUN (four starts got no machine): branch tiled-zfill (the tiled
 # family's bf16 loads copy absent pieces as zeros; the CTA-synchronised kernel stops zeroing its
 # stages) against main 76f1a80 on the dense rows its tiles run, then the GPU tests in
 # tiled-zfill's tree (which holds main's merged 2f4c16a too: call 3's time box left part of them
 # unrun). Packs (carry .deps and .variants):
+#   git checkout -b tiled-zfill && git am docs/gpu-runs/2026-12-07_s42/0001-*.patch && git checkout -
 #   scripts/gpu_variants.sh pack main tiled-zfill
 #   DEADLINE=335 bash docs/gpu-runs/2026-12-07_s42/call4.sh
 cd "$(dirname "$0")/../../.."

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Forty-second session, call 5 (what the device time left allows, after call 4's three starts got
-# no machine): two profiles for the next session, main as carried (carry .deps).
+# Forty-second session, call 5, NOT RUN (refused: too little device time left to start a
+# machine): two profiles for the next session, main as carried (carry .deps).
 #   (a) cuBLASLt's eight heuristics at the dense DeepSeek-V3 M = 64 row (the bench times each and
 #       keeps the fastest, #1 on call 1's run): name, grid, cluster, duration, DRAM throughput of
 #       each, with the compute ceiling's 8192^3 kernel (nvjet_sm90_tst_320x128_64x3_1x2_h_bz_coopB)
