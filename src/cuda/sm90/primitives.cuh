@@ -41,7 +41,8 @@ __device__ __forceinline__ uint32_t swizzled_offset(int row, int chunk) {
 // kBytes-byte asynchronous copy global -> shared (4, 8 or 16); copies nothing and writes zeros
 // when !valid (`src` must still be a mapped address). 16 bytes bypass L1 (.cg takes 16 only);
 // with kL2Prefetch256 they also ask L2 to fetch the 256 bytes around `src` (cp.async's
-// .L2::256B), for loaders whose later copies read those bytes (decode_loader.cuh says where).
+// .L2::256B), for loaders whose later copies read those bytes (decode_loader.cuh says where; the
+// tiled loader's bf16 weight rows, stage_loader.cuh).
 template <int kBytes, bool kL2Prefetch256 = false>
 __device__ __forceinline__ void cp_async_zfill(uint32_t dst, const void* src, bool valid) {
   static_assert(kBytes == 4 || kBytes == 8 || kBytes == 16, "cp.async copies 4, 8 or 16 bytes");
