@@ -21,6 +21,11 @@ namespace {
 
 int k_tiles_of(int k) { return (k + kKTile - 1) / kKTile; }
 
+// The mean rows an expert holds under uniform routing: what device offsets are planned for.
+double uniform_mean_rows(const ExpertGroups& g) {
+  return static_cast<double>(g.m_total) / std::max(1, g.num_experts);
+}
+
 // The width for a launch: the narrowest that at most one expert in kDecodeWideTileShare passes
 // (those take a second token tile). With host offsets over the window's experts, and no wider
 // than token_config's; with device offsets the row counts are unknown here, and under uniform
@@ -40,7 +45,7 @@ int width_config_for(const GroupedNvfp4& a, RowWindow window) {
     return by_mean;
   }
   const int bound = std::min(g.max_rows_per_expert, window.max_rows);
-  const double mean = static_cast<double>(g.m_total) / std::max(1, g.num_experts);
+  const double mean = uniform_mean_rows(g);
   for (int i = 0; i < kWidthCount; ++i)
     if (kTokenWidths[i] >= bound ||
         poisson_tail(mean, kTokenWidths[i]) * kDecodeWideTileShare <= 1.0)
@@ -65,7 +70,7 @@ bool wide_units_pay(const GroupedNvfp4& a, RowWindow window, int tokens) {
   if (g.offsets_on_device) {
     // The experts whose rows fall in the launch's window (the narrow experts' launch holds about
     // half of them at 32 rows on average: Qwen3-30B's layer at T = 512), a token tile each.
-    const double mean = static_cast<double>(g.m_total) / std::max(1, g.num_experts);
+    const double mean = uniform_mean_rows(g);
     const int top =
         std::min(window.max_rows, g.max_rows_per_expert > 0 ? g.max_rows_per_expert : g.m_total);
     experts = g.num_experts * (poisson_tail(mean, window.min_rows - 1) - poisson_tail(mean, top));
@@ -139,8 +144,9 @@ class DecodeFamily final : public Family {
   int config_count() const override { return kConfigCount; }
 
   std::string describe(const Plan& plan) const override {
+    const int rows = config_unit_rows(plan.config);
     return fmt::format("sm90-decode tokens={}{} splits={}", config_tokens(plan.config),
-                       config_unit_rows(plan.config) == kRows ? "" : " rows=128",
+                       rows == kRows ? std::string() : fmt::format(" rows={}", rows),
                        plan.splits > 0 ? fmt::format("{}", plan.splits) : std::string("auto"));
   }
 

@@ -70,9 +70,9 @@ cudaError_t with_config(int config, Fn&& fn) {
     case 3: return fn.template operator()<64, kRows>();
     case 4: return fn.template operator()<128, kRows>();
     case 5: return fn.template operator()<256, kRows>();
-    case 6: return fn.template operator()<8, 2 * kRows>();
-    case 7: return fn.template operator()<16, 2 * kRows>();
-    default: return fn.template operator()<32, 2 * kRows>();
+    case 6: return fn.template operator()<8, kMaxUnitRows>();
+    case 7: return fn.template operator()<16, kMaxUnitRows>();
+    default: return fn.template operator()<32, kMaxUnitRows>();
   }
 }
 

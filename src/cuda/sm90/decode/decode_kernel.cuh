@@ -60,7 +60,7 @@ __device__ __forceinline__ std::uint32_t second_half_scales(const DecodeParams& 
   return p.scale_sfb ? static_cast<std::uint32_t>(format::sfb_row_in_tile(kRows)) : kRows;
 }
 
-template <int kTokens, int kUnitRows>
+template <int kUnitRows>
 __device__ __forceinline__ DecodeOffsets decode_offsets(const DecodeParams& p, int n0) {
   const int lane = threadIdx.x % 32, c = lane % 4;
   const int r = (threadIdx.x / 32) * 16 + lane / 4;  // each warp owns 16 weight rows of a half
@@ -201,7 +201,8 @@ __device__ __forceinline__ void fold_partials(
 // width; gpt-oss's K = 2880, 45 k-tiles).
 template <int kTokens, int kUnitRows>
 __device__ __forceinline__ int chunk_stages(const Unit& u) {
-  return (u.chunk_tiles + Shape<kTokens, kUnitRows>::kSubTiles - 1) / Shape<kTokens, kUnitRows>::kSubTiles;
+  using S = Shape<kTokens, kUnitRows>;
+  return (u.chunk_tiles + S::kSubTiles - 1) / S::kSubTiles;
 }
 
 // The first stage slot, 1024-aligned (the 128-byte swizzle's atom).
@@ -223,7 +224,8 @@ __device__ __forceinline__ void run_units(const DecodeParams& p, const Work& wor
 
   // The consumer: stage by stage; chunks and units end at stage boundaries.
   int unit_u = blockIdx.x;
-  Unit unit = locate_unit<kTokens, kUnitRows>(p, work, unit_u);  // before the loader's segments are visible
+  // Located before the loader's segments are visible.
+  Unit unit = locate_unit<kTokens, kUnitRows>(p, work, unit_u);
   int kt = unit.kt_begin();                           // first k-tile of the stage being consumed
   int chunk = unit.first_chunk;                       // index of the chunk it belongs to
   int chunk_stages_left = chunk_stages<kTokens, kUnitRows>(unit);
@@ -239,7 +241,7 @@ __device__ __forceinline__ void run_units(const DecodeParams& p, const Work& wor
     for (int i = 0; i < S::kFoldAcc; ++i) total[h][i] = 0.f;
   }
   uint32_t frag[2][4][4];
-  DecodeOffsets offsets = decode_offsets<kTokens, kUnitRows>(p, unit.n0);
+  DecodeOffsets offsets = decode_offsets<kUnitRows>(p, unit.n0);
   // kTail (the fragment order on rows with a K % 64 tail, in the halves' layout: decode_sub_tile)
   // only: the k-tile of the rows the next decode reads, set before each decode. Kept out of the
   // other kernels: its tests and moves cost ~8 instructions a sub-tile, ~3 % of a decode-bound
@@ -296,9 +298,9 @@ __device__ __forceinline__ void run_units(const DecodeParams& p, const Work& wor
         __syncthreads();
         load_next();  // refills the slot of the previous stage (its wgmmas are done)
         if (unit_ends && more) {
-          next_unit =
-              unit_in_segment<kTokens, kUnitRows>(p, work, unit_u + gridDim.x, cursor.segments[next_slot]);
-          offsets = decode_offsets<kTokens, kUnitRows>(p, next_unit.n0);
+          next_unit = unit_in_segment<kTokens, kUnitRows>(p, work, unit_u + gridDim.x,
+                                                          cursor.segments[next_slot]);
+          offsets = decode_offsets<kUnitRows>(p, next_unit.n0);
         }
         if constexpr (kTail) next_ktile = unit_ends ? next_unit.kt_begin() : kt + S::kSubTiles;
         if (more) decode(base_ptr + next_slot * S::kStageBytes, 0, frag[0]);
@@ -363,7 +365,8 @@ __device__ __forceinline__ void run_units(const DecodeParams& p, const Work& wor
 
 // Device-planned: the plan kernel's work list, in the workspace.
 template <int kTokens, int kUnitRows, bool kPrepacked, bool kFragments = false, bool kTail = false>
-__global__ void __launch_bounds__(Shape<kTokens, kUnitRows>::kThreads, Shape<kTokens, kUnitRows>::kMinCtasPerSm)
+__global__ void __launch_bounds__(Shape<kTokens, kUnitRows>::kThreads,
+                                  Shape<kTokens, kUnitRows>::kMinCtasPerSm)
     decode_kernel(const __grid_constant__ DecodeParams p) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using S = Shape<kTokens, kUnitRows>;
@@ -397,7 +400,8 @@ __global__ void __launch_bounds__(Shape<kTokens, kUnitRows>::kThreads, Shape<kTo
 // Host-planned (HostWork): the CTA finds its units in its parameters and copies the first stages'
 // weights and scales while the staging kernel still runs; their activations after its writes.
 template <int kTokens, int kUnitRows, bool kPrepacked, bool kFragments = false, bool kTail = false>
-__global__ void __launch_bounds__(Shape<kTokens, kUnitRows>::kThreads, Shape<kTokens, kUnitRows>::kMinCtasPerSm)
+__global__ void __launch_bounds__(Shape<kTokens, kUnitRows>::kThreads,
+                                  Shape<kTokens, kUnitRows>::kMinCtasPerSm)
     decode_kernel_host(const __grid_constant__ DecodeParams p, const __grid_constant__ HostWork w) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using S = Shape<kTokens, kUnitRows>;

@@ -184,8 +184,8 @@ __device__ __forceinline__ Unit unit_in_segment(const DecodeParams& p, const Wor
   // Whole stages: the k-tiles past K in the last one are loaded as zeros.
   constexpr int kSub = Shape<kTokens, kUnitRows>::kSubTiles;
   unit.kt_end = (min(end_chunk * seg.chunk_tiles, k_tiles) + kSub - 1) / kSub * kSub;
-  unit.partial = seg.first_partial + static_cast<std::int64_t>(tile) * seg.chunks *
-                                         seg.fold_blocks * 8 * kUnitRows;
+  unit.partial = seg.first_partial +
+                 static_cast<std::int64_t>(tile) * seg.chunks * seg.fold_blocks * 8 * kUnitRows;
   return unit;
 }
 

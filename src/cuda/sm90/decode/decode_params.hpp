@@ -54,7 +54,7 @@ METRALE_HD constexpr int config_tokens(int config) {
   return kTokenWidths[config < kWidthCount ? config : config - kWidthCount];
 }
 METRALE_HD constexpr int config_unit_rows(int config) {
-  return config < kWidthCount ? kRows : 2 * kRows;
+  return config < kWidthCount ? kRows : kMaxUnitRows;
 }
 // The CTAs an SM a kernel is built for (its __launch_bounds__; the registers then bound it): 4 up
 // to 32 tokens, so that 16 warps share an SM's issue slots (decode_loader.cuh's Shape says why),
