@@ -94,4 +94,8 @@ PrepackedLayout prepacked_layout() {
              : PrepackedLayout::fragments;
 }
 
+bool dense_copy_by_cp_async() {
+  return second_choice("METRALE_CUDA_DENSE_COPY", "tma", "cp.async");
+}
+
 }  // namespace metrale::core

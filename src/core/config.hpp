@@ -29,6 +29,10 @@
 //                         decoder-warpgroup tiles, which read only it. The prepack conversions
 //                         write and read the chosen one, the CPU backend and both kernel families
 //                         decode it.
+//   METRALE_CUDA_DENSE_COPY tuning and tests only: how the tiled family's CTA-synchronised tiles
+//                         copy a dense bf16 GEMM's stages: unset, "" or "tma", by TMA (one
+//                         thread, tma_stages.cuh; the default); "cp.async", every thread's 16-byte
+//                         copies as before, kept for A/B runs. Both give the same bits.
 #pragma once
 
 #include <cstddef>
@@ -59,5 +63,7 @@ CudaQuantizer cuda_quantizer();
 // What prepacked NVFP4 weights mean (METRALE_PREPACKED_LAYOUT).
 enum class PrepackedLayout { halves, fragments };
 PrepackedLayout prepacked_layout();
+// Whether METRALE_CUDA_DENSE_COPY asks for the dense bf16 GEMM's cp.async copies.
+bool dense_copy_by_cp_async();
 
 }  // namespace metrale::core

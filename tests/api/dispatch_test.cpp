@@ -187,5 +187,22 @@ TEST(Dispatch, CudaQuantizerSwitch) {
   EXPECT_EQ(core::cuda_quantizer(), core::CudaQuantizer::lean);
 }
 
+// METRALE_CUDA_DENSE_COPY: tma (the default: unset or empty too) or cp.async, anything else
+// refused by name (the GPU test running both: TiledFamily.DenseCopiesByTmaAndCpAsyncExact).
+TEST(Dispatch, DenseCopySwitch) {
+  for (const char* tma : {"tma", ""}) {
+    ScopedEnv env("METRALE_CUDA_DENSE_COPY", tma);
+    EXPECT_FALSE(core::dense_copy_by_cp_async());
+  }
+  {
+    ScopedEnv env("METRALE_CUDA_DENSE_COPY", "cp.async");
+    EXPECT_TRUE(core::dense_copy_by_cp_async());
+  }
+  expect_refused_by_name("METRALE_CUDA_DENSE_COPY", "cpasync", "expected tma",
+                         [] { core::dense_copy_by_cp_async(); });
+  ScopedEnv unset("METRALE_CUDA_DENSE_COPY", std::nullopt);
+  EXPECT_FALSE(core::dense_copy_by_cp_async());
+}
+
 }  // namespace
 }  // namespace metrale

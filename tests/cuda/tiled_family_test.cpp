@@ -109,6 +109,38 @@ TEST(TiledFamily, Bf16KSplitsExactAndRealistic) {
   }
 }
 
+// A dense bf16 GEMM's stages are copied by TMA (the default) or by the threads' cp.async
+// (METRALE_CUDA_DENSE_COPY=cp.async): both bit for bit against the oracle on every tile, the
+// CTA-synchronised ones whole and cut into 3 K ranges, at M past the token width (the last row
+// tile partial: TMA reads zeros past M), N = 200 (a channel tile partial: zeros past N) and
+// K = 1000 (a partial last k-tile: zeros past K) and 96 (3 ranges of 2 k-tiles: one is empty).
+// The persistent tiles also at 3 row tiles x 47 channel tiles (N = 6000): more tiles than an
+// H100 or H200 has multiprocessors, so CTAs walk a second tile on their stage ring.
+TEST(TiledFamily, DenseCopiesByTmaAndCpAsyncExact) {
+  METRALE_SKIP_WITHOUT_GPU();
+  int failures = 0;
+  std::uint64_t seed = 9900;
+  for (const char* copy : {"tma", "cp.async"}) {
+    const check::ScopedVariable copies("METRALE_CUDA_DENSE_COPY", copy);
+    for (int config = 0; config < tiled_configs(); ++config) {
+      const cuda::sm90::TileConfig& tile = cuda::sm90::kTiles[config];
+      for (int splits : {1, 3})
+        for (int k : {96, 1000}) {
+          if (tile.specialized && splits > 1) continue;
+          check::Case c = gemm_case(Op::bf16_gemm, Mode::exact, tile.tokens + 5, 200, k, seed++);
+          c.cuda_kernel = fmt::format("sm90-tiled:{}:{}", config, splits);
+          if (!expect_pass(c) && ++failures >= kMaxReportedFailures) return;
+        }
+      if (tile.specialized) {
+        check::Case c =
+            gemm_case(Op::bf16_gemm, Mode::exact, 2 * tile.tokens + 5, 6000, 96, seed++);
+        c.cuda_kernel = fmt::format("sm90-tiled:{}", config);
+        if (!expect_pass(c) && ++failures >= kMaxReportedFailures) return;
+      }
+    }
+  }
+}
+
 // The warp-specialised tiles are persistent: at most one CTA per multiprocessor walks the tiles,
 // so a CTA reuses its stage ring and its tile hand-over from tile to tile. Here every CTA takes
 // several tiles (16 channel tiles x 2 projections x 9 or more row tiles on at most 132 CTAs), on

@@ -256,7 +256,7 @@ __global__ void __launch_bounds__(DwsShape<Config>::kThreads, 1)
   if (threadIdx.x < Dws::kProducerThreads) {
     if constexpr (Dws::kRegisterSplit)
       asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Dws::kProducerRegisters));
-    produce<Config, true, kPrepacked>(p, sh.ws, ring.base, ring.ptr, k_tiles);
+    produce<Config, true, kPrepacked, false>(p, sh.ws, ring.base, ring.ptr, k_tiles);
   } else if (threadIdx.x < kDecoderFirst) {
     if constexpr (Dws::kRegisterSplit)
       asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Dws::kConsumerRegisters));

@@ -7,9 +7,11 @@
 
 #include <fmt/format.h>
 
+#include "core/config.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/family.hpp"
 #include "cuda/sm90/tiled/tiled_params.hpp"
+#include "cuda/sm90/tiled/tma_maps.hpp"
 #include "cuda/stage/stage_tables.hpp"
 #include "cuda/stage/workspace_carve.hpp"
 
@@ -267,6 +269,22 @@ int single_gemm_tile(const Problem& problem) {
   return weights_fit_l2(problem) ? 2 : 3;
 }
 
+// A dense bf16 GEMM (one expert on host offsets, its rows as they lie, one projection) has its
+// stages copied by TMA (tma_stages.cuh): encodes the two maps into `p` and says whether it could.
+// Rows at or past a_rows read as zeros, as the gather reads them.
+bool copies_by_tma(const Problem& problem, const Plan& plan, GroupedParams& p) {
+  const GroupedNvfp4& a = problem.args;
+  const ExpertGroups& g = a.groups;
+  const TileConfig& tile = kTiles[bf16_twin(plan.config)];
+  if (problem.nvfp4 || a.token_ids != nullptr || g.num_experts != 1 || g.offsets_on_device ||
+      a.proj_count != 1 || core::dense_copy_by_cp_async())
+    return false;
+  const long rows = a.a_rows > 0 ? std::min<long>(a.a_rows, g.m_total) : g.m_total;
+  return encode_bf16_map(p.act_map, a.a, rows, a.k, tile.tokens) &&
+         encode_bf16_map(p.weight_map, expert_entry(problem, 0, 0).weight, a.n, a.k,
+                         tile.weight_rows);
+}
+
 }  // namespace
 
 bool wide_tile_pays(TileLoad wide, TileLoad narrow, int sm_count) {
@@ -394,10 +412,11 @@ class TiledFamily final : public Family {
       p.single.offsets[0] = offsets.values[0];
       p.single.offsets[1] = offsets.values[1];
     }
-    const TiledWeights weights = !problem.nvfp4 ? TiledWeights::bf16
-                                 : fragments    ? TiledWeights::nvfp4_fragments
-                                 : prepacked(a) ? TiledWeights::nvfp4_prepacked
-                                                : TiledWeights::nvfp4;
+    const TiledWeights weights = copies_by_tma(problem, plan, p) ? TiledWeights::bf16_tma
+                                 : !problem.nvfp4                ? TiledWeights::bf16
+                                 : fragments                     ? TiledWeights::nvfp4_fragments
+                                 : prepacked(a)                  ? TiledWeights::nvfp4_prepacked
+                                                                 : TiledWeights::nvfp4;
     METRALE_CUDA_CHECK(launch_grouped_gemm(plan.config, weights, p, grid, stream));
   }
 };

@@ -126,7 +126,7 @@ struct ClusterLaunch {
   ClusterLaunch(const ClusterLaunch&) = delete;  // config points at cluster
 };
 
-template <class Config, bool kNvfp4, bool kPrepacked, bool kFragments = false>
+template <class Config, bool kNvfp4, bool kPrepacked, bool kFragments = false, bool kTma = false>
 cudaError_t launch_config(const GroupedParams& params, dim3 grid, cudaStream_t stream) {
   constexpr bool kDecoder = kNvfp4 && Config::decoded > 0;
   using Shape = std::conditional_t<kDecoder, DwsShape<Config>,
@@ -136,9 +136,9 @@ cudaError_t launch_config(const GroupedParams& params, dim3 grid, cudaStream_t s
     if constexpr (kDecoder)
       return &grouped_gemm_dws_kernel<Config, kPrepacked>;
     else if constexpr (Config::specialized)
-      return &grouped_gemm_ws_kernel<Config, kNvfp4, kPrepacked, kFragments>;
+      return &grouped_gemm_ws_kernel<Config, kNvfp4, kPrepacked, kFragments, kTma>;
     else
-      return &grouped_gemm_kernel<Config, kNvfp4, kPrepacked, kFragments>;
+      return &grouped_gemm_kernel<Config, kNvfp4, kPrepacked, kFragments, kTma>;
   }();
   if (const cudaError_t err =
           configure_once_per_device(reinterpret_cast<const void*>(kernel), Shape::kSmemBytes);
@@ -180,21 +180,22 @@ auto with_tile(int tile, F&& f) {
 }
 
 // kPrepacked: NVFP4 weights in format/prepack.hpp's layout; kFragments: prepacked in the
-// fragment order (format/fragment_order.hpp); each their own instantiations. bf16 weights on a
-// forced-only NVFP4 variant run its tile's kernel (bf16_twin). The decoder-warpgroup tiles read
-// no fragment order (refused on the host, TiledFamily::launch).
-template <bool kNvfp4, bool kPrepacked = false, bool kFragments = false>
+// fragment order (format/fragment_order.hpp); kTma: a dense bf16 GEMM's operands copied by TMA;
+// each their own instantiations. bf16 weights on a forced-only NVFP4 variant run its tile's
+// kernel (bf16_twin). The decoder-warpgroup tiles read no fragment order (refused on the host,
+// TiledFamily::launch).
+template <bool kNvfp4, bool kPrepacked = false, bool kFragments = false, bool kTma = false>
 cudaError_t launch_format(int tile, const GroupedParams& params, dim3 grid, cudaStream_t stream) {
   return with_tile(tile, [&](auto config) {
     using Config = decltype(config);
     if constexpr (!kNvfp4 && nvfp4_variant(kTiles[Config::index])) {
       constexpr int kTwin = bf16_twin(Config::index);
       static_assert(!nvfp4_variant(kTiles[kTwin]), "an NVFP4 variant has its tile without it");
-      return launch_config<Tile<kTwin>, false, false>(params, grid, stream);
+      return launch_config<Tile<kTwin>, false, false, false, kTma>(params, grid, stream);
     } else if constexpr (kFragments && Config::decoded > 0) {
       return cudaErrorInvalidValue;
     } else {
-      return launch_config<Config, kNvfp4, kPrepacked, kFragments>(params, grid, stream);
+      return launch_config<Config, kNvfp4, kPrepacked, kFragments, kTma>(params, grid, stream);
     }
   });
 }
@@ -230,6 +231,8 @@ cudaError_t launch_grouped_gemm(int tile, TiledWeights weights, const GroupedPar
                                 dim3 grid, cudaStream_t stream) {
   switch (weights) {
     case TiledWeights::bf16: return launch_format<false>(tile, params, grid, stream);
+    case TiledWeights::bf16_tma:
+      return launch_format<false, false, false, true>(tile, params, grid, stream);
     case TiledWeights::nvfp4: return launch_format<true>(tile, params, grid, stream);
     case TiledWeights::nvfp4_prepacked:
       return launch_format<true, true>(tile, params, grid, stream);

@@ -43,6 +43,7 @@
 #include "cuda/sm90/tiled/tiled_epilogue.cuh"
 #include "cuda/sm90/tiled/tiled_locate.cuh"
 #include "cuda/sm90/tiled/tiled_params.hpp"
+#include "cuda/sm90/tiled/tma_stages.cuh"
 #include "cuda/sm90/wgmma_ops.cuh"
 #include "format/fragment_order.hpp"
 #include "format/layouts.hpp"
@@ -259,13 +260,17 @@ __device__ __forceinline__ void run_stages(int k_tiles, uint32_t (&frag)[2][4][4
   release_operands(frag, acc);
 }
 
-template <class Config, bool kNvfp4, bool kPrepacked, bool kFragments = false>
+// kTma: a dense bf16 GEMM (one expert, no gather) whose stages are copied by TMA
+// (tma_stages.cuh) instead of the threads' cp.async copies.
+template <class Config, bool kNvfp4, bool kPrepacked, bool kFragments = false, bool kTma = false>
 __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
     grouped_gemm_kernel(const __grid_constant__ GroupedParams p) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Shape = KernelShape<Config, kNvfp4>;
+  static_assert(!kTma || !kNvfp4, "TMA copies the bf16 operands only");
   extern __shared__ std::uint8_t smem_raw[];
-  __shared__ int src_rows[Config::tokens];
+  __shared__ int src_rows[kTma ? 1 : Config::tokens];
+  __shared__ uint64_t tma_bars[2][kTma ? Config::stages : 1];  // TmaStages' full and empty
 
   // 1. locate
   // The grid is channel tiles x row tiles, launched in raster_tile's order, x projections x K
@@ -279,35 +284,55 @@ __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
   const ExpertEntry entry = expert_entry(p, projection, expert);
   const int n0 = at.channel * Config::weight_rows;
 
-  // 2. gather
-  gather_rows<Config::tokens, Shape::kThreads>(p, row_begin, row_end, src_rows);
-  __syncthreads();
+  // 2. gather (TMA copies the dense rows as they lie)
+  if constexpr (!kTma) {
+    gather_rows<Config::tokens, Shape::kThreads>(p, row_begin, row_end, src_rows);
+    __syncthreads();
+  }
 
   // 3. mainloop
   const uint32_t base = (smem_address(smem_raw) + kSwizzleAtomBytes - 1) & ~(kSwizzleAtomBytes - 1);
   std::uint8_t* base_ptr = smem_raw + (base - smem_address(smem_raw));
-  zero_stages<Shape::kThreads>(base_ptr, Config::stages * Shape::kStageBytes);
-  StageLoader<Config, kNvfp4> loader(p, entry, src_rows, n0);
-  __syncthreads();
   const int all_k_tiles = (p.k + kBlockK - 1) / kBlockK;
   const int kt_first = split * all_k_tiles / p.splits;  // this CTA's K range, in k-tiles
   const int k_tiles = (split + 1) * all_k_tiles / p.splits - kt_first;
+  // The stages' copies: the threads' cp.async (StageLoader, on zeroed stages) or one thread's
+  // TMA boxes (TmaStages).
+  auto loader = [&] {
+    if constexpr (kTma) {
+      return TmaStages<Config>{tma_bars[0], tma_bars[1], base, kt_first, row_begin, n0};
+    } else {
+      zero_stages<Shape::kThreads>(base_ptr, Config::stages * Shape::kStageBytes);
+      return StageLoader<Config, kNvfp4>(p, entry, src_rows, n0);
+    }
+  }();
+  if constexpr (kTma)
+    if (threadIdx.x == 0) loader.init();
+  __syncthreads();
   float acc[Config::tokens / 2];
   zero_accumulators(acc);
   for (int s = 0; s < Config::stages - 1; ++s) {
-    if (s < k_tiles)
-      loader.load(p, kt_first + s, base + s * Shape::kStageBytes,
-                  base_ptr + s * Shape::kStageBytes);
-    cp_async_commit();
+    if constexpr (kTma) {
+      if (threadIdx.x == 0 && s < k_tiles) loader.load(p, s);
+    } else {
+      if (s < k_tiles)
+        loader.load(p, kt_first + s, base + s * Shape::kStageBytes,
+                    base_ptr + s * Shape::kStageBytes);
+      cp_async_commit();
+    }
   }
   // Software pipeline: while the wgmmas of stage kt run, the CTA waits for stage kt + 1, refills
   // the slot stage kt - 1 used, and decodes stage kt + 1 into the other fragment buffer. The
   // buffers alternate (run_stages).
   uint32_t frag[2][4][4];
-  cp_async_wait<Config::stages - 2>();
-  // cp.async wrote through the generic proxy; wgmma reads through the async proxy.
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-  __syncthreads();
+  if constexpr (kTma) {
+    if (k_tiles > 0) loader.wait_full(0);  // (a K split's range may be empty)
+  } else {
+    cp_async_wait<Config::stages - 2>();
+    // cp.async wrote through the generic proxy; wgmma reads through the async proxy.
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    __syncthreads();
+  }
   const ScaleRows scale_at = scale_rows<Config>(p, n0, threadIdx.x);
   if constexpr (kNvfp4)
     decode_stage<Config, kPrepacked, kFragments>(p, base_ptr, scale_at, frag[0], threadIdx.x,
@@ -321,16 +346,25 @@ __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
     for (int s = 0; s < 4; ++s)
 #pragma unroll
       for (int j = 0; j < 4; ++j) fence_operand(other[s][j]);
-    cp_async_wait<Config::stages - 3>();  // stage kt + 1 has landed
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-    __syncthreads();
-    const int next = kt + Config::stages - 1;
-    if (next < k_tiles) {
-      const int slot = next % Config::stages;
-      loader.load(p, kt_first + next, base + slot * Shape::kStageBytes,
-                  base_ptr + slot * Shape::kStageBytes);
+    if constexpr (kTma) {
+      // No CTA barrier: the warpgroup frees stage kt - 1's slot, thread 0 refills it once every
+      // warpgroup has, and each warpgroup waits only for the stage it reads next.
+      if (kt > 0) loader.release(kt - 1);
+      if (threadIdx.x == 0 && kt + Config::stages - 1 < k_tiles)
+        loader.load(p, kt + Config::stages - 1);
+      if (kt + 1 < k_tiles) loader.wait_full(kt + 1);
+    } else {
+      cp_async_wait<Config::stages - 3>();  // stage kt + 1 has landed
+      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+      __syncthreads();
+      const int next = kt + Config::stages - 1;
+      if (next < k_tiles) {
+        const int slot = next % Config::stages;
+        loader.load(p, kt_first + next, base + slot * Shape::kStageBytes,
+                    base_ptr + slot * Shape::kStageBytes);
+      }
+      cp_async_commit();
     }
-    cp_async_commit();
     if constexpr (kNvfp4)
       if (kt + 1 < k_tiles)
         decode_stage<Config, kPrepacked, kFragments>(

@@ -4,6 +4,7 @@
 // tables and host offsets live in the workspace (cuda/stage/expert_table.hpp), not here.
 #pragma once
 
+#include <cuda.h>  // CUtensorMap (a type only: the maps are encoded through the runtime's entry point)
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -194,6 +195,9 @@ struct GroupedParams {
   // One expert on host offsets (a single GEMM): its entries and offsets travel here, so the
   // launch needs no staged table and no staging launch in front of it.
   SingleExpert single;
+  // TiledWeights::bf16_tma: the activations [a rows, K] and the weights [N, K] as TMA tensor
+  // maps, boxes of 64 K x the tile's tokens and x its weight rows (tma_maps.hpp).
+  CUtensorMap act_map, weight_map;
 };
 
 // The work of a grid of tiles: how many, and their summed time in units of a full 128-token
@@ -226,6 +230,7 @@ int bf16_split_clusters(int tile, int splits);
 // The weights a tiled kernel reads; each has its own instantiations.
 enum class TiledWeights {
   bf16,
+  bf16_tma,         // a dense bf16 GEMM: both operands copied by TMA (tma_stages.cuh)
   nvfp4,            // the seeds' packed bytes
   nvfp4_prepacked,  // format/prepack.hpp's layout
   nvfp4_fragments,  // prepacked in the fragment order (format/fragment_order.hpp; the default)

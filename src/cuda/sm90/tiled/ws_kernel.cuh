@@ -28,6 +28,7 @@
 #include <cuda/ptx>
 
 #include "cuda/sm90/tiled/tiled_kernel.cuh"
+#include "cuda/sm90/tiled/tma_stages.cuh"
 #include "cuda/sm90/tiled/ws_watchdog.cuh"
 
 namespace metrale::cuda::sm90 {
@@ -97,15 +98,18 @@ __device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity, co
 
 // The dynamic shared memory from its first 1024-aligned byte, where the stage ring starts (a
 // shared address and a pointer), its stages zeroed: rows past N read as zeros on the first tile.
+// Not where TMA fills the stages (kTma), zeros included: plain stores there could land after
+// the copies (another proxy).
 struct StageRing {
   uint32_t base;
   std::uint8_t* ptr;
 };
-template <class Config, bool kNvfp4, int kThreads>
+template <class Config, bool kNvfp4, int kThreads, bool kTma = false>
 __device__ __forceinline__ StageRing open_stage_ring(std::uint8_t* smem_raw) {
   const uint32_t base = (smem_address(smem_raw) + kSwizzleAtomBytes - 1) & ~(kSwizzleAtomBytes - 1);
   std::uint8_t* ptr = smem_raw + (base - smem_address(smem_raw));
-  zero_stages<kThreads>(ptr, Config::stages * KernelShape<Config, kNvfp4>::kStageBytes);
+  if constexpr (!kTma)
+    zero_stages<kThreads>(ptr, Config::stages * KernelShape<Config, kNvfp4>::kStageBytes);
   return StageRing{base, ptr};
 }
 
@@ -124,10 +128,12 @@ __device__ __forceinline__ WsTile take_tile(WsShared<Config>& sh, int taken, uin
 
 // Thread 0: the stage ring's and the tile hand-over's barriers; `tile_takers` threads arrive on
 // tile_empty (the consumers, and a decoder warpgroup where there is one).
-template <class Config, bool kNvfp4>
+// A stage's full barrier takes one arrival from each producer thread, or from thread 0 alone
+// where TMA copies the stages (kTma: its arrival expects the stage's bytes).
+template <class Config, bool kNvfp4, bool kTma = false>
 __device__ __forceinline__ void init_barriers(WsShared<Config>& sh, int tile_takers) {
   for (int s = 0; s < Config::stages; ++s) {
-    ::cuda::ptx::mbarrier_init(&sh.full[s], WsShape<Config, kNvfp4>::kProducerThreads);
+    ::cuda::ptx::mbarrier_init(&sh.full[s], kTma ? 1 : WsShape<Config, kNvfp4>::kProducerThreads);
     ::cuda::ptx::mbarrier_init(&sh.empty[s], KernelShape<Config, kNvfp4>::kWarpgroups);
   }
   for (int b = 0; b < 2; ++b) {
@@ -139,7 +145,7 @@ __device__ __forceinline__ void init_barriers(WsShared<Config>& sh, int tile_tak
 // 3p. The producer warpgroup walks the CTA's tiles: locates each, hands it to the consumers,
 // gathers its rows and fills the stage ring with its k-tiles. `stage` counts the stages issued
 // over all tiles (its slot and ring round).
-template <class Config, bool kNvfp4, bool kPrepacked>
+template <class Config, bool kNvfp4, bool kPrepacked, bool kTma>
 __device__ __forceinline__ void produce(const GroupedParams& p, WsShared<Config>& sh, uint32_t base,
                                         std::uint8_t* base_ptr, int k_tiles) {
   using Shape = KernelShape<Config, kNvfp4>;
@@ -179,6 +185,18 @@ __device__ __forceinline__ void produce(const GroupedParams& p, WsShared<Config>
       ws_beat(0, handed, stage);
     }
     if (!live) break;
+    if constexpr (kTma) {  // thread 0 copies the dense rows as they lie (tma_stages.cuh)
+      if (threadIdx.x == 0)
+        for (int kt = 0; kt < k_tiles; ++kt, ++stage) {
+          const uint32_t slot = stage % kStages, round = stage / kStages;
+          if (round > 0)
+            mbarrier_wait(&sh.empty[slot], (round - 1) & 1, sh,
+                          WaitSite{kProducerStageEmpty, int(stage), handed, int(slot)});
+          tma_copy_stage<Config>(p, sh.full[slot], base + slot * Shape::kStageBytes, kt, row_begin,
+                                 n0);
+        }
+      continue;
+    }
     gather_rows<Config::tokens, kThreads>(p, row_begin, row_end, sh.src_rows);
     ScanSync<kThreads, false>::sync();
     StageLoader<Config, kNvfp4, kThreads, true> loader(p, entry, sh.src_rows, n0);
@@ -268,7 +286,8 @@ __device__ __forceinline__ void consume(const GroupedParams& p, WsShared<Config>
 
 // Persistent: a grid of at most one CTA per multiprocessor walks the tiles (in raster_tile's
 // order, projection by projection), so a tile's epilogue overlaps the next one's loads.
-template <class Config, bool kNvfp4, bool kPrepacked, bool kFragments = false>
+// kTma: a dense bf16 GEMM (one expert, no gather) whose stages thread 0 copies by TMA.
+template <class Config, bool kNvfp4, bool kPrepacked, bool kFragments = false, bool kTma = false>
 __global__ void __launch_bounds__(WsShape<Config, kNvfp4>::kThreads, 1)
     grouped_gemm_ws_kernel(const __grid_constant__ GroupedParams p) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -277,9 +296,9 @@ __global__ void __launch_bounds__(WsShape<Config, kNvfp4>::kThreads, 1)
   __shared__ WsShared<Config> sh;
 
   // Zeroed stages, the barriers.
-  const StageRing ring = open_stage_ring<Config, kNvfp4, Ws::kThreads>(smem_raw);
+  const StageRing ring = open_stage_ring<Config, kNvfp4, Ws::kThreads, kTma>(smem_raw);
   if (threadIdx.x == 0) {
-    init_barriers<Config, kNvfp4>(sh, Ws::kConsumerThreads);
+    init_barriers<Config, kNvfp4, kTma>(sh, Ws::kConsumerThreads);
     // The stages' full barriers are also arrived on by the copies (cp.async.mbarrier.arrive):
     // the initialisations must be visible to those arrivals, not only to this CTA's threads.
     ::cuda::ptx::fence_mbarrier_init(::cuda::ptx::sem_release, ::cuda::ptx::scope_cluster);
@@ -290,7 +309,7 @@ __global__ void __launch_bounds__(WsShape<Config, kNvfp4>::kThreads, 1)
   if (threadIdx.x < Ws::kProducerThreads) {
     if constexpr (Ws::kRegisterSplit)
       asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Ws::kProducerRegisters));
-    produce<Config, kNvfp4, kPrepacked>(p, sh, ring.base, ring.ptr, k_tiles);
+    produce<Config, kNvfp4, kPrepacked, kTma>(p, sh, ring.base, ring.ptr, k_tiles);
   } else {
     if constexpr (Ws::kRegisterSplit)
       asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Ws::kConsumerRegisters));
