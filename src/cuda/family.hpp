@@ -154,6 +154,8 @@ struct Plan {
   // left the call's staged activations in the workspace (the same layout), so this one does not
   // copy them again.
   bool input_staged = false;
+  // The tiled family: a dense bf16 GEMM whose stages TMA copies (sm90/tiled/tma_stages.cuh).
+  bool tma = false;
 };
 
 class Family {

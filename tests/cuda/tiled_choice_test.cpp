@@ -14,6 +14,7 @@
 #ifdef METRALE_HAS_CUDA
 #include "check/check.hpp"
 #include "check/routing.hpp"
+#include "check/scoped_kernel.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/family.hpp"
 #include "cuda/sm90/tiled/tiled_params.hpp"
@@ -220,6 +221,25 @@ TEST(TiledFamily, DenseLabelNamesThePlannedTile) {
                 tiled->describe(tiled->plan(problem, cuda::RowWindow{})))
           << model.display << " T = " << tokens;
     }
+}
+
+// A dense bf16 GEMM's plan copies its stages by TMA, and its label says so, unless
+// METRALE_CUDA_DENSE_COPY=cp.async; NVFP4 weights never (their copies are cp.async). Host logic.
+TEST(TiledFamily, DenseGemmPlansTmaCopies) {
+  for (int m : {64, 512, 4096})
+    EXPECT_TRUE(cuda::bf16_gemm_plan(m, 1536, 2048).ends_with(" tma")) << m;
+  {
+    const check::ScopedVariable copies("METRALE_CUDA_DENSE_COPY", "cp.async");
+    EXPECT_EQ(cuda::bf16_gemm_plan(512, 1536, 2048).find("tma"), std::string::npos);
+  }
+  const cuda::Family* tiled = cuda::find_family("sm90-tiled");
+  ASSERT_NE(tiled, nullptr);
+  const std::int32_t offsets[2] = {0, 512};
+  cuda::Problem problem = dense_problem(check::model_presets().front(), offsets);
+  problem.nvfp4 = true;
+  EXPECT_FALSE(tiled->plan(problem, cuda::RowWindow{}).tma);
+  problem.nvfp4 = false;
+  EXPECT_TRUE(tiled->plan(problem, cuda::RowWindow{}).tma);
 }
 
 // Which bf16 GEMMs split K (split_small_grid), on 132 multiprocessors (an H200; the host count

@@ -270,17 +270,22 @@ int single_gemm_tile(const Problem& problem) {
 }
 
 // A dense bf16 GEMM (one expert on host offsets, its rows as they lie, one projection) has its
-// stages copied by TMA (tma_stages.cuh): encodes the two maps into `p` and says whether it could.
-// Rows at or past a_rows read as zeros, as the gather reads them.
-bool copies_by_tma(const Problem& problem, const Plan& plan, GroupedParams& p) {
+// stages copied by TMA (tma_stages.cuh) unless METRALE_CUDA_DENSE_COPY asks for cp.async.
+bool dense_by_tma(const Problem& problem) {
   const GroupedNvfp4& a = problem.args;
   const ExpertGroups& g = a.groups;
+  return !problem.nvfp4 && a.token_ids == nullptr && g.num_experts == 1 && !g.offsets_on_device &&
+         a.proj_count == 1 && !core::dense_copy_by_cp_async();
+}
+
+// The two TMA maps of plan.tma's launch in `p`, boxes of the tile's tokens and weight rows; false
+// where they cannot be encoded (an operand not 16-byte aligned, or no driver entry point: the
+// launch then copies by cp.async). Rows at or past a_rows read as zeros, as the gather reads them.
+bool encode_tma_maps(const Problem& problem, const Plan& plan, GroupedParams& p) {
+  const GroupedNvfp4& a = problem.args;
   const TileConfig& tile = kTiles[bf16_twin(plan.config)];
-  if (problem.nvfp4 || a.token_ids != nullptr || g.num_experts != 1 || g.offsets_on_device ||
-      a.proj_count != 1 || core::dense_copy_by_cp_async())
-    return false;
-  const long rows = a.a_rows > 0 ? std::min<long>(a.a_rows, g.m_total) : g.m_total;
-  return encode_bf16_map(p.act_map, a.a, rows, a.k, tile.tokens) &&
+  const long rows = a.a_rows > 0 ? std::min<long>(a.a_rows, a.groups.m_total) : a.groups.m_total;
+  return plan.tma && encode_bf16_map(p.act_map, a.a, rows, a.k, tile.tokens) &&
          encode_bf16_map(p.weight_map, expert_entry(problem, 0, 0).weight, a.n, a.k,
                          tile.weight_rows);
 }
@@ -304,11 +309,12 @@ class TiledFamily final : public Family {
 
   std::string describe(const Plan& plan) const override {
     const TileConfig& t = kTiles[plan.config];
-    return fmt::format("sm90-tiled tokens={} weight_rows={}{}{}{}{}", t.tokens, t.weight_rows,
+    return fmt::format("sm90-tiled tokens={} weight_rows={}{}{}{}{}{}", t.tokens, t.weight_rows,
                        t.chunk < t.tokens ? fmt::format(" chunk={}", t.chunk) : "",
                        t.specialized ? " warp-specialised" : "",
                        t.decoded > 0 ? fmt::format(" decoder(ring={})", t.decoded) : "",
-                       splits_of(plan) > 1 ? fmt::format(" splits={}", plan.splits) : "");
+                       splits_of(plan) > 1 ? fmt::format(" splits={}", plan.splits) : "",
+                       plan.tma ? " tma" : "");
   }
 
   std::string why_not(const Problem& problem) const override {
@@ -336,7 +342,9 @@ class TiledFamily final : public Family {
     else
       plan.config =
           choose_tile(problem, rows, w.experts ? static_cast<double>(w.rows) / w.experts : 1.0);
-    return persistent_past_grid_rows(problem, split_small_grid(problem, plan));
+    plan = persistent_past_grid_rows(problem, split_small_grid(problem, plan));
+    plan.tma = dense_by_tma(problem);
+    return plan;
   }
 
   std::size_t workspace_bytes(const Problem& problem, const Plan& plan) const override {
@@ -412,11 +420,11 @@ class TiledFamily final : public Family {
       p.single.offsets[0] = offsets.values[0];
       p.single.offsets[1] = offsets.values[1];
     }
-    const TiledWeights weights = copies_by_tma(problem, plan, p) ? TiledWeights::bf16_tma
-                                 : !problem.nvfp4                ? TiledWeights::bf16
-                                 : fragments                     ? TiledWeights::nvfp4_fragments
-                                 : prepacked(a)                  ? TiledWeights::nvfp4_prepacked
-                                                                 : TiledWeights::nvfp4;
+    const TiledWeights weights = encode_tma_maps(problem, plan, p) ? TiledWeights::bf16_tma
+                                 : !problem.nvfp4                  ? TiledWeights::bf16
+                                 : fragments                       ? TiledWeights::nvfp4_fragments
+                                 : prepacked(a)                    ? TiledWeights::nvfp4_prepacked
+                                                                   : TiledWeights::nvfp4;
     METRALE_CUDA_CHECK(launch_grouped_gemm(plan.config, weights, p, grid, stream));
   }
 };
