@@ -5,13 +5,13 @@
 # The working tree as carried (carry .deps):  bash docs/gpu-runs/2026-12-07_s43/call1.sh
 #  (a) the family's choice, TMA and cp.async alternated, 2 rounds, M = 16-64, 512, 4096, 16384,
 #      cuBLASLt's best heuristic beside it (first TMA round);
-#  (b) forced with TMA: tiles 2-3 at 1, 2 and 4 K ranges (M = 32-64), 6 at 1-3 (M = 512), 7 and
+#  (b) (FORCED=1 only: left out of the run for device time) forced with TMA: tiles 2-3 at 1, 2 and 4 K ranges (M = 32-64), 6 at 1-3 (M = 512), 7 and
 #      the warp-specialised 4 whole (M = 512-16384);
 #  (c) the tests (TiledFamily's dense and split tests, the bf16 sweeps, consistency, graphs), then
 #      compute-sanitizer (memcheck, racecheck) on one dense TMA case a tile.
 cd "$(dirname "$0")/../../.."
 R=/tmp/r43a; mkdir -p $R/forced
-DEADLINE=${DEADLINE:-490}
+DEADLINE=${DEADLINE:-420}
 source scripts/gpu_timebox.sh
 archive() { tar -czf $OUT/call1.tgz -C /tmp r43a; echo "archived at ${SECONDS}s"; }
 nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,memory.total --format=csv > $R/nvidia-smi.txt 2>&1
@@ -40,14 +40,16 @@ forced() {  # NAME KERNEL TOKENS...
   METRALE_CUDA_KERNEL=$kernel box 25 $M bench --ops dense --model all --tokens "$@" \
     --impls metrale --budget-ms 8 --json $R/forced/$name.json > $R/forced/$name.log 2>&1
 }
-for s in 1 2 4; do
-  forced t2_s$s sm90-tiled:2:$s 32 48 64
-  forced t3_s$s sm90-tiled:3:$s 48 64
-done
-for s in 1 2 3; do forced t6m_s$s sm90-tiled:6:$s 512; done
-forced t7l_s1 sm90-tiled:7:1 4096 16384
-forced t4l sm90-tiled:4 512 4096 16384
-echo "forced at ${SECONDS}s"; archive
+((FORCED)) && {
+  for s in 1 2 4; do
+    forced t2_s$s sm90-tiled:2:$s 32 48 64
+    forced t3_s$s sm90-tiled:3:$s 48 64
+  done
+  for s in 1 2 3; do forced t6m_s$s sm90-tiled:6:$s 512; done
+  forced t7l_s1 sm90-tiled:7:1 4096 16384
+  forced t4l sm90-tiled:4 512 4096 16384
+  echo "forced at ${SECONDS}s"; archive
+}
 box $(( $(left) - 75 )) bash -c 'source scripts/gpu_build.sh && release_build "$0" --target metrale_test_cuda' $R/tests_build.log
 echo "tests built at ${SECONDS}s: $(tail -1 $R/tests_build.log)"
 T=build/release/bin/metrale_test_cuda
