@@ -20,7 +20,7 @@ bash -c 'source scripts/gpu_build.sh && release_build "$0" --target metrale_cli'
 echo "built at ${SECONDS}s: $(tail -1 $R/build.log)"
 M=build/release/bin/metrale
 TOK="16 32 48 64 512 4096 16384"
-for round in 1 2; do
+for round in $(seq 1 ${ROUNDS:-2}); do
   order="tma cpa"; ((round == 2)) && order="cpa tma"
   for side in $order; do
     if [[ $side == tma ]]; then
