@@ -195,6 +195,8 @@ __device__ __forceinline__ void produce(const GroupedParams& p, WsShared<Config>
           tma_copy_stage<Config>(p, sh.full[slot], base + slot * Shape::kStageBytes, kt, row_begin,
                                  n0);
         }
+      // Every producer thread has read this tile's place before the next locate rewrites it.
+      ScanSync<kThreads, false>::sync();
       continue;
     }
     gather_rows<Config::tokens, kThreads>(p, row_begin, row_end, sh.src_rows);
