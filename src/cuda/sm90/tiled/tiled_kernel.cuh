@@ -16,7 +16,10 @@
 //     memory; negative ids and, when the caller gave a_rows (> 0), ids past it read as zeros. The
 //     seed-shaped fused call cannot pass a_rows: there the ids are trusted.
 //  3. mainloop: a cp.async pipeline of `stages` k-tiles (64 values of K each; the copies are
-//     stage_loader.cuh's). Activations land in a 128-byte-swizzled K-major tile read by wgmma
+//     stage_loader.cuh's; a dense bf16 GEMM's are TMA boxes, tma_stages.cuh, one thread asking
+//     for a stage and mbarriers in place of the cp.async groups and the CTA barrier of every
+//     k-tile: 0.89-0.97x the time at M = 512, 0.88-1.03x past it, an H100, docs/perf.md,
+//     forty-third session). Activations land in a 128-byte-swizzled K-major tile read by wgmma
 //     through a descriptor. NVFP4 weights land as packed bytes plus their block scales; each
 //     thread decodes its A fragment (e2m1 x e4m3 in bf16, exact) into registers and issues
 //     wgmma with A from registers. bf16 weights land in a swizzled tile and wgmma reads both
