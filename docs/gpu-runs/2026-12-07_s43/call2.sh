@@ -5,6 +5,8 @@
 # again, the dense tests, then the 32- and 64-token tiles forced at M = 48-64 and the wide tiles at
 # M = 512, with TMA. The working tree as carried (carry .deps):
 #   bash docs/gpu-runs/2026-12-07_s43/call2.sh   (prints everything; $OUT gets the logs)
+# As run, the forced rows' filter kept the bench's progress lines, not its result lines: the
+# forced times did not come back (the run's records: call2_tests_racecheck.txt).
 cd "$(dirname "$0")/../../.."
 source scripts/gpu_build.sh
 R=$OUT; M=build/release/bin/metrale; T=build/release/bin/metrale_test_cuda
