@@ -29,10 +29,10 @@
 //                         decoder-warpgroup tiles, which read only it. The prepack conversions
 //                         write and read the chosen one, the CPU backend and both kernel families
 //                         decode it.
-//   METRALE_CUDA_DENSE_COPY tuning and tests only: how the tiled family's CTA-synchronised tiles
-//                         copy a dense bf16 GEMM's stages: unset, "" or "tma", by TMA (one
-//                         thread, tma_stages.cuh; the default); "cp.async", every thread's 16-byte
-//                         copies as before, kept for A/B runs. Both give the same bits.
+//   METRALE_CUDA_DENSE_COPY tuning and tests only: how the tiled family copies a dense bf16
+//                         GEMM's stages: unset, "" or "tma", by TMA (one thread a stage; the
+//                         default); "cp.async", every thread's 16-byte copies as before, kept for
+//                         A/B runs. Both give the same bits.
 #pragma once
 
 #include <cstddef>

@@ -4,7 +4,8 @@
 // tables and host offsets live in the workspace (cuda/stage/expert_table.hpp), not here.
 #pragma once
 
-#include <cuda.h>  // CUtensorMap (a type only: the maps are encoded through the runtime's entry point)
+// cuda.h for CUtensorMap, a type only: the maps are encoded through the runtime's entry point.
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
