@@ -282,10 +282,11 @@ bool dense_by_tma(const Problem& problem) {
 // where they cannot be encoded (an operand not 16-byte aligned, or no driver entry point: the
 // launch then copies by cp.async). Rows at or past a_rows read as zeros, as the gather reads them.
 bool encode_tma_maps(const Problem& problem, const Plan& plan, GroupedParams& p) {
+  if (!plan.tma) return false;
   const GroupedNvfp4& a = problem.args;
   const TileConfig& tile = kTiles[bf16_twin(plan.config)];
   const long rows = a.a_rows > 0 ? std::min<long>(a.a_rows, a.groups.m_total) : a.groups.m_total;
-  return plan.tma && encode_bf16_map(p.act_map, a.a, rows, a.k, tile.tokens) &&
+  return encode_bf16_map(p.act_map, a.a, rows, a.k, tile.tokens) &&
          encode_bf16_map(p.weight_map, expert_entry(problem, 0, 0).weight, a.n, a.k,
                          tile.weight_rows);
 }

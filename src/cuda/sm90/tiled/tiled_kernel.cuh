@@ -303,7 +303,7 @@ __global__ void __launch_bounds__(KernelShape<Config, kNvfp4>::kThreads)
   // TMA boxes (TmaStages).
   auto loader = [&] {
     if constexpr (kTma) {
-      return TmaStages<Config>{tma_bars[0], tma_bars[1], base, kt_first, row_begin, n0};
+      return TmaStages<Config>{tma_bars[0], tma_bars[1], base_ptr, kt_first, row_begin, n0};
     } else {
       zero_stages<Shape::kThreads>(base_ptr, Config::stages * Shape::kStageBytes);
       return StageLoader<Config, kNvfp4>(p, entry, src_rows, n0);

@@ -24,25 +24,26 @@
 
 namespace metrale::cuda::sm90 {
 
-// The shared address `to` as cuda::ptx takes shared-memory operands: a generic pointer.
-__device__ __forceinline__ void* shared_pointer(uint32_t to) {
-  return __cvta_shared_to_generic(to);
+// Spins until the phase of parity `parity` of `bar` has completed (acquire, CTA scope).
+__device__ __forceinline__ void mbarrier_wait_parity(uint64_t* bar, uint32_t parity) {
+  while (!::cuda::ptx::mbarrier_try_wait_parity(bar, parity)) {
+  }
 }
 
-// Thread 0: arms `full` with a stage's bytes, then copies k-tile kt's two boxes into the stage
-// at shared address `stage`: the activation rows from row0, the weight rows from n0.
+// Thread 0: arms `full` with a stage's bytes, then copies k-tile kt's two boxes into `stage`
+// (shared memory): the activation rows from row0, the weight rows from n0.
 template <class Config>
 __device__ __forceinline__ void tma_copy_stage(const GroupedParams& p, uint64_t& full,
-                                               uint32_t stage, int kt, int row0, int n0) {
+                                               std::uint8_t* stage, int kt, int row0, int n0) {
   const uint32_t bytes = (Config::tokens + Config::weight_rows) * kSwizzleRowBytes;
   (void)::cuda::ptx::mbarrier_arrive_expect_tx(::cuda::ptx::sem_release, ::cuda::ptx::scope_cta,
                                                ::cuda::ptx::space_shared, &full, bytes);
   const std::int32_t act_at[2] = {kt * kBlockK, row0}, weight_at[2] = {kt * kBlockK, n0};
+  ::cuda::ptx::cp_async_bulk_tensor(::cuda::ptx::space_cluster, ::cuda::ptx::space_global, stage,
+                                    &p.act_map, act_at, &full);
   ::cuda::ptx::cp_async_bulk_tensor(::cuda::ptx::space_cluster, ::cuda::ptx::space_global,
-                                    shared_pointer(stage), &p.act_map, act_at, &full);
-  ::cuda::ptx::cp_async_bulk_tensor(::cuda::ptx::space_cluster, ::cuda::ptx::space_global,
-                                    shared_pointer(stage + KernelShape<Config, false>::kActBytes),
-                                    &p.weight_map, weight_at, &full);
+                                    stage + KernelShape<Config, false>::kActBytes, &p.weight_map,
+                                    weight_at, &full);
 }
 
 template <class Config>
@@ -52,7 +53,7 @@ struct TmaStages {
 
   uint64_t (&full)[kStages];
   uint64_t (&empty)[kStages];
-  uint32_t base;  // the ring's first stage (a 1024-aligned shared address)
+  std::uint8_t* base;  // the ring's first stage (1024-aligned)
   int kt_first;   // the CTA's first k-tile (its K range)
   int row0, n0;   // the tile's first activation row and weight row
 
@@ -70,23 +71,18 @@ struct TmaStages {
   // i - kStages have released the slot.
   __device__ __forceinline__ void load(const GroupedParams& p, int i) {
     const int slot = i % kStages;
-    if (i >= kStages) wait(empty[slot], i / kStages - 1);
+    if (i >= kStages) mbarrier_wait_parity(&empty[slot], (i / kStages - 1) & 1);
     tma_copy_stage<Config>(p, full[slot], base + slot * Shape::kStageBytes, kt_first + i, row0, n0);
   }
 
   // Every thread: stage i has landed.
-  __device__ __forceinline__ void wait_full(int i) { wait(full[i % kStages], i / kStages); }
+  __device__ __forceinline__ void wait_full(int i) {
+    mbarrier_wait_parity(&full[i % kStages], (i / kStages) & 1);
+  }
 
   // One thread per warpgroup, once its wgmmas on stage i are done.
   __device__ __forceinline__ void release(int i) {
     if (threadIdx.x % 128 == 0) (void)::cuda::ptx::mbarrier_arrive(&empty[i % kStages]);
-  }
-
- private:
-  // The use'th completion of `bar` (its parity alternates).
-  static __device__ __forceinline__ void wait(uint64_t& bar, int use) {
-    while (!::cuda::ptx::mbarrier_try_wait_parity(&bar, static_cast<uint32_t>(use & 1))) {
-    }
   }
 };
 

@@ -91,8 +91,7 @@ __device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity, co
 #else
   (void)sh;
   (void)site;
-  while (!::cuda::ptx::mbarrier_try_wait_parity(bar, parity)) {
-  }
+  mbarrier_wait_parity(bar, parity);
 #endif
 }
 
@@ -192,8 +191,8 @@ __device__ __forceinline__ void produce(const GroupedParams& p, WsShared<Config>
           if (round > 0)
             mbarrier_wait(&sh.empty[slot], (round - 1) & 1, sh,
                           WaitSite{kProducerStageEmpty, int(stage), handed, int(slot)});
-          tma_copy_stage<Config>(p, sh.full[slot], base + slot * Shape::kStageBytes, kt, row_begin,
-                                 n0);
+          tma_copy_stage<Config>(p, sh.full[slot], base_ptr + slot * Shape::kStageBytes, kt,
+                                 row_begin, n0);
         }
       // Every producer thread has read this tile's place before the next locate rewrites it.
       ScanSync<kThreads, false>::sync();
