@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Forty-fourth session, call 1 (main 25d61ac): (a) the NVFP4 and decode GPU tests at main, since
+# GroupedParams grew TMA maps in the forty-third session and only the dense tests ran after it;
+# (b) the dense GEMM where it stays under 0.9x cuBLASLt (M = 48, 64, 512): the family's choice and
+# cuBLASLt in the same run, then every tile and K split forced (JSON-parsed: the forty-third
+# session's forced rows were lost to a text column); (c) the kernels cuBLASLt and metrale launch
+# there, by name and duration (ncu, one metric): the tile and split-K cuBLASLt runs.
+#   COMMIT=$(git rev-parse --short HEAD) bash docs/gpu-runs/2026-12-07_s44/call1.sh  (carry .deps)
+cd "$(dirname "$0")/../../.."
+R=/tmp/r1; mkdir -p $R/forced $R/ncu
+DEADLINE=${DEADLINE:-575}
+source scripts/gpu_timebox.sh
+archive() { tar -czf $OUT/call1.tgz -C /tmp r1; echo "archived at ${SECONDS}s"; }
+nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,memory.total --format=csv > $R/nvidia-smi.txt 2>&1
+cat $R/nvidia-smi.txt
+export METRALE_COMMIT=${COMMIT:?name the commit the tree holds}
+bash -c 'source scripts/gpu_build.sh && release_build "$0" --target metrale_cli metrale_test_cuda' $R/build.log
+echo "built at ${SECONDS}s: $(tail -1 $R/build.log)"
+M=build/release/bin/metrale
+box 90 build/release/bin/metrale_test_cuda \
+  --gtest_filter="TiledFamily.*:DecodeFamily.*:ExactSweep.Grouped*:Consistency.*" > $R/tests.log 2>&1
+echo "tests at ${SECONDS}s"; grep -E "PASSED|FAILED|tests ran|Failure" $R/tests.log | tail -8; archive
+box 40 $M bench --ops dense --model all --tokens 48 64 512 --impls metrale cublaslt --budget-ms 20 \
+  --commit $COMMIT --json $R/dense_ref.json > $R/dense_ref.log 2>&1
+forced() {  # NAME KERNEL TOKENS...
+  local name=$1 kernel=$2
+  shift 2
+  METRALE_CUDA_KERNEL=$kernel box 20 $M bench --ops dense --model all --tokens "$@" \
+    --impls metrale --budget-ms 8 --json $R/forced/$name.json > $R/forced/$name.log 2>&1
+}
+for s in 1 2 4; do
+  forced t2_s$s sm90-tiled:2:$s 48 64
+  forced t3_s$s sm90-tiled:3:$s 48 64 512
+  forced t6_s$s sm90-tiled:6:$s 512
+done
+forced t4 sm90-tiled:4 512
+forced t7 sm90-tiled:7:1 512
+forced t3_s8 sm90-tiled:3:8 48 64 512
+echo "forced at ${SECONDS}s"; archive
+names() {  # NAME IMPL MODEL TOKENS: the kernels of one row, by name and duration
+  box 25 ncu --clock-control none --metrics gpu__time_duration.sum --launch-skip 6 --launch-count 4 \
+    $M bench --ops dense --model $3 --tokens $4 --impls $2 --budget-ms 1 > $R/ncu/$1.log 2>&1
+}
+for m in qwen3-30b-a3b gpt-oss-120b deepseek-v3; do
+  for t in 64 512; do names lt_${m}_$t cublaslt $m $t; names me_${m}_$t metrale $m $t; done
+done
+echo "ncu at ${SECONDS}s"; archive
+python3 - $R/dense_ref.json $R/forced/*.json <<'PY'
+import json, sys
+for f in sys.argv[1:]:
+    for r in json.load(open(f))['rows']:
+        if r.get('status') == 'ok':
+            print(f"{f.split('/')[-1][:-5]:9s} {r['impl'][:8]:8s} {r['model'][:14]:14s} {r['tokens']:5d} "
+                  f"{r['median_us']:9.2f} {r.get('kernel', '')}")
+PY
+grep -h -E "^  [a-zA-Z_].*\(|gpu__time_duration" $R/ncu/*.log | head -80
+cat $R/skipped.txt 2>/dev/null || true
