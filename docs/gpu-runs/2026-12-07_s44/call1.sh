@@ -4,7 +4,8 @@
 # (b) the dense GEMM where it stays under 0.9x cuBLASLt (M = 48, 64, 512): the family's choice and
 # cuBLASLt in the same run, then every tile and K split forced (JSON-parsed: the forty-third
 # session's forced rows were lost to a text column); (c) the kernels cuBLASLt and metrale launch
-# there, by name and duration (ncu, one metric): the tile and split-K cuBLASLt runs.
+# there, by name and duration (ncu, one metric): the tile and split-K cuBLASLt runs; (d) ncu's
+# full set on metrale's kernel at Qwen3-Next M = 512 (0.40x) and Qwen3-30B M = 64 (0.61x).
 #   COMMIT=$(git rev-parse --short HEAD) bash docs/gpu-runs/2026-12-07_s44/call1.sh  (carry .deps)
 cd "$(dirname "$0")/../../.."
 R=/tmp/r1; mkdir -p $R/forced $R/ncu
@@ -45,6 +46,14 @@ for m in qwen3-30b-a3b gpt-oss-120b deepseek-v3; do
   for t in 64 512; do names lt_${m}_$t cublaslt $m $t; names me_${m}_$t metrale $m $t; done
 done
 echo "ncu at ${SECONDS}s"; archive
+prof() {  # NAME MODEL TOKENS: metrale's GEMM kernel of one dense row, ncu --set full
+  (( $(left) > 60 )) && TIMEOUT=40 scripts/gpu_profile.sh $R/prof $1 grouped_gemm $M bench --ops dense \
+    --model $2 --tokens $3 --impls metrale --budget-ms 1
+  echo "profile $1 at ${SECONDS}s"
+}
+prof next_512 qwen3-next-80b-a3b 512
+prof qwen_64 qwen3-30b-a3b 64
+archive
 python3 - $R/dense_ref.json $R/forced/*.json <<'PY'
 import json, sys
 for f in sys.argv[1:]:
@@ -54,4 +63,6 @@ for f in sys.argv[1:]:
                   f"{r['median_us']:9.2f} {r.get('kernel', '')}")
 PY
 grep -h -E "^  [a-zA-Z_].*\(|gpu__time_duration" $R/ncu/*.log | head -80
+grep -h -E "Duration|DRAM Throughput|Compute \(SM\) Throughput|Registers Per|Achieved Occupancy|Grid Size|Block Size" \
+  $R/prof/*_details.csv 2>/dev/null | cut -c1-160
 cat $R/skipped.txt 2>/dev/null || true
