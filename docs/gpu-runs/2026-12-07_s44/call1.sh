@@ -37,6 +37,8 @@ done
 forced t4 sm90-tiled:4 512
 forced t7 sm90-tiled:7:1 512
 forced t3_s8 sm90-tiled:3:8 48 64 512
+forced st3 sm90-stream:3 48 64
+forced st5 sm90-stream:5 48 64
 echo "forced at ${SECONDS}s"; archive
 names() {  # NAME IMPL MODEL TOKENS: the kernels of one row, by name and duration
   box 25 ncu --clock-control none --metrics gpu__time_duration.sum --launch-skip 6 --launch-count 4 \
