@@ -6,6 +6,8 @@
 # session's forced rows were lost to a text column); (c) the kernels cuBLASLt and metrale launch
 # there, by name and duration (ncu, one metric): the tile and split-K cuBLASLt runs; (d) ncu's
 # full set on metrale's kernel at Qwen3-Next M = 512 (0.40x) and Qwen3-30B M = 64 (0.61x).
+# On an H200, the recorded sweep of main (every op and preset, 60 ms a row, and DeepSeek-V3 with
+# --skew 1.5) runs after the tests, and (b)-(d) get what time is left.
 #   COMMIT=$(git rev-parse --short HEAD) bash docs/gpu-runs/2026-12-07_s44/call1.sh  (carry .deps)
 cd "$(dirname "$0")/../../.."
 R=/tmp/r1; mkdir -p $R/forced $R/ncu
@@ -21,6 +23,14 @@ M=build/release/bin/metrale
 box 90 build/release/bin/metrale_test_cuda \
   --gtest_filter="TiledFamily.*:DecodeFamily.*:ExactSweep.Grouped*:Consistency.*" > $R/tests.log 2>&1
 echo "tests at ${SECONDS}s"; grep -E "PASSED|FAILED|tests ran|Failure" $R/tests.log | tail -8; archive
+if grep -q H200 $R/nvidia-smi.txt; then  # the recorded sweep first: check_targets reads H200 sweeps only
+  box 300 $M bench --ops gate_up down moe dense pack --model all --budget-ms 60 --step-timeout 60 \
+    --commit $COMMIT --json $R/sweep_$COMMIT.json > $R/sweep.log 2>&1
+  echo "sweep at ${SECONDS}s"; archive
+  box 45 $M bench --ops gate_up down --model deepseek-v3 --tokens 1 8 64 512 4096 16384 --skew 1.5 \
+    --budget-ms 60 --commit $COMMIT --json $R/sweep_skew_$COMMIT.json > $R/sweep_skew.log 2>&1
+  echo "skew at ${SECONDS}s"; archive
+fi
 box 40 $M bench --ops dense --model all --tokens 48 64 512 --impls metrale cublaslt --budget-ms 20 \
   --commit $COMMIT --json $R/dense_ref.json > $R/dense_ref.log 2>&1
 forced() {  # NAME KERNEL TOKENS...
