@@ -7,8 +7,9 @@
 #      rounds (scripts/gpu_variants.sh), then cuBLASLt's best heuristic on the same rows;
 #  (b) the GPU tests on 2dbc095: the tiled family (every tile with TMA and cp.async, bit for
 #      bit), the decode family, the grouped exact sweeps, consistency;
-#  (c) with the time left, call1.sh's (b)-(c): tiles and K splits forced at M = 48-512 (JSON) and
-#      the kernels cuBLASLt runs there, by name.
+#  (c) with the time left, call1.sh's (b)-(c): tiles and K splits forced at M = 48-512 (JSON),
+#      ncu's full set on metrale's kernel at Qwen3-30B M = 512 (is the L2 busy?) and the kernels
+#      cuBLASLt runs there, by name.
 # From main: scripts/gpu_variants.sh pack 97e726d 2dbc095; carry .deps and .variants;
 #   bash docs/gpu-runs/2026-12-07_s44/call2.sh
 cd "$(dirname "$0")/../../.."
@@ -45,6 +46,9 @@ names() {  # NAME MODEL TOKENS: cuBLASLt's kernels of one row, by name and durat
   box 20 ncu --clock-control none --metrics gpu__time_duration.sum --launch-skip 6 --launch-count 3 \
     $M bench --ops dense --model $2 --tokens $3 --impls cublaslt --budget-ms 1 > $R/ncu/$1.log 2>&1
 }
+(( $(left) > 55 )) && TIMEOUT=40 scripts/gpu_profile.sh $R/prof qwen_512 grouped_gemm $M bench \
+  --ops dense --model qwen3-30b-a3b --tokens 512 --impls metrale --budget-ms 1
+echo "profile at ${SECONDS}s"; archive
 names qwen_512 qwen3-30b-a3b 512
 names qwen_64 qwen3-30b-a3b 64
 names next_512 qwen3-next-80b-a3b 512
@@ -60,4 +64,6 @@ for f in sys.argv[1:]:
                   f"{r['median_us']:9.2f} {r.get('kernel', '')}")
 PY
 grep -h -E "^  [a-zA-Z_].*\(|gpu__time_duration" $R/ncu/*.log | cut -c1-220 | head -40
+grep -h -E "Duration|DRAM Throughput|L2 Cache Throughput|L1/TEX Cache Throughput|Compute \(SM\) Throughput|Issue Slots Busy" \
+  $R/prof/*_details.csv 2>/dev/null | cut -c1-160
 cat $R/skipped.txt 2>/dev/null || true
