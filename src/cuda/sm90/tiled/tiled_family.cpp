@@ -315,7 +315,7 @@ class TiledFamily final : public Family {
                        t.specialized ? " warp-specialised" : "",
                        t.decoded > 0 ? fmt::format(" decoder(ring={})", t.decoded) : "",
                        splits_of(plan) > 1 ? fmt::format(" splits={}", plan.splits) : "",
-                       plan.tma ? fmt::format(" tma stages={}", tma_ring_stages(t)) : "");
+                       plan.tma ? " tma" : "");
   }
 
   std::string why_not(const Problem& problem) const override {

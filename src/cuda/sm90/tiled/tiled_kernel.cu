@@ -179,15 +179,11 @@ auto with_tile(int tile, F&& f) {
   }
 }
 
-// The tile as a launch runs it: with its TMA ring (TmaRing) where TMA copies the stages.
-template <class Config, bool kTma>
-using RingOf = std::conditional_t<kTma, TmaRing<Config>, Config>;
-
 // kPrepacked: NVFP4 weights in format/prepack.hpp's layout; kFragments: prepacked in the
-// fragment order (format/fragment_order.hpp); kTma: a dense bf16 GEMM's operands copied by TMA,
-// on the tile's TMA ring; each their own instantiations. bf16 weights on a forced-only NVFP4
-// variant run its tile's kernel (bf16_twin). The decoder-warpgroup tiles read no fragment order
-// (refused on the host, TiledFamily::launch).
+// fragment order (format/fragment_order.hpp); kTma: a dense bf16 GEMM's operands copied by TMA;
+// each their own instantiations. bf16 weights on a forced-only NVFP4 variant run its tile's
+// kernel (bf16_twin). The decoder-warpgroup tiles read no fragment order (refused on the host,
+// TiledFamily::launch).
 template <bool kNvfp4, bool kPrepacked = false, bool kFragments = false, bool kTma = false>
 cudaError_t launch_format(int tile, const GroupedParams& params, dim3 grid, cudaStream_t stream) {
   return with_tile(tile, [&](auto config) {
@@ -195,13 +191,11 @@ cudaError_t launch_format(int tile, const GroupedParams& params, dim3 grid, cuda
     if constexpr (!kNvfp4 && nvfp4_variant(kTiles[Config::index])) {
       constexpr int kTwin = bf16_twin(Config::index);
       static_assert(!nvfp4_variant(kTiles[kTwin]), "an NVFP4 variant has its tile without it");
-      return launch_config<RingOf<Tile<kTwin>, kTma>, false, false, false, kTma>(params, grid,
-                                                                                 stream);
+      return launch_config<Tile<kTwin>, false, false, false, kTma>(params, grid, stream);
     } else if constexpr (kFragments && Config::decoded > 0) {
       return cudaErrorInvalidValue;
     } else {
-      return launch_config<RingOf<Config, kTma>, kNvfp4, kPrepacked, kFragments, kTma>(params, grid,
-                                                                                       stream);
+      return launch_config<Config, kNvfp4, kPrepacked, kFragments, kTma>(params, grid, stream);
     }
   });
 }

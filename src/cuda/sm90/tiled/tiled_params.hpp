@@ -136,40 +136,6 @@ struct Tile {
                 "a decoder warpgroup joins the warp-specialised roles");
 };
 
-// The stage ring of a dense bf16 GEMM whose stages TMA copies (TiledWeights::bf16_tma). TMA
-// needs no zeroed stages and no copy state in the threads, so a tile that holds its
-// multiprocessor alone (its own ring takes more than half of the shared memory) runs the deepest
-// ring that fits beside what its kernel keeps past the ring (tma_kept_bytes), at most
-// kMaxTmaStages and never shallower than its own. A small grid (a dense GEMM of M = 512: 32-96
-// CTAs on 132 SMs) waits on each k-tile's copies (ncu: ~1 us a 128 x 128 k-tile, 4x its
-// tensor-core time, docs/perf.md, "2026-12-03"), so more stages are more bytes in flight on each
-// of its multiprocessors. The narrow tiles, several CTAs a multiprocessor, keep their rings.
-inline constexpr int kSharedPerCta = 227 * 1024;  // sm_90's opt-in limit, static included
-inline constexpr int kMaxTmaStages = 8;
-// A bf16 stage: the tile's activation rows and weight rows, 64 K each (a multiple of the
-// 1024-byte swizzle atom: tokens and weight rows are multiples of 8).
-constexpr int bf16_stage_bytes(const TileConfig& t) {
-  return (t.tokens + t.weight_rows) * 2 * kBlockK;
-}
-// Past the ring: the 1024-byte alignment slack and 4 KB of static shared memory (scans, barriers,
-// ~1.2 KB), and a warp-specialised tile's epilogue staging tile (WsShape: token rows of
-// 2 x weight_rows + 16 bytes, for whole pairs of 8-token groups).
-constexpr int tma_kept_bytes(const TileConfig& t) {
-  const bool staged = t.specialized && t.tokens % 16 == 0;
-  return 1024 + 4096 + (staged ? t.tokens * (2 * t.weight_rows + 16) : 0);
-}
-constexpr int tma_ring_stages(const TileConfig& t) {
-  const int stage = bf16_stage_bytes(t);
-  if (2 * t.stages * stage <= kSharedPerCta) return t.stages;
-  const int fit = (kSharedPerCta - tma_kept_bytes(t)) / stage;
-  return fit < t.stages ? t.stages : fit > kMaxTmaStages ? kMaxTmaStages : fit;
-}
-// A tile run with its TMA ring: the kernels read Config::stages.
-template <class Config>
-struct TmaRing : Config {
-  static constexpr int stages = tma_ring_stages(kTiles[Config::index]);
-};
-
 // The token width a tile of `rows` group rows runs at: whole chunks (the wgmmas of a k16 step),
 // at most the tile's `tokens`. An expert's last row tile is usually partial (routing is
 // uneven): its wgmmas skip the chunks past its rows. The weights' loads and decode do not

@@ -50,8 +50,6 @@ template <class Config>
 struct TmaStages {
   using Shape = KernelShape<Config, false>;
   static constexpr int kStages = Config::stages;
-  static_assert(Shape::kStageBytes == bf16_stage_bytes(kTiles[Config::index]),
-                "tma_ring_stages sizes the ring by this stage");
 
   uint64_t (&full)[kStages];
   uint64_t (&empty)[kStages];
