@@ -164,7 +164,8 @@ cuda::Problem dense_problem(const check::ModelPreset& model, const std::int32_t 
 // one, and NVFP4's tile elsewhere. Over the bench's dense shapes (M = T, N = 2 inter, K =
 // hidden), on 132 multiprocessors: the one shape where the two differ is Qwen3-30B-A3B's at M =
 // 4096 (192 wide tiles in two waves, 384 narrow ones in three: measured 50.5 us on tile 7, 47.5
-// on tile 4, an H100). Host logic.
+// on tile 4, an H100). A small grid takes the 64-token tile instead (SmallBf16GridsSplitK).
+// Host logic.
 TEST(TiledFamily, Bf16WeightsTakeTheCtaSynchronisedWideTile) {
   const cuda::Family* tiled = cuda::find_family("sm90-tiled");
   ASSERT_NE(tiled, nullptr);
@@ -190,9 +191,14 @@ TEST(TiledFamily, Bf16WeightsTakeTheCtaSynchronisedWideTile) {
       } else if (nvfp4 == widest) {
         narrowed.push_back(std::string(model.display) + " T = " + std::to_string(tokens));
       }
-      const int expected = bf16_wide         ? cuda::sm90::kBf16WideTile
-                           : nvfp4 == widest ? narrower
-                                             : nvfp4;
+      int expected = bf16_wide         ? cuda::sm90::kBf16WideTile
+                     : nvfp4 == widest ? narrower
+                                       : nvfp4;
+      // A grid of 128-token tiles or wider that fills at most half of the multiprocessors takes
+      // the CTA-synchronised 64-token tile (narrow_small_grid; tile 3).
+      const int rows = cuda::sm90::kTiles[expected].tokens;
+      const int tiles = (tokens + rows - 1) / rows * ((problem.args.n + 127) / 128);
+      if (rows > 64 && 2 * tiles <= cuda::device_sm_count()) expected = 3;
       if (bf16.splits > 1) {  // a K split runs on the CTA-synchronised tile of the same shape
         EXPECT_FALSE(cuda::sm90::kTiles[bf16.config].specialized) << model.display;
         EXPECT_EQ(cuda::sm90::kTiles[bf16.config].tokens, cuda::sm90::kTiles[expected].tokens)
@@ -242,27 +248,31 @@ TEST(TiledFamily, DenseGemmPlansTmaCopies) {
   EXPECT_TRUE(tiled->plan(problem, cuda::RowWindow{}).tma);
 }
 
-// Which bf16 GEMMs split K (split_small_grid), on 132 multiprocessors (an H200; the host count
-// without a device): those whose tiles fill at most half of them, at least 8 k-tiles a range,
-// at most 8 ranges (a cluster): the bench's dense M = 512 of Qwen3-30B (48 tiles of 128 x 128:
-// 2 ranges) and Qwen3-Next (32 tiles: 4 ranges; at M = 64 too, two row tiles of 32), the
-// 8- and 16-token tiles of M = 1 and 8 (Qwen3-30B: 24 tiles, 4 ranges; DeepSeek-V3: 64 tiles, 2
-// ranges; gpt-oss: 90 tiles, none), nothing at 4096 rows; NVFP4 weights never. On a device, fewer
-// ranges where the tiles' clusters would not all run at once. Host logic, but the counts are the
-// current device's.
+// Which bf16 GEMMs take the 64-token tile (narrow_small_grid) and which split K
+// (split_small_grid), on 132 multiprocessors (an H200; the host count without a device): a grid
+// of 128-token tiles or wider that fills at most half of them takes the 64-token tile, and
+// tiles that then fill at most half of them cut K, at least 8 k-tiles a range, at most 8 ranges
+// (a cluster): the bench's dense M = 512 of Qwen3-30B (48 tiles of 128 x 128: 96 of 64 x 128,
+// whole) and Qwen3-Next (32 tiles: 64 of 64 x 128, 2 ranges; at M = 64, two row tiles of 32, 4
+// ranges), the 8- and 16-token tiles of M = 1 and 8 (Qwen3-30B: 24 tiles, 4 ranges; DeepSeek-V3:
+// 64 tiles, 2 ranges; gpt-oss: 90 tiles, none), nothing at 4096 rows; NVFP4 weights never. On a
+// device, fewer ranges where the tiles' clusters would not all run at once. Host logic, but the
+// counts are the current device's.
 TEST(TiledFamily, SmallBf16GridsSplitK) {
   const cuda::Family* tiled = cuda::find_family("sm90-tiled");
   ASSERT_NE(tiled, nullptr);
   if (cuda::device_sm_count() != 132) GTEST_SKIP() << "the expectations are for 132 SMs";
   struct Expected {
     const char* model;
-    int tokens, splits;
+    int tokens, splits, tile_tokens;  // tile_tokens 0: not checked here
   };
   const Expected expected[] = {
-      {"Qwen3-30B-A3B", 512, 2}, {"Qwen3-Next-80B-A3B", 512, 4}, {"DeepSeek-V3", 512, 1},
-      {"Mixtral-8x7B", 512, 1},  {"Qwen3-30B-A3B", 4096, 1},     {"Qwen3-Next-80B-A3B", 4096, 1},
-      {"Qwen3-30B-A3B", 8, 4},   {"Qwen3-Next-80B-A3B", 64, 4},  {"Qwen3-30B-A3B", 1, 4},
-      {"DeepSeek-V3", 1, 2},     {"gpt-oss-120b", 1, 1}};
+      {"Qwen3-30B-A3B", 512, 1, 64}, {"Qwen3-Next-80B-A3B", 512, 2, 64},
+      {"DeepSeek-V3", 512, 1, 128},  {"Mixtral-8x7B", 512, 1, 256},
+      {"Qwen3-30B-A3B", 4096, 1, 0}, {"Qwen3-Next-80B-A3B", 4096, 1, 0},
+      {"Qwen3-30B-A3B", 8, 4, 0},    {"Qwen3-Next-80B-A3B", 64, 4, 32},
+      {"Qwen3-30B-A3B", 1, 4, 0},    {"DeepSeek-V3", 1, 2, 0},
+      {"gpt-oss-120b", 1, 1, 0}};
   const bool device_answers = cuda::sm90::bf16_split_clusters(0, 2) > 0;
   for (const Expected& e : expected) {
     const check::ModelPreset* model = nullptr;
@@ -280,6 +290,10 @@ TEST(TiledFamily, SmallBf16GridsSplitK) {
     else
       EXPECT_EQ(std::max(plan.splits, 1), e.splits) << e.model << " T = " << e.tokens;
     EXPECT_TRUE(plan.splits <= 1 || !cuda::sm90::kTiles[plan.config].specialized) << e.model;
+    if (e.tile_tokens > 0) {
+      EXPECT_EQ(cuda::sm90::kTiles[plan.config].tokens, e.tile_tokens)
+          << e.model << " T = " << e.tokens;
+    }
   }
 }
 

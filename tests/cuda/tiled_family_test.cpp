@@ -85,14 +85,16 @@ TEST(TiledFamily, EveryTileDenseExact) {
 // bit for bit and realistic mode within the harness's tolerance; the harness runs each case twice
 // and wants the same bits (both folds add the ranges in range order, whichever CTA finishes
 // first). Then the dispatcher's own splits through the public call and the workspace its size
-// query gives: M = 512, N = 1024, K = 2048 (the 128-token tile, 4 ranges on 132 SMs) and the
-// decode sizes M = 1 and 8 (the 8- and 16-token tiles, N = 1536: 24 tiles, 4 ranges).
+// query gives: M = 512, N = 1024 and 1536, K = 2048 (a small grid: the 64-token tile, in 2
+// ranges and whole on 132 SMs) and the decode sizes M = 1 and 8 (the 8- and 16-token tiles,
+// N = 1536: 24 tiles, 4 ranges).
 TEST(TiledFamily, Bf16KSplitsExactAndRealistic) {
   METRALE_SKIP_WITHOUT_GPU();
   int failures = 0;
   std::uint64_t seed = 9600;
   for (Mode mode : {Mode::exact, Mode::realistic}) {
-    if (!expect_pass(gemm_case(Op::bf16_gemm, mode, 512, 1024, 2048, seed++))) ++failures;
+    for (int n : {1024, 1536})
+      if (!expect_pass(gemm_case(Op::bf16_gemm, mode, 512, n, 2048, seed++))) ++failures;
     for (int m : {1, 8})
       if (!expect_pass(gemm_case(Op::bf16_gemm, mode, m, 1536, 2048, seed++))) ++failures;
   }

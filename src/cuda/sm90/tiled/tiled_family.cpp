@@ -133,6 +133,26 @@ Plan persistent_past_grid_rows(const Problem& problem, Plan plan) {
   return plan;
 }
 
+// A bf16 GEMM whose tiles of 128 tokens or more would leave more than half of the
+// multiprocessors idle (a dense GEMM of a narrow N at a few hundred rows) first takes the
+// CTA-synchronised 64-token tile: at least twice the CTAs, each with all of K, where a K split of
+// the wide tile reads its k-tiles at the same rate on fewer CTAs and then folds. split_small_grid
+// may still cut the narrow tile's K. Measured with TMA copies (an H100, docs/perf.md, forty-fourth
+// session): Qwen3-30B dense M = 512 (48 tiles of 128 x 128) 13.2 us on the 64-token tile against
+// 16.2 on the 128-token tile in 2 K ranges; Qwen3-Next (32 tiles) 12.5 against 15.2 in 4.
+constexpr int kNarrowBf16Tile = 3;
+static_assert(kTiles[kNarrowBf16Tile].tokens == 64 && !kTiles[kNarrowBf16Tile].specialized,
+              "the CTA-synchronised 64-token tile");
+Plan narrow_small_grid(const Problem& problem, Plan plan) {
+  const GroupedNvfp4& a = problem.args;
+  if (problem.nvfp4 || a.groups.offsets_on_device ||
+      kTiles[plan.config].tokens <= kTiles[kNarrowBf16Tile].tokens)
+    return plan;
+  if (2 * grid_tiles(a, plan) > device_sm_count()) return plan;
+  plan.config = kNarrowBf16Tile;
+  return plan;
+}
+
 Plan split_small_grid(const Problem& problem, Plan plan) {
   const GroupedNvfp4& a = problem.args;
   if (problem.nvfp4 || a.groups.offsets_on_device) return plan;
@@ -343,7 +363,8 @@ class TiledFamily final : public Family {
     else
       plan.config =
           choose_tile(problem, rows, w.experts ? static_cast<double>(w.rows) / w.experts : 1.0);
-    plan = persistent_past_grid_rows(problem, split_small_grid(problem, plan));
+    plan = persistent_past_grid_rows(problem,
+                                     split_small_grid(problem, narrow_small_grid(problem, plan)));
     plan.tma = dense_by_tma(problem);
     return plan;
   }

@@ -36,7 +36,8 @@ struct TileConfig {
 // a quarter of the samples at the copy wait, another at the barrier behind it): 9 and 6 stages
 // in place of 6 and 4, with the weight copies' L2 prefetch (stage_loader.cuh), measured 0.92-0.97x
 // the time on DeepSeek-V3, Qwen3-30B and Mixtral there, 1.01-1.02x on Qwen3-Next, whose K ranges
-// are 8 k-tiles (an H100, docs/perf.md, forty-second session).
+// are 8 k-tiles (an H100, docs/perf.md, forty-second session). The 64-token tile also runs a
+// dense GEMM whose wider tiles fill at most half of the SMs (narrow_small_grid, tiled_family.cpp).
 // Small tiles use one warpgroup so that a decode step spreads over more CTAs; large ones share
 // each activation tile between two. The 256-token tile halves the NVFP4 decode per tensor-core
 // operation (each decoded weight feeds 256 rows): at prefill the decode, not the tensor core, is
