@@ -9,15 +9,10 @@
 #      file of each row).
 #   COMMIT=$(git rev-parse --short HEAD) DEADLINE=380 bash docs/gpu-runs/2026-12-07_s44/call3.sh
 cd "$(dirname "$0")/../../.."
-R=/tmp/r3; mkdir -p $R/ab
 DEADLINE=${DEADLINE:-380}
-source scripts/gpu_timebox.sh
-archive() { tar -czf $OUT/call3.tgz -C /tmp r3; echo "archived at ${SECONDS}s"; }
-nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,memory.total --format=csv > $R/nvidia-smi.txt 2>&1
-cat $R/nvidia-smi.txt
-export METRALE_COMMIT=${COMMIT:?name the commit the tree holds}
-bash -c 'source scripts/gpu_build.sh && release_build "$0" --target metrale_cli metrale_test_cuda' $R/build.log
-echo "built at ${SECONDS}s: $(tail -1 $R/build.log)"
+NAME=call3 source scripts/gpu_call.sh  # R, box, archive, build, rows
+mkdir -p $R/ab
+build metrale_cli metrale_test_cuda
 M=build/release/bin/metrale
 TESTS="TiledFamily.Bf16KSplitsExactAndRealistic:TiledFamily.EveryTileDenseExact"
 TESTS+=":TiledFamily.DenseCopiesByTmaAndCpAsyncExact:ExactSweep.Bf16Gemm:RealisticSweep.Bf16Gemm"
@@ -44,13 +39,5 @@ else
     --budget-ms 20 --json $R/ab/cublaslt.json > $R/ab/cublaslt.log 2>&1
   archive
 fi
-python3 - $R/ab/*.json <<'PY'
-import json, sys
-for f in sys.argv[1:]:
-    try: rows = json.load(open(f))['rows']
-    except Exception: continue
-    for r in rows:
-        if r.get('status') == 'ok':
-            print(f"{f.split('/')[-1][:-5]:9s} {r['impl'][:8]:8s} {r['model'][:14]:14s} {r['tokens']:5d} {r['median_us']:9.2f} {r.get('kernel', '')}")
-PY
+rows $R/ab/*.json
 cat $R/skipped.txt 2>/dev/null || true
