@@ -8,6 +8,7 @@
 #      cuBLASLt, 60 ms a row), its JSON named for bench/results (check_targets reads the newest
 #      file of each row).
 #   COMMIT=$(git rev-parse --short HEAD) DEADLINE=380 bash docs/gpu-runs/2026-12-07_s44/call3.sh
+# (ROUNDS, default 3, and TEST_S, the tests' box in seconds, default 70, shorten it.)
 cd "$(dirname "$0")/../../.."
 DEADLINE=${DEADLINE:-380}
 NAME=call3 source scripts/gpu_call.sh  # R, box, archive, build, rows
@@ -16,13 +17,13 @@ build metrale_cli metrale_test_cuda
 M=build/release/bin/metrale
 TESTS="TiledFamily.Bf16KSplitsExactAndRealistic:TiledFamily.EveryTileDenseExact"
 TESTS+=":TiledFamily.DenseCopiesByTmaAndCpAsyncExact:ExactSweep.Bf16Gemm:RealisticSweep.Bf16Gemm"
-box 70 build/release/bin/metrale_test_cuda --gtest_filter="$TESTS" > $R/tests.log 2>&1
+box ${TEST_S:-70} build/release/bin/metrale_test_cuda --gtest_filter="$TESTS" > $R/tests.log 2>&1
 echo "tests at ${SECONDS}s"; grep -E "PASSED|FAILED|tests ran|Failure" $R/tests.log | tail -8; archive
 ab() {  # NAME MODEL [KERNEL]
   METRALE_CUDA_KERNEL=$3 box 15 $M bench --ops dense --model $2 --tokens 512 --impls metrale \
     --budget-ms 20 --json $R/ab/$1.json > $R/ab/$1.log 2>&1
 }
-for round in 1 2 3; do
+for round in $(seq 1 ${ROUNDS:-3}); do
   for side in new old; do
     [[ $round == 2 ]] && side=$([[ $side == new ]] && echo old || echo new)
     if [[ $side == new ]]; then ab new_q$round qwen3-30b-a3b; ab new_n$round qwen3-next-80b-a3b
