@@ -137,9 +137,10 @@ Plan persistent_past_grid_rows(const Problem& problem, Plan plan) {
 // multiprocessors idle (a dense GEMM of a narrow N at a few hundred rows) first takes the
 // CTA-synchronised 64-token tile: at least twice the CTAs, each with all of K, where a K split of
 // the wide tile reads its k-tiles at the same rate on fewer CTAs and then folds. split_small_grid
-// may still cut the narrow tile's K. Measured with TMA copies (an H100, docs/perf.md, forty-fourth
-// session): Qwen3-30B dense M = 512 (48 tiles of 128 x 128) 13.2 us on the 64-token tile against
-// 16.2 on the 128-token tile in 2 K ranges; Qwen3-Next (32 tiles) 12.5 against 15.2 in 4.
+// may still cut the narrow tile's K. Measured with TMA copies against the 128-token tile's K split
+// in one call, best of 2 rounds (an H100, docs/perf.md, forty-fourth session): Qwen3-30B dense
+// M = 512 (48 tiles of 128 x 128; 96 of 64 x 128, whole) 14.6 us against 16.4 in 2 ranges;
+// Qwen3-Next (32 tiles; 64, in 2 ranges) 14.6 against 15.3 in 4.
 constexpr int kNarrowBf16Tile = 3;
 static_assert(kTiles[kNarrowBf16Tile].tokens == 64 && !kTiles[kNarrowBf16Tile].specialized,
               "the CTA-synchronised 64-token tile");
