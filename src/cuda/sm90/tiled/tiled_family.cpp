@@ -136,8 +136,8 @@ Plan persistent_past_grid_rows(const Problem& problem, Plan plan) {
 // A bf16 GEMM whose tiles of 128 tokens or more would leave more than half of the
 // multiprocessors idle (a dense GEMM of a narrow N at a few hundred rows) first takes the
 // CTA-synchronised 64-token tile: at least twice the CTAs, each with all of K, where a K split of
-// the wide tile reads its k-tiles at the same rate on fewer CTAs and then folds. split_small_grid
-// may still cut the narrow tile's K. Measured with TMA copies against the 128-token tile's K split
+// the wide tile folds its ranges through the workspace (behind a staging launch that zeroes the
+// fold's counters). split_small_grid may still cut the narrow tile's K, folded in its cluster. Measured with TMA copies against the 128-token tile's K split
 // in one call, best of 2 rounds (an H100, docs/perf.md, forty-fourth session): Qwen3-30B dense
 // M = 512 (48 tiles of 128 x 128; 96 of 64 x 128, whole) 14.6 us against 16.4 in 2 ranges;
 // Qwen3-Next (32 tiles; 64, in 2 ranges) 14.6 against 15.3 in 4.
