@@ -133,30 +133,35 @@ Plan persistent_past_grid_rows(const Problem& problem, Plan plan) {
   return plan;
 }
 
-// A bf16 GEMM whose tiles of 128 tokens or more would leave more than half of the
-// multiprocessors idle (a dense GEMM of a narrow N at a few hundred rows) first takes the
-// CTA-synchronised 64-token tile: at least twice the CTAs, each with all of K, where a K split of
-// the wide tile folds its ranges through the workspace (behind a staging launch that zeroes the
-// fold's counters). split_small_grid may still cut the narrow tile's K, folded in its cluster. Measured with TMA copies against the 128-token tile's K split
-// in one call, best of 2 rounds (an H100, docs/perf.md, forty-fourth session): Qwen3-30B dense
-// M = 512 (48 tiles of 128 x 128; 96 of 64 x 128, whole) 14.6 us against 16.4 in 2 ranges;
+// Whether `plan` is a bf16 grid (host offsets) whose tiles fill at most half of the
+// multiprocessors: the grid narrow_small_grid narrows and split_small_grid cuts.
+bool small_bf16_grid(const Problem& problem, const Plan& plan) {
+  const GroupedNvfp4& a = problem.args;
+  return !problem.nvfp4 && !a.groups.offsets_on_device &&
+         2 * grid_tiles(a, plan) <= device_sm_count();
+}
+
+// A small bf16 grid (small_bf16_grid: a dense GEMM of a narrow N at a few hundred rows) of tiles
+// of 128 tokens or more first takes the CTA-synchronised 64-token tile: at least twice the CTAs,
+// each with all of K, where a K split of the wide tile folds its ranges through the workspace
+// (behind a staging launch that zeroes the fold's counters). split_small_grid may still cut the
+// narrow tile's K, folded in its cluster. Measured with TMA copies against the 128-token tile's K
+// split in one call, best of 2 rounds (an H100, docs/perf.md, forty-fourth session): Qwen3-30B
+// dense M = 512 (48 tiles of 128 x 128; 96 of 64 x 128, whole) 14.6 us against 16.4 in 2 ranges;
 // Qwen3-Next (32 tiles; 64, in 2 ranges) 14.6 against 15.3 in 4.
 constexpr int kNarrowBf16Tile = 3;
 static_assert(kTiles[kNarrowBf16Tile].tokens == 64 && !kTiles[kNarrowBf16Tile].specialized,
               "the CTA-synchronised 64-token tile");
 Plan narrow_small_grid(const Problem& problem, Plan plan) {
-  const GroupedNvfp4& a = problem.args;
-  if (problem.nvfp4 || a.groups.offsets_on_device ||
-      kTiles[plan.config].tokens <= kTiles[kNarrowBf16Tile].tokens)
-    return plan;
-  if (2 * grid_tiles(a, plan) > device_sm_count()) return plan;
-  plan.config = kNarrowBf16Tile;
+  if (kTiles[plan.config].tokens > kTiles[kNarrowBf16Tile].tokens &&
+      small_bf16_grid(problem, plan))
+    plan.config = kNarrowBf16Tile;
   return plan;
 }
 
 Plan split_small_grid(const Problem& problem, Plan plan) {
+  if (!small_bf16_grid(problem, plan)) return plan;
   const GroupedNvfp4& a = problem.args;
-  if (problem.nvfp4 || a.groups.offsets_on_device) return plan;
   const int tiles = grid_tiles(a, plan);
   const int k_tiles = (a.k + kBlockK - 1) / kBlockK;
   int splits =
