@@ -153,8 +153,7 @@ constexpr int kNarrowBf16Tile = 3;
 static_assert(kTiles[kNarrowBf16Tile].tokens == 64 && !kTiles[kNarrowBf16Tile].specialized,
               "the CTA-synchronised 64-token tile");
 Plan narrow_small_grid(const Problem& problem, Plan plan) {
-  if (kTiles[plan.config].tokens > kTiles[kNarrowBf16Tile].tokens &&
-      small_bf16_grid(problem, plan))
+  if (kTiles[plan.config].tokens > kTiles[kNarrowBf16Tile].tokens && small_bf16_grid(problem, plan))
     plan.config = kNarrowBf16Tile;
   return plan;
 }
