@@ -98,4 +98,15 @@ bool dense_copy_by_cp_async() {
   return second_choice("METRALE_CUDA_DENSE_COPY", "tma", "cp.async");
 }
 
+DenseSchedule dense_schedule() {
+  constexpr const char* kName = "METRALE_CUDA_DENSE_SCHEDULE";
+  const char* raw = std::getenv(kName);
+  const std::string_view value = raw ? raw : "";
+  if (value.empty() || value == "auto") return DenseSchedule::automatic;
+  if (value == "tiles") return DenseSchedule::tiles;
+  if (value == "stream-k") return DenseSchedule::stream_k;
+  fail(Status::invalid_argument,
+       "{} = '{}', expected auto (the default), tiles, stream-k, or unset", kName, value);
+}
+
 }  // namespace metrale::core

@@ -33,6 +33,11 @@
 //                         GEMM's stages: unset, "" or "tma", by TMA (one thread a stage; the
 //                         default); "cp.async", every thread's 16-byte copies as before, kept for
 //                         A/B runs. Both give the same bits.
+//   METRALE_CUDA_DENSE_SCHEDULE tuning and tests only: how the tiled family shares a dense bf16
+//                         GEMM (stages copied by TMA) among the multiprocessors: unset, "" or
+//                         "auto", the family's rule; "tiles", a grid of output tiles (K cut into
+//                         ranges where the family's rule says so); "stream-k", stream-K on every
+//                         tile that has it (sm90/tiled/stream_k_kernel.cuh), refused on the others.
 #pragma once
 
 #include <cstddef>
@@ -65,5 +70,8 @@ enum class PrepackedLayout { halves, fragments };
 PrepackedLayout prepacked_layout();
 // Whether METRALE_CUDA_DENSE_COPY asks for the dense bf16 GEMM's cp.async copies.
 bool dense_copy_by_cp_async();
+// METRALE_CUDA_DENSE_SCHEDULE.
+enum class DenseSchedule { automatic, tiles, stream_k };
+DenseSchedule dense_schedule();
 
 }  // namespace metrale::core

@@ -154,8 +154,10 @@ struct Plan {
   // left the call's staged activations in the workspace (the same layout), so this one does not
   // copy them again.
   bool input_staged = false;
-  // The tiled family: a dense bf16 GEMM whose stages TMA copies (sm90/tiled/tma_stages.cuh).
+  // The tiled family: a dense bf16 GEMM whose stages TMA copies (sm90/tiled/tma_stages.cuh) ...
   bool tma = false;
+  // ... shared out by stream-K where the tile has it (sm90/tiled/stream_k_kernel.cuh).
+  bool stream_k = false;
 };
 
 class Family {

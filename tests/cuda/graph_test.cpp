@@ -12,8 +12,10 @@
 #ifdef METRALE_HAS_CUDA
 #include <cuda_runtime.h>
 
+#include "check/buffers.hpp"
 #include "check/grouped.hpp"
 #include "check/runners.hpp"
+#include "check/scoped_kernel.hpp"
 #endif
 
 namespace metrale::cuda_test {
@@ -114,6 +116,63 @@ TEST(GraphSmall, MoeLayerWithDeviceOffsets) {
     CUDA_OK(cudaGraphLaunch(instance, stream));
     CUDA_OK(cudaStreamSynchronize(stream));
     expect_matches_oracle(layer);
+  }
+  CUDA_OK(cudaGraphExecDestroy(instance));
+  CUDA_OK(cudaGraphDestroy(graph));
+  CUDA_OK(cudaStreamDestroy(stream));
+}
+
+// A dense bf16 GEMM on stream-K (METRALE_CUDA_DENSE_SCHEDULE=stream-k), captured once and
+// replayed on new activations: each replay must give the bits of an eager call on the same
+// inputs. The CTAs finishing a tile wait on arrival counts in the workspace, zeroed in front of
+// the kernel: a replay that kept the last run's counts would add stale sums.
+TEST(GraphSmall, DenseStreamKReplaysOnNewActivations) {
+  METRALE_SKIP_WITHOUT_GPU();
+  const check::ScopedVariable schedule("METRALE_CUDA_DENSE_SCHEDULE", "stream-k");
+  constexpr int kM = 300, kN = 1536, kK = 2048;
+  std::uint64_t state = 12345;
+  auto random_bf16 = [&](std::size_t count) {
+    std::vector<bf16_bits> values(count);
+    for (bf16_bits& v : values) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      v = static_cast<bf16_bits>(0x3c00 + (state >> 33) % 0x0400 + ((state >> 60) & 1) * 0x8000);
+    }
+    return values;
+  };
+  check::DeviceBuffer act = check::upload_new(random_bf16(std::size_t{kM} * kK), "act");
+  check::DeviceBuffer weight = check::upload_new(random_bf16(std::size_t{kN} * kK), "weight");
+  check::DeviceBuffer out(std::size_t{kM} * kN * sizeof(bf16_bits), "out");
+  const DenseGemm args{
+      act.as<bf16_bits>(), weight.as<bf16_bits>(), out.as<bf16_bits>(), kM, kN, kK};
+  void* ws = nullptr;
+  std::size_t ws_size = 0;
+  ASSERT_TRUE(shared_workspace(Backend::cuda, &ws, &ws_size).ok());
+  cudaStream_t stream = nullptr;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const Exec exec{Backend::cuda, ws, ws_size, stream};
+  ASSERT_TRUE(bf16_gemm_act_weight_t(args, exec).ok());  // per-process setup outside the capture
+  CUDA_OK(cudaStreamSynchronize(stream));
+
+  cudaGraph_t graph = nullptr;
+  CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  const Result captured = bf16_gemm_act_weight_t(args, exec);
+  const cudaError_t end = cudaStreamEndCapture(stream, &graph);
+  ASSERT_TRUE(captured.ok()) << captured.message;
+  ASSERT_EQ(end, cudaSuccess) << cudaGetErrorName(end);
+  cudaGraphExec_t instance = nullptr;
+  CUDA_OK(cudaGraphInstantiate(&instance, graph, 0));
+  for (int replay = 0; replay < 3; ++replay) {
+    SCOPED_TRACE(replay);
+    act.upload(random_bf16(std::size_t{kM} * kK));
+    out.poison_bf16(check::kPoisonBf16);
+    CUDA_OK(cudaGraphLaunch(instance, stream));
+    CUDA_OK(cudaStreamSynchronize(stream));
+    const auto replayed = out.download<bf16_bits>();
+    out.poison_bf16(check::kPoisonBf16);
+    ASSERT_TRUE(bf16_gemm_act_weight_t(args, exec).ok());
+    CUDA_OK(cudaStreamSynchronize(stream));
+    EXPECT_TRUE(replayed == out.download<bf16_bits>());
+    EXPECT_EQ(check::check_all_guards({&act, &weight, &out}), "");
   }
   CUDA_OK(cudaGraphExecDestroy(instance));
   CUDA_OK(cudaGraphDestroy(graph));

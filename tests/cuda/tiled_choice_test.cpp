@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "cuda_test_support.hpp"
@@ -167,6 +168,7 @@ cuda::Problem dense_problem(const check::ModelPreset& model, const std::int32_t 
 // on tile 4, an H100). A small grid takes the 64-token tile instead (SmallBf16GridsSplitK).
 // Host logic.
 TEST(TiledFamily, Bf16WeightsTakeTheCtaSynchronisedWideTile) {
+  const check::ScopedVariable grid("METRALE_CUDA_DENSE_SCHEDULE", "tiles");  // the tile rules
   const cuda::Family* tiled = cuda::find_family("sm90-tiled");
   ASSERT_NE(tiled, nullptr);
   ASSERT_FALSE(cuda::sm90::kTiles[cuda::sm90::kBf16WideTile].specialized);
@@ -233,7 +235,7 @@ TEST(TiledFamily, DenseLabelNamesThePlannedTile) {
 // METRALE_CUDA_DENSE_COPY=cp.async; NVFP4 weights never (their copies are cp.async). Host logic.
 TEST(TiledFamily, DenseGemmPlansTmaCopies) {
   for (int m : {64, 512, 4096})
-    EXPECT_TRUE(cuda::bf16_gemm_plan(m, 1536, 2048).ends_with(" tma")) << m;
+    EXPECT_NE(cuda::bf16_gemm_plan(m, 1536, 2048).find(" tma"), std::string::npos) << m;
   {
     const check::ScopedVariable copies("METRALE_CUDA_DENSE_COPY", "cp.async");
     EXPECT_EQ(cuda::bf16_gemm_plan(512, 1536, 2048).find("tma"), std::string::npos);
@@ -259,6 +261,7 @@ TEST(TiledFamily, DenseGemmPlansTmaCopies) {
 // device, fewer ranges where the tiles' clusters would not all run at once. Host logic, but the
 // counts are the current device's.
 TEST(TiledFamily, SmallBf16GridsSplitK) {
+  const check::ScopedVariable grid("METRALE_CUDA_DENSE_SCHEDULE", "tiles");  // the tile rules
   const cuda::Family* tiled = cuda::find_family("sm90-tiled");
   ASSERT_NE(tiled, nullptr);
   if (cuda::device_sm_count() != 132) GTEST_SKIP() << "the expectations are for 132 SMs";
@@ -295,6 +298,62 @@ TEST(TiledFamily, SmallBf16GridsSplitK) {
           << e.model << " T = " << e.tokens;
     }
   }
+}
+
+// Which dense bf16 GEMMs run stream-K (stream_k_plan): those whose tile grid leaves more than 15 %
+// of its waves' multiprocessor slots idle, on the CTA-synchronised twin of the grid's tile, K
+// whole; the label says so, and the workspace holds a tile of sums a CTA and a count a tile.
+// METRALE_CUDA_DENSE_SCHEDULE=stream-k takes it wherever the tile has it, =tiles nowhere; NVFP4
+// weights never. Over the bench's dense shapes at M = 48 to 16384, on the current device's
+// multiprocessor count (132 without a device). Host logic.
+TEST(TiledFamily, DenseGemmsRunStreamKWhereTheirWavesIdle) {
+  const cuda::Family* tiled = cuda::find_family("sm90-tiled");
+  ASSERT_NE(tiled, nullptr);
+  const long sms = cuda::device_sm_count();
+  int streamed = 0, gridded = 0;
+  for (const check::ModelPreset& model : check::model_presets())
+    for (int tokens : {48, 64, 512, 1024, 4096, 16384}) {
+      const std::int32_t offsets[2] = {0, tokens};
+      cuda::Problem problem = dense_problem(model, offsets);
+      EXPECT_FALSE(tiled->plan(problem, cuda::RowWindow{}).stream_k) << model.display;  // NVFP4
+      problem.nvfp4 = false;
+      cuda::Plan grid;
+      {
+        const check::ScopedVariable tiles("METRALE_CUDA_DENSE_SCHEDULE", "tiles");
+        grid = tiled->plan(problem, cuda::RowWindow{});
+      }
+      const cuda::sm90::TileConfig& t = cuda::sm90::kTiles[grid.config];
+      const long tiles = (tokens + t.tokens - 1) / t.tokens *
+                         ((problem.args.n + t.weight_rows - 1) / t.weight_rows) *
+                         std::max(grid.splits, 1);
+      const long waves = (tiles + sms - 1) / sms;
+      const bool idle = static_cast<double>(tiles) < 0.85 * static_cast<double>(waves * sms);
+      const cuda::Plan plan = tiled->plan(problem, cuda::RowWindow{});
+      const std::string where =
+          fmt::format("{} M = {}: {}", model.display, tokens, tiled->describe(plan));
+      EXPECT_EQ(plan.stream_k, idle) << where;
+      EXPECT_EQ(tiled->describe(plan).ends_with(" stream-k"), idle) << where;
+      if (idle) {
+        ++streamed;
+        EXPECT_TRUE(cuda::sm90::has_stream_k(plan.config)) << where;
+        EXPECT_FALSE(cuda::sm90::kTiles[plan.config].specialized) << where;
+        EXPECT_EQ(cuda::sm90::kTiles[plan.config].tokens, t.tokens) << where;
+        EXPECT_LE(plan.splits, 1) << where;
+        const std::size_t sums = static_cast<std::size_t>(std::min<long>(sms, tiles * 32)) *
+                                 cuda::sm90::kTiles[plan.config].tokens *
+                                 cuda::sm90::kTiles[plan.config].weight_rows * sizeof(float);
+        EXPECT_GE(tiled->workspace_bytes(problem, plan), sums) << where;
+      } else {
+        ++gridded;
+        EXPECT_EQ(plan.config, grid.config) << where;
+        EXPECT_EQ(plan.splits, grid.splits) << where;
+      }
+      const check::ScopedVariable forced("METRALE_CUDA_DENSE_SCHEDULE", "stream-k");
+      const cuda::Plan everywhere = tiled->plan(problem, cuda::RowWindow{});
+      EXPECT_EQ(everywhere.stream_k, cuda::sm90::has_stream_k(everywhere.config)) << where;
+    }
+  EXPECT_GT(streamed, 0);
+  EXPECT_GT(gridded, 0);
 }
 
 // Device offsets cannot be read on the host, so the family prices their experts as uniform

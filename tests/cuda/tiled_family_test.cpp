@@ -143,6 +143,46 @@ TEST(TiledFamily, DenseCopiesByTmaAndCpAsyncExact) {
   }
 }
 
+// Stream-K (METRALE_CUDA_DENSE_SCHEDULE=stream-k) forced on each of its tiles, exact mode bit for
+// bit and realistic mode within the harness's tolerance, the harness's second run giving the same
+// bits (the CTA finishing a tile adds the others' sums in a fixed order, whichever arrives first):
+// K = 96 (2 k-tiles: a CTA a k-tile, every tile cut in two), 1000 (a partial last k-tile) and 4160
+// (65 k-tiles over 4 tiles: about 33 CTAs share each tile); M past the token width (a partial
+// row tile); N = 200 (a partial channel tile) and 6000 (more tiles than CTAs: runs of whole tiles
+// between a head and a tail); M = 1 (one k-tile a tile: whole tiles only). Then the family's own
+// stream-K plans through the public call and the workspace its size query gives, and the
+// refusal of stream-K forced on a tile without it.
+TEST(TiledFamily, DenseStreamKExactAndRealistic) {
+  METRALE_SKIP_WITHOUT_GPU();
+  int failures = 0;
+  std::uint64_t seed = 9950;
+  {
+    const check::ScopedVariable schedule("METRALE_CUDA_DENSE_SCHEDULE", "stream-k");
+    for (int config : cuda::sm90::kStreamKTiles) {
+      const int tokens = cuda::sm90::kTiles[config].tokens;
+      const int shapes[][3] = {{tokens + 5, 200, 96},
+                               {tokens + 5, 200, 1000},
+                               {2 * tokens + 5, 200, 4160},
+                               {3 * tokens + 5, 6000, 200},
+                               {1, 136, 64}};
+      for (const auto& [m, n, k] : shapes)
+        for (Mode mode : {Mode::exact, Mode::realistic}) {
+          check::Case c = gemm_case(Op::bf16_gemm, mode, m, n, k, seed++);
+          c.cuda_kernel = fmt::format("sm90-tiled:{}", config);
+          if (!expect_pass(c) && ++failures >= kMaxReportedFailures) return;
+        }
+    }
+    check::Case refused = gemm_case(Op::bf16_gemm, Mode::exact, 300, 200, 96, seed++);
+    refused.cuda_kernel = "sm90-tiled:4";  // warp-specialised: no stream-K kernel
+    const check::Report report = check::run_case(refused);
+    EXPECT_EQ(report.outcome, check::Outcome::skip);  // refused as unsupported
+    EXPECT_NE(report.detail.find("no stream-K kernel"), std::string::npos) << report.detail;
+  }
+  for (Mode mode : {Mode::exact, Mode::realistic})
+    for (const auto& [m, n] : {std::pair{512, 1536}, {512, 1024}, {4096, 1536}})
+      if (!expect_pass(gemm_case(Op::bf16_gemm, mode, m, n, 2048, seed++))) ++failures;
+}
+
 // The warp-specialised tiles are persistent: at most one CTA per multiprocessor walks the tiles,
 // so a CTA reuses its stage ring and its tile hand-over from tile to tile. Here every CTA takes
 // several tiles (16 channel tiles x 2 projections x 9 or more row tiles on at most 132 CTAs), on

@@ -62,6 +62,20 @@ bool workspace_fold(const Plan& plan) {
   return splits_of(plan) > 1 && !folds_in_cluster(kTiles[plan.config]);
 }
 
+// Whether `plan` runs stream-K (stream_k_kernel.cuh): asked for, on a dense GEMM whose stages
+// TMA copies, on a tile that has it, K whole (a forced split runs the tile grid).
+bool stream_k_runs(const Plan& plan) {
+  return plan.stream_k && plan.tma && has_stream_k(plan.config) && splits_of(plan) == 1;
+}
+
+// Stream-K's CTAs: one a multiprocessor, at most one a k-tile (so that every CTA's run holds at
+// least one: a CTA waits for each CTA before it in the tile it finishes).
+int stream_k_ctas(const GroupedNvfp4& a, const Plan& plan) {
+  const long long units =
+      static_cast<long long>(grid_tiles(a, plan)) * ((a.k + kBlockK - 1) / kBlockK);
+  return static_cast<int>(std::max<long long>(1, std::min<long long>(device_sm_count(), units)));
+}
+
 // Whether the launch reads staged tables: always but for one expert on host offsets (a single
 // GEMM), whose entries and offsets travel in the launch's parameters (GroupedParams::single),
 // unless a workspace fold needs its counters zeroed by the staging launch anyway.
@@ -87,11 +101,16 @@ Layout carve(const Problem& problem, const Plan& plan, void* base) {
     l.table = c.take<ExpertEntry>(experts * static_cast<std::size_t>(a.proj_count));
     l.offsets = c.take<std::int32_t>(experts + 1);
   }
+  const TileConfig& t = kTiles[plan.config];
   if (workspace_fold(plan)) {
-    const TileConfig& t = kTiles[plan.config];
     l.tiles = grid_tiles(a, plan);
     l.partials = c.take<float>(static_cast<std::size_t>(l.tiles) * splits_of(plan) * t.tokens *
                                t.weight_rows);
+    l.counters = c.take<std::uint32_t>(static_cast<std::size_t>(l.tiles));
+  } else if (stream_k_runs(plan)) {  // one accumulator tile a CTA, one count a tile
+    l.tiles = grid_tiles(a, plan);
+    l.partials =
+        c.take<float>(static_cast<std::size_t>(stream_k_ctas(a, plan)) * t.tokens * t.weight_rows);
     l.counters = c.take<std::uint32_t>(static_cast<std::size_t>(l.tiles));
   }
   l.bytes = c.used();
@@ -303,6 +322,28 @@ bool dense_by_tma(const Problem& problem) {
          a.proj_count == 1 && !core::dense_copy_by_cp_async();
 }
 
+// A dense GEMM whose stages TMA copies, on a grid of tiles that leaves more than
+// 1 - kStreamKWaveShare of its last wave's multiprocessors idle (over all waves), runs stream-K
+// on the CTA-synchronised twin of its tile, K whole: every multiprocessor sums the same number of
+// k-tiles (stream_k_kernel.cuh). METRALE_CUDA_DENSE_SCHEDULE overrides the rule either way.
+constexpr double kStreamKWaveShare = 0.85;
+Plan stream_k_plan(const Problem& problem, Plan plan) {
+  const core::DenseSchedule schedule = core::dense_schedule();
+  const int twin = cta_synchronised_twin(plan.config);
+  if (!plan.tma || schedule == core::DenseSchedule::tiles || !has_stream_k(twin)) return plan;
+  if (schedule == core::DenseSchedule::automatic) {
+    const long tiles = static_cast<long>(grid_tiles(problem.args, plan)) * splits_of(plan);
+    const long sms = std::max(device_sm_count(), 1);
+    const long waves = (tiles + sms - 1) / sms;
+    if (static_cast<double>(tiles) >= kStreamKWaveShare * static_cast<double>(waves * sms))
+      return plan;
+  }
+  plan.config = twin;
+  plan.splits = 0;
+  plan.stream_k = true;
+  return plan;
+}
+
 // The two TMA maps of plan.tma's launch in `p`, boxes of the tile's tokens and weight rows; false
 // where they cannot be encoded (an operand not 16-byte aligned, or no driver entry point: the
 // launch then copies by cp.async). Rows at or past a_rows read as zeros, as the gather reads them.
@@ -335,12 +376,12 @@ class TiledFamily final : public Family {
 
   std::string describe(const Plan& plan) const override {
     const TileConfig& t = kTiles[plan.config];
-    return fmt::format("sm90-tiled tokens={} weight_rows={}{}{}{}{}{}", t.tokens, t.weight_rows,
+    return fmt::format("sm90-tiled tokens={} weight_rows={}{}{}{}{}{}{}", t.tokens, t.weight_rows,
                        t.chunk < t.tokens ? fmt::format(" chunk={}", t.chunk) : "",
                        t.specialized ? " warp-specialised" : "",
                        t.decoded > 0 ? fmt::format(" decoder(ring={})", t.decoded) : "",
                        splits_of(plan) > 1 ? fmt::format(" splits={}", plan.splits) : "",
-                       plan.tma ? " tma" : "");
+                       plan.tma ? " tma" : "", stream_k_runs(plan) ? " stream-k" : "");
   }
 
   std::string why_not(const Problem& problem) const override {
@@ -371,7 +412,7 @@ class TiledFamily final : public Family {
     plan = persistent_past_grid_rows(problem,
                                      split_small_grid(problem, narrow_small_grid(problem, plan)));
     plan.tma = dense_by_tma(problem);
-    return plan;
+    return stream_k_plan(problem, plan);
   }
 
   std::size_t workspace_bytes(const Problem& problem, const Plan& plan) const override {
@@ -393,6 +434,12 @@ class TiledFamily final : public Family {
       fail(Status::unsupported,
            "{}: a K split (splits = {}) folds within a thread-block cluster: at most {} ranges",
            problem.op, splits, kMaxSplits);
+    if (plan.stream_k && !stream_k_runs(plan) &&
+        core::dense_schedule() == core::DenseSchedule::stream_k)
+      fail(Status::unsupported,
+           "{}: METRALE_CUDA_DENSE_SCHEDULE = stream-k, but configuration {} ({}) has no "
+           "stream-K kernel: stream-K runs configurations 2, 3, 6 and 7, K whole, on TMA copies",
+           problem.op, plan.config, describe(plan));
     const bool fragments = problem.nvfp4 && fragment_order(a);  // reads the environment: once
     if (fragments && kTiles[plan.config].decoded > 0)
       fail(Status::unsupported,
@@ -447,11 +494,17 @@ class TiledFamily final : public Family {
       p.single.offsets[0] = offsets.values[0];
       p.single.offsets[1] = offsets.values[1];
     }
-    const TiledWeights weights = encode_tma_maps(problem, plan, p) ? TiledWeights::bf16_tma
-                                 : !problem.nvfp4                  ? TiledWeights::bf16
-                                 : fragments                       ? TiledWeights::nvfp4_fragments
-                                 : prepacked(a)                    ? TiledWeights::nvfp4_prepacked
-                                                                   : TiledWeights::nvfp4;
+    const bool tma_maps = encode_tma_maps(problem, plan, p);
+    if (tma_maps && stream_k_runs(plan)) {
+      METRALE_CUDA_CHECK(cudaMemsetAsync(l.counters, 0, sizeof(std::uint32_t) * l.tiles, stream));
+      METRALE_CUDA_CHECK(launch_stream_k(plan.config, p, stream_k_ctas(a, plan), stream));
+      return;
+    }
+    const TiledWeights weights = tma_maps         ? TiledWeights::bf16_tma
+                                 : !problem.nvfp4 ? TiledWeights::bf16
+                                 : fragments      ? TiledWeights::nvfp4_fragments
+                                 : prepacked(a)   ? TiledWeights::nvfp4_prepacked
+                                                  : TiledWeights::nvfp4;
     METRALE_CUDA_CHECK(launch_grouped_gemm(plan.config, weights, p, grid, stream));
   }
 };

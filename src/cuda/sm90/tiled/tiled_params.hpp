@@ -169,6 +169,21 @@ __host__ __device__ constexpr TileCoord raster_tile(int t, int channel_tiles, in
   return TileCoord{in_band / rows, first_row + in_band % rows};
 }
 
+// Stream-K (a dense bf16 GEMM, stream_k_kernel.cuh): the grid's k-tiles, tile after tile (the
+// tile in raster_tile's order, then its K), cut into `ctas` contiguous runs of equal length
+// (to one k-tile), one a CTA. A run may start or end inside a tile: the CTAs sharing a tile each
+// sum its K range, and the one holding the tile's last k-tile adds the others' sums in K order.
+struct StreamKUnits {
+  long long units;  // output tiles x k-tiles
+  int ctas;
+  // The first unit of CTA c's run (c = ctas: the end).
+  __host__ __device__ constexpr long long first(int c) const { return c * units / ctas; }
+  // The CTA whose run holds unit u: the last c with first(c) <= u.
+  __host__ __device__ constexpr int owner(long long u) const {
+    return static_cast<int>(((u + 1) * ctas + units - 1) / units - 1);
+  }
+};
+
 struct SingleExpert {
   ExpertEntry entry[2];     // per projection
   std::int32_t offsets[2];  // the expert's group rows [offsets[0], offsets[1])
@@ -237,6 +252,17 @@ enum class TiledWeights {
   nvfp4_prepacked,  // format/prepack.hpp's layout
   nvfp4_fragments,  // prepacked in the fragment order (format/fragment_order.hpp; the default)
 };
+
+// The tiles stream-K runs on (stream_k_kernel.cuh): the CTA-synchronised bf16 tiles a dense
+// GEMM takes (the 32- and 64-token tiles of small M, the 128- and 256-token ones past it).
+inline constexpr int kStreamKTiles[] = {2, 3, 6, 7};
+constexpr bool has_stream_k(int tile) {
+  for (int t : kStreamKTiles)
+    if (t == tile) return true;
+  return false;
+}
+// Launches stream-K on tile kTiles[tile] (has_stream_k) over `ctas` CTAs.
+cudaError_t launch_stream_k(int tile, const GroupedParams& params, int ctas, cudaStream_t stream);
 
 // Launches tile kTiles[tile] on `weights`; returns the launch's CUDA error.
 cudaError_t launch_grouped_gemm(int tile, TiledWeights weights, const GroupedParams& params,

@@ -70,9 +70,16 @@ struct TmaStages {
   // Thread 0: stage i of the CTA's range into slot i % kStages, once the wgmmas of stage
   // i - kStages have released the slot.
   __device__ __forceinline__ void load(const GroupedParams& p, int i) {
+    load_box(p, i, kt_first + i, row0, n0);
+  }
+
+  // Thread 0: stage i of the ring from k-tile kt of the tile at row0 and n0 (a stream-K CTA's
+  // stages run on from one tile into the next: stream_k_kernel.cuh).
+  __device__ __forceinline__ void load_box(const GroupedParams& p, int i, int kt, int first_row,
+                                           int first_n) {
     const int slot = i % kStages;
     if (i >= kStages) mbarrier_wait_parity(&empty[slot], (i / kStages - 1) & 1);
-    tma_copy_stage<Config>(p, full[slot], base + slot * Shape::kStageBytes, kt_first + i, row0, n0);
+    tma_copy_stage<Config>(p, full[slot], base + slot * Shape::kStageBytes, kt, first_row, first_n);
   }
 
   // Every thread: stage i has landed.
