@@ -105,8 +105,10 @@ DenseSchedule dense_schedule() {
   if (value.empty() || value == "auto") return DenseSchedule::automatic;
   if (value == "tiles") return DenseSchedule::tiles;
   if (value == "stream-k") return DenseSchedule::stream_k;
+  if (value == "stream-k-pairs") return DenseSchedule::stream_k_pairs;
   fail(Status::invalid_argument,
-       "{} = '{}', expected auto (the default), tiles, stream-k, or unset", kName, value);
+       "{} = '{}', expected auto (the default), tiles, stream-k, stream-k-pairs, or unset", kName,
+       value);
 }
 
 }  // namespace metrale::core

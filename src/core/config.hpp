@@ -37,7 +37,9 @@
 //                         GEMM (stages copied by TMA) among the multiprocessors: unset, "" or
 //                         "auto", the family's rule; "tiles", a grid of output tiles (K cut into
 //                         ranges where the family's rule says so); "stream-k", stream-K on every
-//                         tile that has it (sm90/tiled/stream_k_kernel.cuh), refused on the others.
+//                         tile that has it (sm90/tiled/stream_k_kernel.cuh), refused on the others;
+//                         "stream-k-pairs", the same with clusters of 2 CTAs sharing their
+//                         weight rows (one TMA copy of each for both).
 #pragma once
 
 #include <cstddef>
@@ -71,7 +73,7 @@ PrepackedLayout prepacked_layout();
 // Whether METRALE_CUDA_DENSE_COPY asks for the dense bf16 GEMM's cp.async copies.
 bool dense_copy_by_cp_async();
 // METRALE_CUDA_DENSE_SCHEDULE.
-enum class DenseSchedule { automatic, tiles, stream_k };
+enum class DenseSchedule { automatic, tiles, stream_k, stream_k_pairs };
 DenseSchedule dense_schedule();
 
 }  // namespace metrale::core

@@ -156,8 +156,9 @@ struct Plan {
   bool input_staged = false;
   // The tiled family: a dense bf16 GEMM whose stages TMA copies (sm90/tiled/tma_stages.cuh) ...
   bool tma = false;
-  // ... shared out by stream-K where the tile has it (sm90/tiled/stream_k_kernel.cuh).
-  bool stream_k = false;
+  // ... shared out by stream-K where the tile has it (sm90/tiled/stream_k_kernel.cuh): 0 not,
+  // else the CTAs of a stream-K worker (1, or a cluster of 2 sharing their weight rows).
+  int stream_k = 0;
 };
 
 class Family {

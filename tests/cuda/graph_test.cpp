@@ -122,13 +122,16 @@ TEST(GraphSmall, MoeLayerWithDeviceOffsets) {
   CUDA_OK(cudaStreamDestroy(stream));
 }
 
-// A dense bf16 GEMM on stream-K (METRALE_CUDA_DENSE_SCHEDULE=stream-k), captured once and
+// A dense bf16 GEMM on stream-K (METRALE_CUDA_DENSE_SCHEDULE=stream-k, and its clusters of 2:
+// stream-k-pairs), captured once and
 // replayed on new activations: each replay must give the bits of an eager call on the same
 // inputs. The CTAs finishing a tile wait on arrival counts in the workspace, zeroed in front of
 // the kernel: a replay that kept the last run's counts would add stale sums.
-TEST(GraphSmall, DenseStreamKReplaysOnNewActivations) {
+class GraphStreamK : public testing::TestWithParam<const char*> {};
+
+TEST_P(GraphStreamK, DenseReplaysOnNewActivations) {
   METRALE_SKIP_WITHOUT_GPU();
-  const check::ScopedVariable schedule("METRALE_CUDA_DENSE_SCHEDULE", "stream-k");
+  const check::ScopedVariable schedule("METRALE_CUDA_DENSE_SCHEDULE", GetParam());
   constexpr int kM = 300, kN = 1536, kK = 2048;
   std::uint64_t state = 12345;
   auto random_bf16 = [&](std::size_t count) {
@@ -178,6 +181,8 @@ TEST(GraphSmall, DenseStreamKReplaysOnNewActivations) {
   CUDA_OK(cudaGraphDestroy(graph));
   CUDA_OK(cudaStreamDestroy(stream));
 }
+
+INSTANTIATE_TEST_SUITE_P(Schedules, GraphStreamK, testing::Values("stream-k", "stream-k-pairs"));
 
 #else
 TEST(GraphSmall, NeedsTheCudaBackend) {

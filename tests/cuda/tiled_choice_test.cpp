@@ -303,9 +303,9 @@ TEST(TiledFamily, SmallBf16GridsSplitK) {
 // Which dense bf16 GEMMs run stream-K (stream_k_plan): those whose tile grid leaves more than 15 %
 // of its waves' multiprocessor slots idle, on the CTA-synchronised twin of the grid's tile, K
 // whole; the label says so, and the workspace holds a tile of sums a CTA and a count a tile.
-// METRALE_CUDA_DENSE_SCHEDULE=stream-k takes it wherever the tile has it, =tiles nowhere; NVFP4
-// weights never. Over the bench's dense shapes at M = 48 to 16384, on the current device's
-// multiprocessor count (132 without a device). Host logic.
+// METRALE_CUDA_DENSE_SCHEDULE=stream-k takes it wherever the tile has it (=stream-k-pairs in
+// clusters of 2), =tiles nowhere; NVFP4 weights never. Over the bench's dense shapes at M = 48 to
+// 16384, on the current device's multiprocessor count (132 without a device). Host logic.
 TEST(TiledFamily, DenseGemmsRunStreamKWhereTheirWavesIdle) {
   const cuda::Family* tiled = cuda::find_family("sm90-tiled");
   ASSERT_NE(tiled, nullptr);
@@ -315,7 +315,7 @@ TEST(TiledFamily, DenseGemmsRunStreamKWhereTheirWavesIdle) {
     for (int tokens : {48, 64, 512, 1024, 4096, 16384}) {
       const std::int32_t offsets[2] = {0, tokens};
       cuda::Problem problem = dense_problem(model, offsets);
-      EXPECT_FALSE(tiled->plan(problem, cuda::RowWindow{}).stream_k) << model.display;  // NVFP4
+      EXPECT_EQ(tiled->plan(problem, cuda::RowWindow{}).stream_k, 0) << model.display;  // NVFP4
       problem.nvfp4 = false;
       cuda::Plan grid;
       {
@@ -331,7 +331,7 @@ TEST(TiledFamily, DenseGemmsRunStreamKWhereTheirWavesIdle) {
       const cuda::Plan plan = tiled->plan(problem, cuda::RowWindow{});
       const std::string where =
           fmt::format("{} M = {}: {}", model.display, tokens, tiled->describe(plan));
-      EXPECT_EQ(plan.stream_k, idle) << where;
+      EXPECT_EQ(plan.stream_k, idle ? 1 : 0) << where;
       EXPECT_EQ(tiled->describe(plan).ends_with(" stream-k"), idle) << where;
       if (idle) {
         ++streamed;
@@ -348,9 +348,15 @@ TEST(TiledFamily, DenseGemmsRunStreamKWhereTheirWavesIdle) {
         EXPECT_EQ(plan.config, grid.config) << where;
         EXPECT_EQ(plan.splits, grid.splits) << where;
       }
-      const check::ScopedVariable forced("METRALE_CUDA_DENSE_SCHEDULE", "stream-k");
-      const cuda::Plan everywhere = tiled->plan(problem, cuda::RowWindow{});
-      EXPECT_EQ(everywhere.stream_k, cuda::sm90::has_stream_k(everywhere.config)) << where;
+      for (const auto& [schedule, cluster] : {std::pair{"stream-k", 1}, {"stream-k-pairs", 2}}) {
+        const check::ScopedVariable forced("METRALE_CUDA_DENSE_SCHEDULE", schedule);
+        const cuda::Plan everywhere = tiled->plan(problem, cuda::RowWindow{});
+        EXPECT_EQ(everywhere.stream_k, cuda::sm90::has_stream_k(everywhere.config) ? cluster : 0)
+            << where;
+        if (cluster == 2 && everywhere.stream_k == 2) {
+          EXPECT_TRUE(tiled->describe(everywhere).ends_with(" stream-k cluster=2")) << where;
+        }
+      }
     }
   EXPECT_GT(streamed, 0);
   EXPECT_GT(gridded, 0);

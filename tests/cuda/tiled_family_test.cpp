@@ -143,21 +143,22 @@ TEST(TiledFamily, DenseCopiesByTmaAndCpAsyncExact) {
   }
 }
 
-// Stream-K (METRALE_CUDA_DENSE_SCHEDULE=stream-k) forced on each of its tiles, exact mode bit for
-// bit and realistic mode within the harness's tolerance, the harness's second run giving the same
-// bits (the CTA finishing a tile adds the others' sums in a fixed order, whichever arrives first):
-// K = 96 (2 k-tiles: a CTA a k-tile, every tile cut in two), 1000 (a partial last k-tile) and 4160
-// (65 k-tiles over 4 tiles: about 33 CTAs share each tile); M past the token width (a partial
-// row tile); N = 200 (a partial channel tile) and 6000 (more tiles than CTAs: runs of whole tiles
-// between a head and a tail); M = 1 (one k-tile a tile: whole tiles only). Then the family's own
-// stream-K plans through the public call and the workspace its size query gives, and the
-// refusal of stream-K forced on a tile without it.
+// Stream-K (METRALE_CUDA_DENSE_SCHEDULE=stream-k, and stream-k-pairs: clusters of 2 CTAs, each
+// copying half of the weight rows for both, the second CTA's rows past M on odd row-tile counts)
+// forced on each of its tiles, exact mode bit for bit and realistic mode within the harness's
+// tolerance, the harness's second run giving the same bits (the CTA finishing a tile adds the
+// others' sums in a fixed order, whichever arrives first): K = 96 (2 k-tiles: a CTA a k-tile, every
+// tile cut in two), 1000 (a partial last k-tile) and 4160 (65 k-tiles over 4 tiles: about 33 CTAs
+// share each tile); M past the token width (a partial row tile); N = 200 (a partial channel tile)
+// and 6000 (more tiles than CTAs: runs of whole tiles between a head and a tail); M = 1 (one k-tile
+// a tile: whole tiles only). Then the family's own stream-K plans through the public call and the
+// workspace its size query gives, and the refusal of stream-K forced on a tile without it.
 TEST(TiledFamily, DenseStreamKExactAndRealistic) {
   METRALE_SKIP_WITHOUT_GPU();
   int failures = 0;
   std::uint64_t seed = 9950;
-  {
-    const check::ScopedVariable schedule("METRALE_CUDA_DENSE_SCHEDULE", "stream-k");
+  for (const char* pairs : {"stream-k", "stream-k-pairs"}) {
+    const check::ScopedVariable schedule("METRALE_CUDA_DENSE_SCHEDULE", pairs);
     for (int config : cuda::sm90::kStreamKTiles) {
       const int tokens = cuda::sm90::kTiles[config].tokens;
       const int shapes[][3] = {{tokens + 5, 200, 96},

@@ -26,6 +26,8 @@
 // scheduled before it and finish without waiting on it.
 #pragma once
 
+#include <cooperative_groups.h>
+
 #include <cstdint>
 
 #include <cuda/atomic>
@@ -51,15 +53,18 @@ struct StreamKShape {
   static constexpr int kSmemBytes = Ring::kSmemBytes + (kStaged ? StagedTile<Config>::kBytes : 0);
 };
 
-// The output tile of `unit`'s tile index: its first activation row, first weight row and rows.
+// Where a CTA's part of stream-K tile `tile` lies: its first activation row, its rows' end and
+// the first weight row. A stream-K tile is kCluster row tiles of one channel tile, rank r of the
+// cluster taking the r-th (rows past the GEMM's end: none, and nothing stored).
 struct StreamKTile {
   int row_begin, row_end, n0;
 };
-template <class Config>
+template <class Config, int kCluster>
 __device__ __forceinline__ StreamKTile stream_k_tile(const GroupedParams& p, int tile,
-                                                     int row_tiles, int rows_begin, int rows_end) {
+                                                     int row_tiles, int rows_begin, int rows_end,
+                                                     int rank) {
   const TileCoord at = raster_tile(tile, p.channel_tiles, row_tiles, p.band_rows);
-  const int row_begin = rows_begin + at.row * Config::tokens;
+  const int row_begin = rows_begin + (at.row * kCluster + rank) * Config::tokens;
   return StreamKTile{row_begin, min(row_begin + Config::tokens, rows_end),
                      at.channel * Config::weight_rows};
 }
@@ -76,31 +81,32 @@ __device__ __forceinline__ void stream_k_leave(const GroupedParams& p, int tile,
   if (threadIdx.x == 0) atomicAdd(p.counters + tile, 1u);
 }
 
-// The CTA holding a tile's last k-tile: waits for the sums of the CTAs `first` .. blockIdx.x - 1
-// (the tile's earlier K ranges), then adds them to its own in that order. The order is fixed, so
-// a second run gives the same bits; the sums land kBatch at a time, their loads in flight
-// together (one at a time would make a round trip to L2 per value).
+// The CTA holding a tile's last k-tile: waits for `arrivals` arrivals on the tile, then adds to
+// its own sums those of the `others` CTAs first_cta, first_cta + stride, ... (the tile's earlier K
+// ranges, this CTA's rank in each earlier cluster) in that order. The order is fixed, so a second
+// run gives the same bits; the sums land kBatch at a time, their loads in flight together (one at
+// a time would make a round trip to L2 per value).
 template <int kThreads, int kAcc>
-__device__ __forceinline__ void stream_k_gather(const GroupedParams& p, int tile, int first,
-                                                float (&acc)[kAcc]) {
+__device__ __forceinline__ void stream_k_gather(const GroupedParams& p, int tile,
+                                                std::uint32_t arrivals, int first_cta, int stride,
+                                                int others, float (&acc)[kAcc]) {
   constexpr int kBatch = kAcc < 32 ? kAcc : 32;
   static_assert(kAcc % kBatch == 0, "whole batches");
-  const int others = static_cast<int>(blockIdx.x) - first;
   if (threadIdx.x == 0) {
     ::cuda::atomic_ref<std::uint32_t, ::cuda::thread_scope_device> arrived(p.counters[tile]);
-    while (arrived.load(::cuda::memory_order_acquire) < static_cast<std::uint32_t>(others))
-      __nanosleep(64);
+    while (arrived.load(::cuda::memory_order_acquire) < arrivals) __nanosleep(64);
   }
   __syncthreads();
   __threadfence();
   const size_t tile_floats = static_cast<size_t>(kAcc) * kThreads;
-  const float* sums = p.partials + static_cast<size_t>(first) * tile_floats + threadIdx.x;
+  const float* sums = p.partials + static_cast<size_t>(first_cta) * tile_floats + threadIdx.x;
   for (int c = 0; c < others; ++c) {
 #pragma unroll
     for (int b = 0; b < kAcc; b += kBatch) {
       float v[kBatch];
 #pragma unroll
-      for (int i = 0; i < kBatch; ++i) v[i] = __ldcg(sums + c * tile_floats + (b + i) * kThreads);
+      for (int i = 0; i < kBatch; ++i)
+        v[i] = __ldcg(sums + c * stride * tile_floats + (b + i) * kThreads);
 #pragma unroll
       for (int i = 0; i < kBatch; ++i) acc[b + i] = __fadd_rn(acc[b + i], v[i]);
     }
@@ -124,8 +130,9 @@ __device__ __forceinline__ void stream_k_store(const GroupedParams& p, const Str
 }
 
 // One dense bf16 GEMM (GroupedParams::single, one projection, its operands as TMA maps) on a
-// grid of StreamKUnits::ctas CTAs.
-template <class Config>
+// grid of StreamKUnits::ctas workers: CTAs, or clusters of kCluster CTAs that share the weight
+// rows of a stream-K tile (tma_copy_stage), each CTA summing its own row tile of it.
+template <class Config, int kCluster>
 __global__ void __launch_bounds__(StreamKShape<Config>::kThreads)
     stream_k_gemm_kernel(const __grid_constant__ GroupedParams p) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -136,25 +143,34 @@ __global__ void __launch_bounds__(StreamKShape<Config>::kThreads)
   __shared__ uint64_t tma_bars[2][kStages];
 
   const int rows_begin = expert_offset(p, 0), rows_end = expert_offset(p, 1);
-  const int row_tiles = (rows_end - rows_begin + Config::tokens - 1) / Config::tokens;
+  constexpr int kTileRows = Config::tokens * kCluster;
+  const int row_tiles = (rows_end - rows_begin + kTileRows - 1) / kTileRows;
   const int k_tiles = (p.k + kBlockK - 1) / kBlockK;
+  const int worker = static_cast<int>(blockIdx.x) / kCluster;
+  const int rank = static_cast<int>(blockIdx.x) % kCluster;  // a 1-D cluster's block rank
   const StreamKUnits units{static_cast<long long>(row_tiles) * p.channel_tiles * k_tiles,
-                           static_cast<int>(gridDim.x)};
-  const long long u0 = units.first(blockIdx.x);
-  const int count = static_cast<int>(units.first(blockIdx.x + 1) - u0);
-  if (count <= 0) return;
+                           static_cast<int>(gridDim.x) / kCluster};
+  const long long u0 = units.first(worker);
+  const int count = static_cast<int>(units.first(worker + 1) - u0);
+  if (count <= 0) return;  // (the whole cluster)
 
   const uint32_t base = (smem_address(smem_raw) + kSwizzleAtomBytes - 1) & ~(kSwizzleAtomBytes - 1);
   std::uint8_t* base_ptr = smem_raw + (base - smem_address(smem_raw));
   std::uint8_t* staging = base_ptr + Smem::kRingBytes;
-  TmaStages<Config> ring{tma_bars[0], tma_bars[1], base_ptr, 0, 0, 0};
+  TmaStages<Config, kCluster> ring{tma_bars[0], tma_bars[1], base_ptr, 0, 0, 0, rank};
   if (threadIdx.x == 0) ring.init();
-  __syncthreads();
+  // The other CTAs' copies and releases reach this CTA's barriers: initialised first.
+  if constexpr (kCluster > 1)
+    cooperative_groups::this_cluster().sync();
+  else
+    __syncthreads();
+  auto part = [&](int tile) {
+    return stream_k_tile<Config, kCluster>(p, tile, row_tiles, rows_begin, rows_end, rank);
+  };
   // Thread 0: stage i of the run, unit u0 + i.
   auto load = [&](int i) {
     const long long u = u0 + i;
-    const StreamKTile at =
-        stream_k_tile<Config>(p, static_cast<int>(u / k_tiles), row_tiles, rows_begin, rows_end);
+    const StreamKTile at = part(static_cast<int>(u / k_tiles));
     ring.load_box(p, i, static_cast<int>(u % k_tiles), at.row_begin, at.n0);
   };
   if (threadIdx.x == 0)
@@ -167,8 +183,8 @@ __global__ void __launch_bounds__(StreamKShape<Config>::kThreads)
   for (int i = 0; i < count; ++tile, kt = 0) {
     const int kt_begin = kt;
     const int kt_end = min(k_tiles, kt_begin + (count - i));
-    const StreamKTile at = stream_k_tile<Config>(p, tile, row_tiles, rows_begin, rows_end);
-    const int chunks = row_chunks(at.row_end - at.row_begin, Config::chunk);
+    const StreamKTile at = part(tile);
+    const int chunks = row_chunks(max(at.row_end - at.row_begin, 0), Config::chunk);
     zero_accumulators(acc);
     for (; kt < kt_end; ++kt, ++i) {
       ring.wait_full(i);
@@ -181,15 +197,20 @@ __global__ void __launch_bounds__(StreamKShape<Config>::kThreads)
     wgmma_wait<0>();
 #pragma unroll
     for (int j = 0; j < kAcc; ++j) fence_operand(acc[j]);
-    if (kt_end < k_tiles) {  // the tile's last k-tile is another CTA's
+    if (kt_end < k_tiles) {  // the tile's last k-tile is another worker's
       stream_k_leave<kThreads>(p, tile, acc);
     } else {
-      if (kt_begin > 0)
-        stream_k_gather<kThreads>(p, tile, units.owner(static_cast<long long>(tile) * k_tiles),
-                                  acc);
+      if (kt_begin > 0) {
+        const int first = units.owner(static_cast<long long>(tile) * k_tiles);
+        const int others = worker - first;
+        stream_k_gather<kThreads>(p, tile, static_cast<std::uint32_t>(others * kCluster),
+                                  first * kCluster + rank, kCluster, others, acc);
+      }
       stream_k_store<Config>(p, at, acc, staging);
     }
   }
+  // The other CTAs' last releases reach this CTA's barriers: it stays until they have.
+  if constexpr (kCluster > 1) cooperative_groups::this_cluster().sync();
 #elif defined(__CUDA_ARCH__)
   __trap();  // built for a target without wgmma: fail loudly instead of leaving `out` unwritten
 #endif

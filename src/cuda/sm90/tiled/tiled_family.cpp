@@ -65,15 +65,27 @@ bool workspace_fold(const Plan& plan) {
 // Whether `plan` runs stream-K (stream_k_kernel.cuh): asked for, on a dense GEMM whose stages
 // TMA copies, on a tile that has it, K whole (a forced split runs the tile grid).
 bool stream_k_runs(const Plan& plan) {
-  return plan.stream_k && plan.tma && has_stream_k(plan.config) && splits_of(plan) == 1;
+  return plan.stream_k > 0 && plan.tma && has_stream_k(plan.config) && splits_of(plan) == 1;
 }
 
-// Stream-K's CTAs: one a multiprocessor, at most one a k-tile (so that every CTA's run holds at
-// least one: a CTA waits for each CTA before it in the tile it finishes).
+// Stream-K's workers: a CTA a multiprocessor, or as many clusters of 2 as run at once (every
+// worker must be resident: one waits on others); at most one a k-tile of the grid (so that every
+// worker's run holds at least one). Its tiles are plan.stream_k row tiles of one channel tile.
+int stream_k_workers(const GroupedNvfp4& a, const Plan& plan) {
+  const TileConfig& t = kTiles[plan.config];
+  const long long rows = t.tokens * std::max(plan.stream_k, 1);
+  const long long tiles = (a.groups.m_total + rows - 1) / rows * channel_tiles(a, t);
+  const long long units = tiles * ((a.k + kBlockK - 1) / kBlockK);
+  const int sms = std::max(device_sm_count(), 1);
+  int resident = sms;
+  if (plan.stream_k == 2) {
+    const int pairs = stream_k_resident_pairs(plan.config);
+    resident = pairs > 0 ? pairs : sms / 2;
+  }
+  return static_cast<int>(std::max<long long>(1, std::min<long long>(resident, units)));
+}
 int stream_k_ctas(const GroupedNvfp4& a, const Plan& plan) {
-  const long long units =
-      static_cast<long long>(grid_tiles(a, plan)) * ((a.k + kBlockK - 1) / kBlockK);
-  return static_cast<int>(std::max<long long>(1, std::min<long long>(device_sm_count(), units)));
+  return stream_k_workers(a, plan) * std::max(plan.stream_k, 1);
 }
 
 // Whether the launch reads staged tables: always but for one expert on host offsets (a single
@@ -331,6 +343,7 @@ Plan stream_k_plan(const Problem& problem, Plan plan) {
   const core::DenseSchedule schedule = core::dense_schedule();
   const int twin = cta_synchronised_twin(plan.config);
   if (!plan.tma || schedule == core::DenseSchedule::tiles || !has_stream_k(twin)) return plan;
+  const bool pairs = schedule == core::DenseSchedule::stream_k_pairs;
   if (schedule == core::DenseSchedule::automatic) {
     const long tiles = static_cast<long>(grid_tiles(problem.args, plan)) * splits_of(plan);
     const long sms = std::max(device_sm_count(), 1);
@@ -340,7 +353,7 @@ Plan stream_k_plan(const Problem& problem, Plan plan) {
   }
   plan.config = twin;
   plan.splits = 0;
-  plan.stream_k = true;
+  plan.stream_k = pairs ? 2 : 1;
   return plan;
 }
 
@@ -352,9 +365,10 @@ bool encode_tma_maps(const Problem& problem, const Plan& plan, GroupedParams& p)
   const GroupedNvfp4& a = problem.args;
   const TileConfig& tile = kTiles[bf16_twin(plan.config)];
   const long rows = a.a_rows > 0 ? std::min<long>(a.a_rows, a.groups.m_total) : a.groups.m_total;
+  const int sharing = stream_k_runs(plan) ? plan.stream_k : 1;  // CTAs sharing the weight box
   return encode_bf16_map(p.act_map, a.a, rows, a.k, tile.tokens) &&
          encode_bf16_map(p.weight_map, expert_entry(problem, 0, 0).weight, a.n, a.k,
-                         tile.weight_rows);
+                         tile.weight_rows / sharing);
 }
 
 }  // namespace
@@ -381,7 +395,10 @@ class TiledFamily final : public Family {
                        t.specialized ? " warp-specialised" : "",
                        t.decoded > 0 ? fmt::format(" decoder(ring={})", t.decoded) : "",
                        splits_of(plan) > 1 ? fmt::format(" splits={}", plan.splits) : "",
-                       plan.tma ? " tma" : "", stream_k_runs(plan) ? " stream-k" : "");
+                       plan.tma ? " tma" : "",
+                       !stream_k_runs(plan) ? ""
+                       : plan.stream_k == 1 ? " stream-k"
+                                            : fmt::format(" stream-k cluster={}", plan.stream_k));
   }
 
   std::string why_not(const Problem& problem) const override {
@@ -435,9 +452,9 @@ class TiledFamily final : public Family {
            "{}: a K split (splits = {}) folds within a thread-block cluster: at most {} ranges",
            problem.op, splits, kMaxSplits);
     if (plan.stream_k && !stream_k_runs(plan) &&
-        core::dense_schedule() == core::DenseSchedule::stream_k)
+        core::dense_schedule() != core::DenseSchedule::automatic)
       fail(Status::unsupported,
-           "{}: METRALE_CUDA_DENSE_SCHEDULE = stream-k, but configuration {} ({}) has no "
+           "{}: METRALE_CUDA_DENSE_SCHEDULE asks for stream-K, but configuration {} ({}) has no "
            "stream-K kernel: stream-K runs configurations 2, 3, 6 and 7, K whole, on TMA copies",
            problem.op, plan.config, describe(plan));
     const bool fragments = problem.nvfp4 && fragment_order(a);  // reads the environment: once
@@ -497,7 +514,8 @@ class TiledFamily final : public Family {
     const bool tma_maps = encode_tma_maps(problem, plan, p);
     if (tma_maps && stream_k_runs(plan)) {
       METRALE_CUDA_CHECK(cudaMemsetAsync(l.counters, 0, sizeof(std::uint32_t) * l.tiles, stream));
-      METRALE_CUDA_CHECK(launch_stream_k(plan.config, p, stream_k_ctas(a, plan), stream));
+      METRALE_CUDA_CHECK(
+          launch_stream_k(plan.config, plan.stream_k, p, stream_k_workers(a, plan), stream));
       return;
     }
     const TiledWeights weights = tma_maps         ? TiledWeights::bf16_tma

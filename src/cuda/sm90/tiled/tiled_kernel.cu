@@ -13,6 +13,7 @@
 
 #include "cuda/family.hpp"
 #include "cuda/per_device.hpp"
+#include "cuda/sm90/tiled/cluster_launch.hpp"
 #include "cuda/sm90/tiled/dws_kernel.cuh"
 #include "cuda/sm90/tiled/tiled_kernel.cuh"
 #include "cuda/sm90/tiled/ws_kernel.cuh"
@@ -108,24 +109,6 @@ void install_ws_watchdog(cudaStream_t stream) {
 
 namespace {
 
-// A launch of `grid` in clusters of `size` CTAs along z (a tile's K ranges).
-template <class Shape>
-struct ClusterLaunch {
-  cudaLaunchAttribute cluster{};
-  cudaLaunchConfig_t config{};
-  ClusterLaunch(dim3 grid, int size, cudaStream_t stream) {
-    cluster.id = cudaLaunchAttributeClusterDimension;
-    cluster.val.clusterDim = {1, 1, static_cast<unsigned>(size)};
-    config.gridDim = grid;
-    config.blockDim = dim3(Shape::kThreads);
-    config.dynamicSmemBytes = Shape::kSmemBytes;
-    config.stream = stream;
-    config.attrs = &cluster;
-    config.numAttrs = 1;
-  }
-  ClusterLaunch(const ClusterLaunch&) = delete;  // config points at cluster
-};
-
 template <class Config, bool kNvfp4, bool kPrepacked, bool kFragments = false, bool kTma = false>
 cudaError_t launch_config(const GroupedParams& params, dim3 grid, cudaStream_t stream) {
   constexpr bool kDecoder = kNvfp4 && Config::decoded > 0;
@@ -152,7 +135,7 @@ cudaError_t launch_config(const GroupedParams& params, dim3 grid, cudaStream_t s
     return cudaGetLastError();
   }
   // A K split: a tile's ranges (consecutive z) are one cluster, folded in it (fold_cluster).
-  ClusterLaunch<Shape> launch(grid, params.splits, stream);
+  ClusterLaunch<Shape> launch(grid, dim3(1, 1, params.splits), stream);
   return cudaLaunchKernelEx(&launch.config, kernel, params);
 }
 
@@ -212,15 +195,8 @@ int max_active_clusters(int tile, int cluster_size) {
       const void* kernel =
           reinterpret_cast<const void*>(&grouped_gemm_kernel<Config, false, false>);
       if (configure_once_per_device(kernel, Shape::kSmemBytes) != cudaSuccess) return 0;
-      ClusterLaunch<Shape> launch(dim3(1, 1, static_cast<unsigned>(cluster_size)), cluster_size,
-                                  nullptr);
-      int clusters = 0;
-      if (cudaOccupancyMaxActiveClusters(&clusters, &grouped_gemm_kernel<Config, false, false>,
-                                         &launch.config) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return 0;
-      }
-      return clusters;
+      const dim3 cluster(1, 1, static_cast<unsigned>(cluster_size));
+      return ClusterLaunch<Shape>(cluster, cluster, nullptr).resident_clusters(kernel);
     }
   });
 }

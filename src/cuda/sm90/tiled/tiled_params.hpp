@@ -261,8 +261,14 @@ constexpr bool has_stream_k(int tile) {
     if (t == tile) return true;
   return false;
 }
-// Launches stream-K on tile kTiles[tile] (has_stream_k) over `ctas` CTAs.
-cudaError_t launch_stream_k(int tile, const GroupedParams& params, int ctas, cudaStream_t stream);
+// Launches stream-K on tile kTiles[tile] (has_stream_k) over `workers`: CTAs (cluster 1), or
+// clusters of 2 CTAs sharing their weight rows (cluster 2; the weight map's box half the tile's
+// weight rows).
+cudaError_t launch_stream_k(int tile, int cluster, const GroupedParams& params, int workers,
+                            cudaStream_t stream);
+// How many stream-K clusters of 2 on tile kTiles[tile] the current device runs at once (cached
+// per device); 0 when that cannot be asked (no device).
+int stream_k_resident_pairs(int tile);
 
 // Launches tile kTiles[tile] on `weights`; returns the launch's CUDA error.
 cudaError_t launch_grouped_gemm(int tile, TiledWeights weights, const GroupedParams& params,

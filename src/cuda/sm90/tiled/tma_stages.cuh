@@ -14,6 +14,8 @@
 //             waits before it refills the slot.
 #pragma once
 
+#include <cooperative_groups.h>
+
 #include <cstdint>
 
 #include <cuda/ptx>
@@ -31,22 +33,40 @@ __device__ __forceinline__ void mbarrier_wait_parity(uint64_t* bar, uint32_t par
 }
 
 // Thread 0: arms `full` with a stage's bytes, then copies k-tile kt's two boxes into `stage`
-// (shared memory): the activation rows from row0, the weight rows from n0.
-template <class Config>
+// (shared memory): the activation rows from row0, the weight rows from n0. In a cluster of
+// kCluster CTAs sharing the weight rows (stream_k_kernel.cuh), each copies its own activation rows
+// and 1 / kCluster of the weight rows (the map's box), rank `rank`'s share, into every CTA of the
+// cluster at the same place (multicast): each CTA's full barrier counts the whole stage.
+template <class Config, int kCluster = 1>
 __device__ __forceinline__ void tma_copy_stage(const GroupedParams& p, uint64_t& full,
-                                               std::uint8_t* stage, int kt, int row0, int n0) {
+                                               std::uint8_t* stage, int kt, int row0, int n0,
+                                               int rank = 0) {
   const uint32_t bytes = (Config::tokens + Config::weight_rows) * kSwizzleRowBytes;
   (void)::cuda::ptx::mbarrier_arrive_expect_tx(::cuda::ptx::sem_release, ::cuda::ptx::scope_cta,
                                                ::cuda::ptx::space_shared, &full, bytes);
-  const std::int32_t act_at[2] = {kt * kBlockK, row0}, weight_at[2] = {kt * kBlockK, n0};
+  const std::int32_t act_at[2] = {kt * kBlockK, row0};
   ::cuda::ptx::cp_async_bulk_tensor(::cuda::ptx::space_cluster, ::cuda::ptx::space_global, stage,
                                     &p.act_map, act_at, &full);
-  ::cuda::ptx::cp_async_bulk_tensor(::cuda::ptx::space_cluster, ::cuda::ptx::space_global,
-                                    stage + KernelShape<Config, false>::kActBytes, &p.weight_map,
-                                    weight_at, &full);
+  std::uint8_t* weights = stage + KernelShape<Config, false>::kActBytes;
+  if constexpr (kCluster == 1) {
+    const std::int32_t weight_at[2] = {kt * kBlockK, n0};
+    ::cuda::ptx::cp_async_bulk_tensor(::cuda::ptx::space_cluster, ::cuda::ptx::space_global,
+                                      weights, &p.weight_map, weight_at, &full);
+  } else {
+    constexpr int kShare = Config::weight_rows / kCluster;
+    static_assert(kShare % 8 == 0, "whole swizzle atoms a share");
+    const std::int32_t weight_at[2] = {kt * kBlockK, n0 + rank * kShare};
+    ::cuda::ptx::cp_async_bulk_tensor(::cuda::ptx::space_cluster, ::cuda::ptx::space_global,
+                                      weights + rank * kShare * kSwizzleRowBytes, &p.weight_map,
+                                      weight_at, &full,
+                                      static_cast<std::uint16_t>((1u << kCluster) - 1));
+  }
 }
 
-template <class Config>
+// kCluster > 1: the ring of one CTA of a cluster whose CTAs share their weight rows
+// (tma_copy_stage): a slot is refilled only once every CTA of the cluster has released it, so
+// each warpgroup's release arrives on the empty barrier of every CTA.
+template <class Config, int kCluster = 1>
 struct TmaStages {
   using Shape = KernelShape<Config, false>;
   static constexpr int kStages = Config::stages;
@@ -56,12 +76,13 @@ struct TmaStages {
   std::uint8_t* base;  // the ring's first stage (1024-aligned)
   int kt_first;   // the CTA's first k-tile (its K range)
   int row0, n0;   // the tile's first activation row and weight row
+  int rank = 0;   // the CTA's rank in its cluster
 
   // Thread 0, before the CTA's first barrier.
   __device__ __forceinline__ void init() const {
     for (int s = 0; s < kStages; ++s) {
       ::cuda::ptx::mbarrier_init(&full[s], 1);
-      ::cuda::ptx::mbarrier_init(&empty[s], Shape::kWarpgroups);
+      ::cuda::ptx::mbarrier_init(&empty[s], Shape::kWarpgroups * kCluster);
     }
     // The copies complete the full barriers: the initialisation must be visible to them.
     ::cuda::ptx::fence_mbarrier_init(::cuda::ptx::sem_release, ::cuda::ptx::scope_cluster);
@@ -79,7 +100,8 @@ struct TmaStages {
                                            int first_n) {
     const int slot = i % kStages;
     if (i >= kStages) mbarrier_wait_parity(&empty[slot], (i / kStages - 1) & 1);
-    tma_copy_stage<Config>(p, full[slot], base + slot * Shape::kStageBytes, kt, first_row, first_n);
+    tma_copy_stage<Config, kCluster>(p, full[slot], base + slot * Shape::kStageBytes, kt, first_row,
+                                     first_n, rank);
   }
 
   // Every thread: stage i has landed.
@@ -89,7 +111,17 @@ struct TmaStages {
 
   // One thread per warpgroup, once its wgmmas on stage i are done.
   __device__ __forceinline__ void release(int i) {
-    if (threadIdx.x % 128 == 0) (void)::cuda::ptx::mbarrier_arrive(&empty[i % kStages]);
+    if (threadIdx.x % 128 != 0) return;
+    if constexpr (kCluster == 1) {
+      (void)::cuda::ptx::mbarrier_arrive(&empty[i % kStages]);
+    } else {
+      const cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+#pragma unroll
+      for (int c = 0; c < kCluster; ++c)
+        ::cuda::ptx::mbarrier_arrive(::cuda::ptx::sem_release, ::cuda::ptx::scope_cluster,
+                                     ::cuda::ptx::space_cluster,
+                                     cluster.map_shared_rank(&empty[i % kStages], c));
+    }
   }
 };
 
