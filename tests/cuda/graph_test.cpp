@@ -5,6 +5,7 @@
 // compared with the CPU oracle on that routing: gate and up bit for bit (exact mode inputs), down
 // (whose input is the GPU's own gate output) within the realistic tolerance. Capture runs in
 // cudaStreamCaptureModeThreadLocal, so a host synchronisation inside the calls fails the test.
+// And a dense bf16 GEMM on stream-K, whose arrival counts must be zeroed on every replay.
 #include <gtest/gtest.h>
 
 #include "cuda_test_support.hpp"
