@@ -34,6 +34,23 @@ struct Layer {
   GroupedNvfp4 gate_up_args{}, down_args{};
 };
 
+// What a captured call runs on: the shared workspace, resolved before capture (nothing may
+// allocate inside it), and a stream of its own.
+struct Capturing {
+  cudaStream_t stream = nullptr;
+  Exec exec{};
+  Capturing() {
+    void* ws = nullptr;
+    std::size_t ws_size = 0;
+    EXPECT_TRUE(shared_workspace(Backend::cuda, &ws, &ws_size).ok());
+    EXPECT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+    exec = Exec{Backend::cuda, ws, ws_size, stream};
+  }
+  ~Capturing() { (void)cudaStreamDestroy(stream); }
+  Capturing(const Capturing&) = delete;
+  Capturing& operator=(const Capturing&) = delete;
+};
+
 // The down call reads the gate output and the gate_up call's device offsets.
 void make_args(Layer& layer) {
   const int m_total = layer.gate_up.routing.m_total;
@@ -78,13 +95,9 @@ TEST(GraphSmall, MoeLayerWithDeviceOffsets) {
   layer.d_down = check::upload_grouped(layer.down);
   make_args(layer);
 
-  // The workspace is resolved before capture: nothing may allocate inside it.
-  void* ws = nullptr;
-  std::size_t ws_size = 0;
-  ASSERT_TRUE(shared_workspace(Backend::cuda, &ws, &ws_size).ok());
-  cudaStream_t stream = nullptr;
-  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  const Exec exec{Backend::cuda, ws, ws_size, stream};
+  const Capturing capturing;
+  const Exec& exec = capturing.exec;
+  cudaStream_t stream = capturing.stream;
   // One eager run first (lazy per-process setup happens outside the capture) — and it must agree.
   ASSERT_TRUE(nvfp4_grouped(layer.gate_up_args, exec).ok());
   ASSERT_TRUE(nvfp4_grouped(layer.down_args, exec).ok());
@@ -120,7 +133,6 @@ TEST(GraphSmall, MoeLayerWithDeviceOffsets) {
   }
   CUDA_OK(cudaGraphExecDestroy(instance));
   CUDA_OK(cudaGraphDestroy(graph));
-  CUDA_OK(cudaStreamDestroy(stream));
 }
 
 // A dense bf16 GEMM on stream-K (METRALE_CUDA_DENSE_SCHEDULE=stream-k, and its clusters of 2:
@@ -148,12 +160,9 @@ TEST_P(GraphStreamK, DenseReplaysOnNewActivations) {
   check::DeviceBuffer out(std::size_t{kM} * kN * sizeof(bf16_bits), "out");
   const DenseGemm args{
       act.as<bf16_bits>(), weight.as<bf16_bits>(), out.as<bf16_bits>(), kM, kN, kK};
-  void* ws = nullptr;
-  std::size_t ws_size = 0;
-  ASSERT_TRUE(shared_workspace(Backend::cuda, &ws, &ws_size).ok());
-  cudaStream_t stream = nullptr;
-  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  const Exec exec{Backend::cuda, ws, ws_size, stream};
+  const Capturing capturing;
+  const Exec& exec = capturing.exec;
+  cudaStream_t stream = capturing.stream;
   ASSERT_TRUE(bf16_gemm_act_weight_t(args, exec).ok());  // per-process setup outside the capture
   CUDA_OK(cudaStreamSynchronize(stream));
 
@@ -180,7 +189,6 @@ TEST_P(GraphStreamK, DenseReplaysOnNewActivations) {
   }
   CUDA_OK(cudaGraphExecDestroy(instance));
   CUDA_OK(cudaGraphDestroy(graph));
-  CUDA_OK(cudaStreamDestroy(stream));
 }
 
 INSTANTIATE_TEST_SUITE_P(Schedules, GraphStreamK, testing::Values("stream-k", "stream-k-pairs"));
