@@ -21,6 +21,9 @@ TESTS="TiledFamily.DenseStreamKExactAndRealistic:Schedules/GraphStreamK.*"
 TESTS+=":TiledFamily.DenseCopiesByTmaAndCpAsyncExact:TiledFamily.Bf16KSplitsExactAndRealistic"
 box ${TEST_S:-110} $T --gtest_filter="$TESTS" > $R/tests.log 2>&1
 echo "tests at ${SECONDS}s"; grep -E "^\[  |Failure|FAIL" $R/tests.log | tail -12; archive
+if ! grep -q "OK \] TiledFamily.DenseStreamKExactAndRealistic" $R/tests.log; then
+  echo "stream-K's test did not pass: no A/B"; tail -40 $R/tests.log; exit 0
+fi
 ab() {  # NAME SCHEDULE [KERNEL]
   METRALE_CUDA_DENSE_SCHEDULE=$2 METRALE_CUDA_KERNEL=$3 box 40 $M bench --ops dense --model all \
     --tokens 48 64 512 1024 4096 --impls metrale --budget-ms 15 --json $R/ab/$1.json \
