@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Forty-fifth session, call 1: stream-K for the dense bf16 GEMM (stream_k_kernel.cuh).
 #  (a) build; stream-K's GPU tests (every stream-K tile forced, CTAs and pairs, exact and
-#      realistic, the family's own plans, the refusal; a CUDA graph replayed on new activations),
-#      the dense TMA and K-split tests beside them;
+#      realistic, the family's own plans, the refusal; a CUDA graph replayed on new activations);
+#      no A/B unless they pass;
 #  (b) the dense GEMM of every preset at M = 48, 64, 512, 1024, 4096, 2 alternated rounds:
 #      A the tile grid (METRALE_CUDA_DENSE_SCHEDULE=tiles, main's plans), B stream-K on the
 #      family's tile, C-E stream-K forced on tiles 3, 6 and 7, F stream-K pairs (clusters of 2
 #      sharing the weight copies) on the family's tile, G pairs on tile 6; cuBLASLt once; the
 #      ratios to A;
-#  (c) compute-sanitizer memcheck over the forced stream-K test, with the time left.
+#  (c) with the time left, the dense TMA and K-split tests, then compute-sanitizer memcheck over
+#      the forced stream-K test.
 #   COMMIT=$(git rev-parse --short HEAD) bash docs/gpu-runs/2026-12-07_s45/call1.sh
 cd "$(dirname "$0")/../../.."
 DEADLINE=${DEADLINE:-575}
