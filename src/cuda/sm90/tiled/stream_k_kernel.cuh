@@ -10,10 +10,10 @@
 // tile a CTA at most: below) and adds them to its own in a fixed order, then stores the tile. So
 // a second run gives the same bits, whichever CTA finishes first.
 //
-// The stage ring (TmaStages, tma_stages.cuh) runs on across tiles: the copies of the next tile's
-// first k-tiles are in flight while a tile's last wgmmas and its store run. The store goes through
-// a staging tile of its own past the ring (store_tile_staged) where that fits in shared memory,
-// else straight from the accumulators (store_tile).
+// The stage ring (TmaStages, tma_stages.cuh) runs on across tiles: the copies of the next
+// segment's first k-tiles are in flight while a segment's last wgmmas and its store run. The store
+// goes through a staging tile of its own past the ring (store_tile_staged) where that fits in
+// shared memory, else straight from the accumulators (store_tile).
 //
 // Which CTA writes partial sums: a CTA's run is a tail of one tile, whole tiles, then a head of
 // another. It writes the head's sums unless it also holds that tile's last k-tile; it writes the
@@ -21,9 +21,11 @@
 // tile's sums a CTA, so the workspace holds one accumulator tile per CTA, and the counters one
 // arrival count per output tile, zeroed in front of the launch (TiledFamily::launch).
 //
-// The wait is safe: a CTA waits only on CTAs of lower index (the ones holding the tile's earlier
-// k-tiles), which either run beside it (the grid is at most one CTA a multiprocessor) or were
-// scheduled before it and finish without waiting on it.
+// A CTA runs its segments last tile first, so that the head it leaves for the next CTA is its
+// first work and the tail it finishes (waiting for the CTAs before it) its last. The wait is safe:
+// a CTA waits only on CTAs of lower index (the ones holding the tile's earlier k-tiles), which run
+// beside it (the grid is at most what the device holds at once) and leave those sums before they
+// wait on anything.
 #pragma once
 
 #include <cooperative_groups.h>
@@ -167,26 +169,38 @@ __global__ void __launch_bounds__(StreamKShape<Config>::kThreads)
   auto part = [&](int tile) {
     return stream_k_tile<Config, kCluster>(p, tile, row_tiles, rows_begin, rows_end, rank);
   };
-  // Thread 0: stage i of the run, unit u0 + i.
+  // The run's segments, a tile's k-tiles of the run each, run last tile first (each segment's
+  // k-tiles in ascending order): the head of the last tile, whose sums another worker waits for,
+  // goes first, and the tail of the first tile, which waits for the worker before, goes last.
+  // Run first to last, each worker's first segment would wait for the whole run of the one before
+  // (which leaves its sums last), a chain through the grid: measured 2.7-120x the tile grid's
+  // time (docs/perf.md, forty-fifth session). The ring's stage index i runs on across segments;
+  // stage i is unit first_unit(i).
+  const long long u1 = u0 + count;
+  auto first_unit = [&](int i) {
+    const long long tile = (u1 - 1 - i) / k_tiles;  // its segment's tile
+    const long long begin = max(u0, tile * k_tiles), placed = u1 - min(u1, (tile + 1) * k_tiles);
+    return begin + (i - placed);
+  };
+  // Thread 0: stage i of the run.
   auto load = [&](int i) {
-    const long long u = u0 + i;
+    const long long u = first_unit(i);
     const StreamKTile at = part(static_cast<int>(u / k_tiles));
     ring.load_box(p, i, static_cast<int>(u % k_tiles), at.row_begin, at.n0);
   };
   if (threadIdx.x == 0)
     for (int s = 0; s < kStages - 1 && s < count; ++s) load(s);
-  // The run's segments: a tile's k-tiles [kt, kt_end) of this run, the ring's stage index i
-  // running on from one to the next.
   float acc[kAcc];
   uint32_t unused_frag[4][4];  // bf16 weights: both wgmma operands from shared memory
-  int tile = static_cast<int>(u0 / k_tiles), kt = static_cast<int>(u0 % k_tiles);
-  for (int i = 0; i < count; ++tile, kt = 0) {
-    const int kt_begin = kt;
-    const int kt_end = min(k_tiles, kt_begin + (count - i));
+  const int first_tile = static_cast<int>(u0 / k_tiles);
+  for (int tile = static_cast<int>((u1 - 1) / k_tiles), i = 0; tile >= first_tile; --tile) {
+    const long long tile_first = static_cast<long long>(tile) * k_tiles;
+    const int kt_begin = static_cast<int>(max(u0, tile_first) - tile_first);
+    const int kt_end = static_cast<int>(min(u1, tile_first + k_tiles) - tile_first);
     const StreamKTile at = part(tile);
     const int chunks = row_chunks(max(at.row_end - at.row_begin, 0), Config::chunk);
     zero_accumulators(acc);
-    for (; kt < kt_end; ++kt, ++i) {
+    for (int kt = kt_begin; kt < kt_end; ++kt, ++i) {
       ring.wait_full(i);
       issue_stage<Config, false>(base + i % kStages * Shape::kStageBytes, unused_frag, acc,
                                  stage_weights_at<Config, false>(threadIdx.x), chunks);
@@ -201,7 +215,7 @@ __global__ void __launch_bounds__(StreamKShape<Config>::kThreads)
       stream_k_leave<kThreads>(p, tile, acc);
     } else {
       if (kt_begin > 0) {
-        const int first = units.owner(static_cast<long long>(tile) * k_tiles);
+        const int first = units.owner(tile_first);
         const int others = worker - first;
         stream_k_gather<kThreads>(p, tile, static_cast<std::uint32_t>(others * kCluster),
                                   first * kCluster + rank, kCluster, others, acc);
