@@ -334,26 +334,20 @@ bool dense_by_tma(const Problem& problem) {
          a.proj_count == 1 && !core::dense_copy_by_cp_async();
 }
 
-// A dense GEMM whose stages TMA copies, on a grid of tiles that leaves more than
-// 1 - kStreamKWaveShare of its last wave's multiprocessors idle (over all waves), runs stream-K
-// on the CTA-synchronised twin of its tile, K whole: every multiprocessor sums the same number of
-// k-tiles (stream_k_kernel.cuh). METRALE_CUDA_DENSE_SCHEDULE overrides the rule either way.
-constexpr double kStreamKWaveShare = 0.85;
-Plan stream_k_plan(const Problem& problem, Plan plan) {
+// Stream-K (stream_k_kernel.cuh) for a dense GEMM whose stages TMA copies, on the
+// CTA-synchronised twin of its tile, K whole, where METRALE_CUDA_DENSE_SCHEDULE asks for it.
+// The family does not take it by itself: measured against the tile grid on every preset's dense
+// GEMM at M = 48-4096 it ran 1.3-2.9x the time but for DeepSeek-V3 at M = 48-64 on the 64-token
+// tile, 0.86x (an H200, docs/perf.md, forty-fifth session).
+Plan stream_k_plan(Plan plan) {
   const core::DenseSchedule schedule = core::dense_schedule();
   const int twin = cta_synchronised_twin(plan.config);
-  if (!plan.tma || schedule == core::DenseSchedule::tiles || !has_stream_k(twin)) return plan;
-  const bool pairs = schedule == core::DenseSchedule::stream_k_pairs;
-  if (schedule == core::DenseSchedule::automatic) {
-    const long tiles = static_cast<long>(grid_tiles(problem.args, plan)) * splits_of(plan);
-    const long sms = std::max(device_sm_count(), 1);
-    const long waves = (tiles + sms - 1) / sms;
-    if (static_cast<double>(tiles) >= kStreamKWaveShare * static_cast<double>(waves * sms))
-      return plan;
-  }
+  const bool asked =
+      schedule == core::DenseSchedule::stream_k || schedule == core::DenseSchedule::stream_k_pairs;
+  if (!plan.tma || !asked || !has_stream_k(twin)) return plan;
   plan.config = twin;
   plan.splits = 0;
-  plan.stream_k = pairs ? 2 : 1;
+  plan.stream_k = schedule == core::DenseSchedule::stream_k_pairs ? 2 : 1;
   return plan;
 }
 
@@ -429,7 +423,7 @@ class TiledFamily final : public Family {
     plan = persistent_past_grid_rows(problem,
                                      split_small_grid(problem, narrow_small_grid(problem, plan)));
     plan.tma = dense_by_tma(problem);
-    return stream_k_plan(problem, plan);
+    return stream_k_plan(plan);
   }
 
   std::size_t workspace_bytes(const Problem& problem, const Plan& plan) const override {
