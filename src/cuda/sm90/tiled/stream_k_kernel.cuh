@@ -71,32 +71,6 @@ __device__ __forceinline__ StreamKTile stream_k_tile(const GroupedParams& p, int
                      at.channel * Config::weight_rows};
 }
 
-// The segment a stream-K worker's run holds of `tile`: its k-tiles [kt_begin, kt_end) of the run
-// [u0, u1) of the grid's units (k_tiles a tile).
-struct StreamKSegment {
-  int kt_begin, kt_end;
-};
-__device__ __forceinline__ StreamKSegment stream_k_segment(long long u0, long long u1, int k_tiles,
-                                                           int tile) {
-  const long long first = static_cast<long long>(tile) * k_tiles;
-  return StreamKSegment{static_cast<int>(max(u0, first) - first),
-                        static_cast<int>(min(u1, first + k_tiles) - first)};
-}
-
-// Where the copying thread is in a run walked last tile first: tile, the next k-tile to copy and
-// the segment's end; `at`, the tile's place.
-struct StreamKCursor {
-  long long u0, u1;
-  int k_tiles, tile, kt, kt_end;
-  StreamKTile at;
-  __device__ __forceinline__ void enter(int next_tile) {
-    tile = next_tile;
-    const StreamKSegment segment = stream_k_segment(u0, u1, k_tiles, tile);
-    kt = segment.kt_begin;
-    kt_end = segment.kt_end;
-  }
-};
-
 // This CTA's sums of a tile it does not finish, to the workspace; then one arrival on the tile.
 template <int kThreads, int kAcc>
 __device__ __forceinline__ void stream_k_leave(const GroupedParams& p, int tile,
@@ -200,18 +174,19 @@ __global__ void __launch_bounds__(StreamKShape<Config>::kThreads)
   // goes first, and the tail of the first tile, which waits for the worker before, goes last.
   // Run first to last, each worker's first segment would wait for the whole run of the one before
   // (which leaves its sums last), a chain through the grid: measured 2.7-120x the tile grid's
-  // time (docs/perf.md, forty-fifth session). The ring's stage index i runs on across segments.
+  // time (docs/perf.md, forty-fifth session). The ring's stage index i runs on across segments;
+  // stage i is unit first_unit(i).
   const long long u1 = u0 + count;
-  // Thread 0's copy cursor: the k-tile the next stage copies, advanced a stage at a time (the
-  // tile's place is computed once a segment: a 64-bit division a stage in the copying thread
-  // held back its warpgroup's wgmmas).
-  StreamKCursor cursor{u0, u1, k_tiles, static_cast<int>((u1 - 1) / k_tiles) + 1, 0, 0, {}};
+  auto first_unit = [&](int i) {
+    const long long tile = (u1 - 1 - i) / k_tiles;  // its segment's tile
+    const long long begin = max(u0, tile * k_tiles), placed = u1 - min(u1, (tile + 1) * k_tiles);
+    return begin + (i - placed);
+  };
+  // Thread 0: stage i of the run.
   auto load = [&](int i) {
-    if (cursor.kt == cursor.kt_end) {
-      cursor.enter(cursor.tile - 1);
-      cursor.at = part(cursor.tile);
-    }
-    ring.load_box(p, i, cursor.kt++, cursor.at.row_begin, cursor.at.n0);
+    const long long u = first_unit(i);
+    const StreamKTile at = part(static_cast<int>(u / k_tiles));
+    ring.load_box(p, i, static_cast<int>(u % k_tiles), at.row_begin, at.n0);
   };
   if (threadIdx.x == 0)
     for (int s = 0; s < kStages - 1 && s < count; ++s) load(s);
@@ -219,7 +194,9 @@ __global__ void __launch_bounds__(StreamKShape<Config>::kThreads)
   uint32_t unused_frag[4][4];  // bf16 weights: both wgmma operands from shared memory
   const int first_tile = static_cast<int>(u0 / k_tiles);
   for (int tile = static_cast<int>((u1 - 1) / k_tiles), i = 0; tile >= first_tile; --tile) {
-    const auto [kt_begin, kt_end] = stream_k_segment(u0, u1, k_tiles, tile);
+    const long long tile_first = static_cast<long long>(tile) * k_tiles;
+    const int kt_begin = static_cast<int>(max(u0, tile_first) - tile_first);
+    const int kt_end = static_cast<int>(min(u1, tile_first + k_tiles) - tile_first);
     const StreamKTile at = part(tile);
     const int chunks = row_chunks(max(at.row_end - at.row_begin, 0), Config::chunk);
     zero_accumulators(acc);
@@ -238,7 +215,7 @@ __global__ void __launch_bounds__(StreamKShape<Config>::kThreads)
       stream_k_leave<kThreads>(p, tile, acc);
     } else {
       if (kt_begin > 0) {
-        const int first = units.owner(static_cast<long long>(tile) * k_tiles);
+        const int first = units.owner(tile_first);
         const int others = worker - first;
         stream_k_gather<kThreads>(p, tile, static_cast<std::uint32_t>(others * kCluster),
                                   first * kCluster + rank, kCluster, others, acc);
