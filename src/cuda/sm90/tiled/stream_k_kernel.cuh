@@ -8,7 +8,13 @@
 // CTAs is 23 or 24 each. A run that starts or ends inside a tile sums that tile's K range only;
 // the CTA holding the tile's last k-tile waits for the others' sums (fp32, in the workspace, one
 // tile a CTA at most: below) and adds them to its own in a fixed order, then stores the tile. So
-// a second run gives the same bits, whichever CTA finishes first.
+// a second run gives the same bits, whichever CTA finishes first. A worker may also be a cluster
+// of 2 CTAs on two row tiles of one channel tile, each copying half of the weight rows for both
+// (TMA multicast, tma_copy_stage).
+//
+// Measured on an H200 against the tile grid (docs/perf.md, forty-fifth session): 1.3-2.9x its
+// time on most of the bench's dense rows, the pairs slower still, 0.86x on DeepSeek-V3's weight
+// stream at M = 48-64; so it runs only where METRALE_CUDA_DENSE_SCHEDULE asks for it.
 //
 // The stage ring (TmaStages, tma_stages.cuh) runs on across tiles: the copies of the next
 // segment's first k-tiles are in flight while a segment's last wgmmas and its store run. The store
