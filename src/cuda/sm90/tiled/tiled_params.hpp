@@ -171,14 +171,15 @@ __host__ __device__ constexpr TileCoord raster_tile(int t, int channel_tiles, in
 
 // Stream-K (a dense bf16 GEMM, stream_k_kernel.cuh): the grid's k-tiles, tile after tile (the
 // tile in raster_tile's order, then its K), cut into `ctas` contiguous runs of equal length
-// (to one k-tile), one a CTA. A run may start or end inside a tile: the CTAs sharing a tile each
-// sum its K range, and the one holding the tile's last k-tile adds the others' sums in K order.
+// (to one k-tile), one a worker (a CTA, or a cluster of CTAs). A run may start or end inside a
+// tile: the workers sharing a tile each sum its K range, and the one holding the tile's last
+// k-tile adds the others' sums to its own in a fixed order.
 struct StreamKUnits {
   long long units;  // output tiles x k-tiles
-  int ctas;
-  // The first unit of CTA c's run (c = ctas: the end).
+  int ctas;         // workers
+  // The first unit of worker c's run (c = ctas: the end).
   __host__ __device__ constexpr long long first(int c) const { return c * units / ctas; }
-  // The CTA whose run holds unit u: the last c with first(c) <= u.
+  // The worker whose run holds unit u: the last c with first(c) <= u.
   __host__ __device__ constexpr int owner(long long u) const {
     return static_cast<int>(((u + 1) * ctas + units - 1) / units - 1);
   }
