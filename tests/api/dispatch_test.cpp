@@ -2,6 +2,7 @@
 // CUTLASS arm is reached only by name or with METRALE_CUTLASS_GEMM=1; a build without it (or
 // without CUDA) answers not_built with the message the user needs, and nothing crashes.
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -202,6 +203,27 @@ TEST(Dispatch, DenseCopySwitch) {
                          [] { core::dense_copy_by_cp_async(); });
   ScopedEnv unset("METRALE_CUDA_DENSE_COPY", std::nullopt);
   EXPECT_FALSE(core::dense_copy_by_cp_async());
+}
+
+// METRALE_CUDA_DENSE_SCHEDULE: auto (the default: unset or empty too), tiles, stream-k or
+// stream-k-pairs, anything else refused by name (the GPU tests running stream-K:
+// TiledFamily.DenseStreamKExactAndRealistic, Schedules/GraphStreamK.*).
+TEST(Dispatch, DenseScheduleSwitch) {
+  using core::DenseSchedule;
+  const std::pair<const char*, DenseSchedule> values[] = {
+      {"", DenseSchedule::automatic},
+      {"auto", DenseSchedule::automatic},
+      {"tiles", DenseSchedule::tiles},
+      {"stream-k", DenseSchedule::stream_k},
+      {"stream-k-pairs", DenseSchedule::stream_k_pairs}};
+  for (const auto& [value, schedule] : values) {
+    ScopedEnv env("METRALE_CUDA_DENSE_SCHEDULE", value);
+    EXPECT_EQ(core::dense_schedule(), schedule) << value;
+  }
+  expect_refused_by_name("METRALE_CUDA_DENSE_SCHEDULE", "streamk", "expected auto",
+                         [] { core::dense_schedule(); });
+  ScopedEnv unset("METRALE_CUDA_DENSE_SCHEDULE", std::nullopt);
+  EXPECT_EQ(core::dense_schedule(), DenseSchedule::automatic);
 }
 
 }  // namespace
