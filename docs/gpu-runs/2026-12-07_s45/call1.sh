@@ -11,9 +11,12 @@
 #  (c) with the time left, the dense TMA and K-split tests, then compute-sanitizer memcheck over
 #      the forced stream-K test.
 #   COMMIT=$(git rev-parse --short HEAD) bash docs/gpu-runs/2026-12-07_s45/call1.sh
+# CALL (default call1), ROUNDS (2) and VARIANTS ("A B C D E F G"; H: pairs on tile 3) make calls 2
+# and 3 of it. Since it ran, its table's Python moved into scripts/ab_table.py (the same output).
 cd "$(dirname "$0")/../../.."
 DEADLINE=${DEADLINE:-575}
-NAME=call1 source scripts/gpu_call.sh  # R, box, archive, build, rows
+VARIANTS=${VARIANTS:-A B C D E F G}
+NAME=${CALL:-call1} source scripts/gpu_call.sh  # R, box, archive, build, rows
 mkdir -p $R/ab
 build metrale_cli metrale_test_cuda
 M=build/release/bin/metrale
@@ -29,14 +32,15 @@ ab() {  # NAME SCHEDULE [KERNEL]
     --tokens 48 64 512 1024 4096 --impls metrale --budget-ms 15 --json $R/ab/$1.json \
     > $R/ab/$1.log 2>&1
 }
-for round in 1 2; do
-  order="A B C D E F G"; [[ $round == 2 ]] && order="G F E D C B A"
+for round in $(seq 1 ${ROUNDS:-2}); do
+  order=$VARIANTS  # reversed in even rounds, so that none always runs first
+  ((round % 2 == 0)) && order=$(echo $VARIANTS | tr ' ' '\n' | tac | tr '\n' ' ')
   for v in $order; do
     case $v in
       A) ab A$round tiles ;; B) ab B$round stream-k ;;
       C) ab C$round stream-k sm90-tiled:3 ;; D) ab D$round stream-k sm90-tiled:6 ;;
       E) ab E$round stream-k sm90-tiled:7 ;; F) ab F$round stream-k-pairs ;;
-      G) ab G$round stream-k-pairs sm90-tiled:6 ;;
+      G) ab G$round stream-k-pairs sm90-tiled:6 ;; H) ab H$round stream-k-pairs sm90-tiled:3 ;;
     esac
   done
   echo "round $round at ${SECONDS}s"; archive
@@ -44,30 +48,8 @@ done
 box 40 $M bench --ops dense --model all --tokens 48 64 512 1024 4096 --impls cublaslt \
   --budget-ms 15 --json $R/ab/L.json > $R/ab/L.log 2>&1
 archive
-python3 - $R/ab <<'PY' | tee $R/ab_table.txt
-import glob, json, os, sys
-best, label = {}, {}
-for f in glob.glob(sys.argv[1] + "/*.json"):
-    v = os.path.basename(f)[0]
-    try: rows = json.load(open(f))["rows"]
-    except Exception: continue
-    for r in rows:
-        if r.get("status") != "ok": continue
-        key = (r["model"][:12], r["tokens"])
-        t = r["median_us"]
-        if t < best.get((v, key), 1e18): best[(v, key)] = t; label[(v, key)] = r.get("kernel", "")
-keys = sorted({k for (_, k) in best}, key=lambda k: (k[0], k[1]))
-print(f"{'model':12s} {'M':>5s} {'A tiles':>9s} " + " ".join(f"{v:>6s}" for v in "BCDEFG") + "   L/A   A's plan")
-for k in keys:
-    a = best.get(("A", k))
-    if not a: continue
-    cells = " ".join(f"{best[(v, k)] / a:6.3f}" if (v, k) in best else "     -" for v in "BCDEFG")
-    l = best.get(("L", k))
-    print(f"{k[0]:12s} {k[1]:5d} {a:9.2f} {cells} {l / a if l else 0:6.3f}   {label[('A', k)]}")
-for k in keys:
-    for v in "BF":
-        if (v, k) in label: print(v, k, label[(v, k)])
-PY
+compared=${VARIANTS// /}
+python3 scripts/ab_table.py $R/ab --variants ${compared#A} --labels BF | tee $R/ab_table.txt
 box 60 $T --gtest_filter="TiledFamily.DenseCopiesByTmaAndCpAsyncExact:TiledFamily.Bf16KSplits*" \
   > $R/tests2.log 2>&1
 grep -E "^\[  |Failure" $R/tests2.log | tail -4
