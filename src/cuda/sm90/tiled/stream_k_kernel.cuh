@@ -77,16 +77,13 @@ __device__ __forceinline__ StreamKTile stream_k_tile(const GroupedParams& p, int
                      at.channel * Config::weight_rows};
 }
 
-// This CTA's sums of a tile it does not finish, to the workspace; then one arrival on the tile.
+// This CTA's sums of a tile it does not finish, to its slot of the workspace; then one arrival on
+// the tile.
 template <int kThreads, int kAcc>
 __device__ __forceinline__ void stream_k_leave(const GroupedParams& p, int tile,
                                                const float (&acc)[kAcc]) {
-  float* mine = p.partials + static_cast<size_t>(blockIdx.x) * kAcc * kThreads;
-#pragma unroll
-  for (int i = 0; i < kAcc; ++i) __stcg(mine + i * kThreads + threadIdx.x, acc[i]);
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) atomicAdd(p.counters + tile, 1u);
+  (void)leave_sums<kThreads>(p.partials + static_cast<size_t>(blockIdx.x) * kAcc * kThreads, acc,
+                             p.counters + tile);
 }
 
 // The CTA holding a tile's last k-tile: waits for `arrivals` arrivals on the tile, then adds to

@@ -136,6 +136,19 @@ __device__ TileSlice fold_cluster(float (&acc)[kAcc], float* scratch) {
   return TileSlice{8 * first, 8 * end};
 }
 
+// A CTA's fp32 sums left at `mine` ([accumulator][thread]) for another CTA of the grid to read,
+// then one arrival counted on `counter`: the count before it, for thread 0 (0 for the others).
+// The workspace folds' half that writes (fold_splits, and stream-K's, stream_k_kernel.cuh).
+template <int kThreads, int kAcc>
+__device__ __forceinline__ std::uint32_t leave_sums(float* mine, const float (&acc)[kAcc],
+                                                    std::uint32_t* counter) {
+#pragma unroll
+  for (int i = 0; i < kAcc; ++i) __stcg(mine + i * kThreads + threadIdx.x, acc[i]);
+  __threadfence();
+  __syncthreads();
+  return threadIdx.x == 0 ? atomicAdd(counter, 1u) : 0u;
+}
+
 // The wide tiles' fold (folds_in_cluster false): every CTA of a split tile leaves its fp32 sums in
 // the workspace, and the last to arrive adds all of them in split order (whichever CTA that is,
 // so a second run gives the same bits) into `acc` and returns true; the others return false.
@@ -145,11 +158,8 @@ __device__ bool fold_splits(const GroupedParams& p, int tile, int split, float (
   const size_t tile_floats = static_cast<size_t>(kAcc) * kThreads;
   const float* first = p.partials + static_cast<size_t>(tile) * p.splits * tile_floats;
   float* mine = p.partials + (static_cast<size_t>(tile) * p.splits + split) * tile_floats;
-#pragma unroll
-  for (int i = 0; i < kAcc; ++i) __stcg(mine + i * kThreads + threadIdx.x, acc[i]);
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(p.counters + tile, 1u) == unsigned(p.splits - 1);
+  const std::uint32_t before = leave_sums<kThreads>(mine, acc, p.counters + tile);
+  if (threadIdx.x == 0) last = before == unsigned(p.splits - 1);
   __syncthreads();
   if (!last) return false;
   __threadfence();

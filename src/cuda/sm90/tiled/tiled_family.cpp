@@ -72,9 +72,9 @@ bool stream_k_runs(const Plan& plan) {
 // worker must be resident: one waits on others); at most one a k-tile of the grid (so that every
 // worker's run holds at least one). Its tiles are plan.stream_k row tiles of one channel tile.
 int stream_k_workers(const GroupedNvfp4& a, const Plan& plan) {
-  const TileConfig& t = kTiles[plan.config];
-  const long long rows = t.tokens * std::max(plan.stream_k, 1);
-  const long long tiles = (a.groups.m_total + rows - 1) / rows * channel_tiles(a, t);
+  const int cluster = std::max(plan.stream_k, 1);
+  const long long tiles = static_cast<long long>((row_tiles(a, plan) + cluster - 1) / cluster) *
+                          channel_tiles(a, kTiles[plan.config]);
   const long long units = tiles * ((a.k + kBlockK - 1) / kBlockK);
   const int sms = std::max(device_sm_count(), 1);
   int resident = sms;
@@ -445,8 +445,7 @@ class TiledFamily final : public Family {
       fail(Status::unsupported,
            "{}: a K split (splits = {}) folds within a thread-block cluster: at most {} ranges",
            problem.op, splits, kMaxSplits);
-    if (plan.stream_k && !stream_k_runs(plan) &&
-        core::dense_schedule() != core::DenseSchedule::automatic)
+    if (plan.stream_k && !stream_k_runs(plan))  // asked for (stream_k_plan) on another tile
       fail(Status::unsupported,
            "{}: METRALE_CUDA_DENSE_SCHEDULE asks for stream-K, but configuration {} ({}) has no "
            "stream-K kernel: stream-K runs configurations 2, 3, 6 and 7, K whole, on TMA copies",

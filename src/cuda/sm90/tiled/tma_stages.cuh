@@ -47,20 +47,18 @@ __device__ __forceinline__ void tma_copy_stage(const GroupedParams& p, uint64_t&
   const std::int32_t act_at[2] = {kt * kBlockK, row0};
   ::cuda::ptx::cp_async_bulk_tensor(::cuda::ptx::space_cluster, ::cuda::ptx::space_global, stage,
                                     &p.act_map, act_at, &full);
-  std::uint8_t* weights = stage + KernelShape<Config, false>::kActBytes;
-  if constexpr (kCluster == 1) {
-    const std::int32_t weight_at[2] = {kt * kBlockK, n0};
+  constexpr int kShare = Config::weight_rows / kCluster;  // this CTA's weight rows to copy
+  static_assert(kShare % 8 == 0, "whole swizzle atoms a share");
+  std::uint8_t* weights =
+      stage + KernelShape<Config, false>::kActBytes + rank * kShare * kSwizzleRowBytes;
+  const std::int32_t weight_at[2] = {kt * kBlockK, n0 + rank * kShare};
+  if constexpr (kCluster == 1)
     ::cuda::ptx::cp_async_bulk_tensor(::cuda::ptx::space_cluster, ::cuda::ptx::space_global,
                                       weights, &p.weight_map, weight_at, &full);
-  } else {
-    constexpr int kShare = Config::weight_rows / kCluster;
-    static_assert(kShare % 8 == 0, "whole swizzle atoms a share");
-    const std::int32_t weight_at[2] = {kt * kBlockK, n0 + rank * kShare};
+  else
     ::cuda::ptx::cp_async_bulk_tensor(::cuda::ptx::space_cluster, ::cuda::ptx::space_global,
-                                      weights + rank * kShare * kSwizzleRowBytes, &p.weight_map,
-                                      weight_at, &full,
+                                      weights, &p.weight_map, weight_at, &full,
                                       static_cast<std::uint16_t>((1u << kCluster) - 1));
-  }
 }
 
 // kCluster > 1: the ring of one CTA of a cluster whose CTAs share their weight rows
