@@ -13,7 +13,7 @@
 #      the family's tile and tiles 3, 6, 7 forced, pairs on the family's tile, 6 and 3), 3 rounds;
 #  (d) the small grids by forced configuration at M = 48, 64 and 512, 2 rounds: P tile 2 whole,
 #      Q tile 2 in 2 ranges, R tile 3 whole, S/T/U tile 3 in 2/4/8 ranges, V tile 6 in 2 ranges,
-#      W the stream family;
+#      W the stream family, Y tile 3 in 4 ranges and Z tile 2 whole with the prefetch at B = 8;
 #  (e) cuBLASLt once; ncu: DeepSeek-V3 dense M = 64 as chosen with and without the prefetch
 #      (speed of light, memory workload), cuBLASLt's kernels by name at Qwen3-30B M = 64 and 512,
 #      the decode family at DeepSeek-V3 gate_up T = 64 on this card (the H200 profile owed since
@@ -64,14 +64,15 @@ for round in 1 2 3; do
 done
 archive
 for round in 1 2; do
-  order="A P Q R S T U V W"; ((round % 2 == 0)) && order="W V U T S R Q P A"
+  order="A P Q R S T U V W Y Z"; ((round % 2 == 0)) && order="Z Y W V U T S R Q P A"
   for v in $order; do
+    b=off
     case $v in
       A) k= ;; P) k=sm90-tiled:2 ;; Q) k=sm90-tiled:2:2 ;; R) k=sm90-tiled:3 ;;
       S) k=sm90-tiled:3:2 ;; T) k=sm90-tiled:3:4 ;; U) k=sm90-tiled:3:8 ;; V) k=sm90-tiled:6:2 ;;
-      W) k=sm90-stream ;;
+      W) k=sm90-stream ;; Y) k=sm90-tiled:3:4 b=8 ;; Z) k=sm90-tiled:2 b=8 ;;
     esac
-    METRALE_CUDA_KERNEL=$k bench forced $v$round 48 64 512
+    METRALE_CUDA_KERNEL=$k METRALE_CUDA_DENSE_PREFETCH=$b bench forced $v$round 48 64 512
   done
   echo "forced round $round at ${SECONDS}s"
 done
@@ -81,7 +82,7 @@ cp $R/ab/L.json $R/prefetch/L.json; cp $R/ab/L.json $R/forced/L.json
 archive
 python3 scripts/ab_table.py $R/prefetch --variants XYZ --labels Y | tee $R/prefetch_table.txt
 python3 scripts/ab_table.py $R/ab --variants BCDEFGH --labels BF | tee $R/ab_table.txt
-python3 scripts/ab_table.py $R/forced --variants PQRSTUVW --labels A | tee $R/forced_table.txt
+python3 scripts/ab_table.py $R/forced --variants PQRSTUVWYZ --labels A | tee $R/forced_table.txt
 ncu_dense() {  # NAME PREFETCH
   METRALE_CUDA_DENSE_PREFETCH=$2 box 30 ncu --clock-control none --section SpeedOfLight \
     --section MemoryWorkloadAnalysis --kernel-name regex:grouped_gemm --launch-count 1 \
