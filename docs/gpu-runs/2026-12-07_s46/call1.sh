@@ -3,14 +3,18 @@
 # Carry .deps. Applies two patches to the device's copy of the tree (neither is on main):
 #   stream_k_cursor.patch (forty-fifth session): stream-K's copying thread on a cursor;
 #   dense_prefetch.patch (this session): METRALE_CUDA_DENSE_PREFETCH, the dense GEMM's weight
-#     rows asked of L2 a block of B k-tiles ahead of the TMA copies (opt-in).
+#     rows asked of L2 a block of B k-tiles ahead of the TMA copies (opt-in);
+#   whole_tiles.patch (this session, on top of the prefetch's): METRALE_CUDA_DENSE_SCHEDULE=
+#     tiles-on-stream-k and tile-pairs, stream-K's kernel with a worker a whole tile.
 #  (a) build; the GPU tests of both (stream-K forced on every tile, CTAs and pairs; the prefetch
 #      on every CTA-synchronised tile, whole and in 3 K ranges, B = 2 and 16); no A/B of a patch
 #      whose test did not pass;
 #  (b) the prefetch: the dense GEMM of every preset at M = 48, 64, 512, 1024, A off against
 #      B = 4, 8 and 16 (letters X, Y, Z), 3 alternated rounds;
 #  (c) stream-K on the cursor: call 3 of the forty-fifth session (A the tile grid, B-H stream-K on
-#      the family's tile and tiles 3, 6, 7 forced, pairs on the family's tile, 6 and 3), 3 rounds;
+#      the family's tile and tiles 3, 6, 7 forced, pairs on the family's tile, 6 and 3), and its
+#      kernel a whole tile a worker (I tiles-on-stream-k, J tile-pairs, K tile-pairs on tile 6),
+#      3 rounds: I/A is the kernel's own cost, B/I stream-K's schedule's, J/I the pairs';
 #  (d) the small grids by forced configuration at M = 48, 64 and 512, 2 rounds: P tile 2 whole,
 #      Q tile 2 in 2 ranges, R tile 3 whole, S/T/U tile 3 in 2/4/8 ranges, V tile 6 in 2 ranges,
 #      W the stream family, Y tile 3 in 4 ranges and Z tile 2 whole with the prefetch at B = 8;
@@ -24,13 +28,14 @@ cd "$(dirname "$0")/../../.."
 D=docs/gpu-runs/2026-12-07_s46
 git apply docs/gpu-runs/2026-12-07_s45/stream_k_cursor.patch || exit 1
 git apply $D/dense_prefetch.patch || exit 1
+git apply $D/whole_tiles.patch || exit 1
 DEADLINE=${DEADLINE:-585}
 NAME=call1 source scripts/gpu_call.sh  # R, box, archive, build, rows
 mkdir -p $R/prefetch $R/ab $R/forced
 build metrale_cli metrale_test_cuda
 M=build/release/bin/metrale
 T=build/release/bin/metrale_test_cuda
-box 120 $T --gtest_filter="TiledFamily.DenseWeightPrefetchExact:TiledFamily.DenseStreamKExactAndRealistic:Schedules/GraphStreamK.*" \
+box 150 $T --gtest_filter="TiledFamily.DenseWeightPrefetchExact:TiledFamily.DenseStreamKExactAndRealistic:Schedules/GraphStreamK.*" \
   > $R/tests.log 2>&1
 echo "tests at ${SECONDS}s"; grep -E "^\[  |Failure|FAIL" $R/tests.log | tail -12; archive
 passed() { grep -q "OK \] TiledFamily.$1" $R/tests.log; }
@@ -51,12 +56,13 @@ done
 archive
 for round in 1 2 3; do
   passed DenseStreamKExactAndRealistic || break
-  order="A B C D E F G H"; ((round % 2 == 0)) && order="H G F E D C B A"
+  order="A B C D E F G H I J K"; ((round % 2 == 0)) && order="K J I H G F E D C B A"
   for v in $order; do
     case $v in
       A) s=tiles k= ;; B) s=stream-k k= ;; C) s=stream-k k=sm90-tiled:3 ;;
       D) s=stream-k k=sm90-tiled:6 ;; E) s=stream-k k=sm90-tiled:7 ;; F) s=stream-k-pairs k= ;;
       G) s=stream-k-pairs k=sm90-tiled:6 ;; H) s=stream-k-pairs k=sm90-tiled:3 ;;
+      I) s=tiles-on-stream-k k= ;; J) s=tile-pairs k= ;; K) s=tile-pairs k=sm90-tiled:6 ;;
     esac
     METRALE_CUDA_DENSE_SCHEDULE=$s METRALE_CUDA_KERNEL=$k bench ab $v$round 48 64 512 1024 4096
   done
@@ -81,7 +87,7 @@ box 40 $M bench --ops dense --model all --tokens 48 64 512 1024 4096 --impls cub
 cp $R/ab/L.json $R/prefetch/L.json; cp $R/ab/L.json $R/forced/L.json
 archive
 python3 scripts/ab_table.py $R/prefetch --variants XYZ --labels Y | tee $R/prefetch_table.txt
-python3 scripts/ab_table.py $R/ab --variants BCDEFGH --labels BF | tee $R/ab_table.txt
+python3 scripts/ab_table.py $R/ab --variants BCDEFGHIJK --labels BIJ | tee $R/ab_table.txt
 python3 scripts/ab_table.py $R/forced --variants PQRSTUVWYZ --labels A | tee $R/forced_table.txt
 ncu_dense() {  # NAME PREFETCH
   METRALE_CUDA_DENSE_PREFETCH=$2 box 30 ncu --clock-control none --section SpeedOfLight \
