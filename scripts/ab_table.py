@@ -3,14 +3,15 @@
 
 FOLDER holds bench JSONs named <variant letter><round>.json (A1.json, B2.json, ...) and L.json
 (cuBLASLt). Prints each row's (model, tokens) best median of variant A in microseconds, every
-other variant's best over A's, cuBLASLt's over A's, and A's plan; then the plans of the variants
-named by --labels.
+other variant's best over A's, cuBLASLt's over A's, and A's plan, then each variant's geometric
+mean over the rows both ran; then the plans of the variants named by --labels.
 
     python3 scripts/ab_table.py FOLDER --variants BCDEFG --labels BF
 """
 import argparse
 import glob
 import json
+import math
 import os
 
 
@@ -51,6 +52,12 @@ def main():
         lt = best.get(("L", row))
         print(f"{row[0]:12s} {row[1]:5d} {a:9.2f} {cells} {lt / a if lt else 0:6.3f}   "
               f"{label[('A', row)]}")
+    geomeans = []
+    for v in args.variants:
+        ratios = [best[(v, r)] / best[("A", r)] for r in rows if (v, r) in best and ("A", r) in best]
+        geomeans.append(f"{math.exp(sum(map(math.log, ratios)) / len(ratios)):6.3f}"
+                        if ratios else "     -")
+    print(f"{'geomean':12s} {'':5s} {'':9s} {' '.join(geomeans)}")
     for row in rows:
         for v in args.labels:
             if (v, row) in label:
