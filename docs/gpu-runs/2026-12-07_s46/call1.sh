@@ -17,8 +17,9 @@
 #      tiles-on-stream-k, J tile-pairs), 2 rounds: I/A is the kernel's own cost, B/I stream-K's
 #      schedule's, J/I the pairs' (the forty-fifth session's D, E, G, H left out for time);
 #  (d) the small grids by forced configuration at M = 48, 64 and 512, 2 rounds: P tile 2 whole,
-#      Q tile 2 in 2 ranges, R tile 3 whole, S/T tile 3 in 2/4 ranges, Y tile 3 in 4 ranges and Z
-#      tile 2 whole with the prefetch at B = 8;
+#      Q tile 2 in 2 ranges, R tile 3 whole, S/T tile 3 in 2/4 ranges, W the stream family's
+#      64 x 16 (the forty-second session's best at Qwen3 M = 48-64, never adopted), Y tile 3 in 4
+#      ranges and Z tile 2 whole with the prefetch at B = 8;
 #  (e) cuBLASLt once; ncu: DeepSeek-V3 dense M = 64 as chosen with and without the prefetch
 #      (speed of light, memory workload), cuBLASLt's kernels by name at Qwen3-30B M = 64 and 512,
 #      the decode family at DeepSeek-V3 gate_up T = 64 on this card (the H200 profile owed since
@@ -69,12 +70,12 @@ for round in 1 2; do
 done
 archive
 for round in 1 2; do
-  order="A P Q R S T Y Z"; ((round % 2 == 0)) && order="Z Y T S R Q P A"
+  order="A P Q R S T W Y Z"; ((round % 2 == 0)) && order="Z Y W T S R Q P A"
   for v in $order; do
     b=off
     case $v in
       A) k= ;; P) k=sm90-tiled:2 ;; Q) k=sm90-tiled:2:2 ;; R) k=sm90-tiled:3 ;;
-      S) k=sm90-tiled:3:2 ;; T) k=sm90-tiled:3:4 ;; Y) k=sm90-tiled:3:4 b=8 ;;
+      S) k=sm90-tiled:3:2 ;; T) k=sm90-tiled:3:4 ;; W) k=sm90-stream:5 ;; Y) k=sm90-tiled:3:4 b=8 ;;
       Z) k=sm90-tiled:2 b=8 ;;
     esac
     METRALE_CUDA_KERNEL=$k METRALE_CUDA_DENSE_PREFETCH=$b bench forced $v$round 48 64 512
@@ -87,7 +88,7 @@ cp $R/ab/L.json $R/prefetch/L.json; cp $R/ab/L.json $R/forced/L.json
 archive
 python3 scripts/ab_table.py $R/prefetch --variants XYZ --labels Y | tee $R/prefetch_table.txt
 python3 scripts/ab_table.py $R/ab --variants BCFIJ --labels BIJ | tee $R/ab_table.txt
-python3 scripts/ab_table.py $R/forced --variants PQRSTYZ --labels A | tee $R/forced_table.txt
+python3 scripts/ab_table.py $R/forced --variants PQRSTWYZ --labels A | tee $R/forced_table.txt
 ncu_dense() {  # NAME PREFETCH
   METRALE_CUDA_DENSE_PREFETCH=$2 box 30 ncu --clock-control none --section SpeedOfLight \
     --section MemoryWorkloadAnalysis --kernel-name regex:grouped_gemm --launch-count 1 \
