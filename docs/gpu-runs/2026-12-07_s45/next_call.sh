@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Superseded by docs/gpu-runs/2026-12-07_s46/call1.sh and call1b.sh (the same cursor patch, fewer stream-K
-# variants, with the forty-sixth session's patches and forced small grids beside it).
+# Superseded by docs/gpu-runs/2026-12-07_s46/call1.sh and call1b.sh (the same cursor patch,
+# fewer stream-K variants, with the forty-sixth session's patches and forced small grids beside it).
 # Written in the forty-fifth session for the next one, NOT RUN: stream-K's copying thread on a
 # cursor (stream_k_cursor.patch: built and compiled clean, never run on a GPU, the session's
 # device time having run out), its GPU tests, then call 3's A/B (call3.sh: the tile grid against
