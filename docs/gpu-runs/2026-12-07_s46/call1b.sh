@@ -7,10 +7,13 @@
 #      forced, F pairs on the family's tile, I tiles-on-stream-k, J tile-pairs, at M = 48-4096,
 #      2 alternated rounds: I/A is the kernel's own cost, B/I stream-K's schedule's, J/I the
 #      pairs' (the forty-fifth session's D, E, G, H left out);
-#  (c) cuBLASLt's dense kernels by name at Qwen3-30B M = 64 and 512 (ncu on GEMM kernels only);
+#  (c) the dense GEMM at M = 1 and 8 (gpt-oss 0.88-0.89x cuBLASLt on the stream family; the
+#      16-token tile forced was 0.93x the stream family's time at gpt-oss M = 1 on an H100, the
+#      forty-second session): A the family's choice, U tile 1 whole, V tile 1 in 2 ranges;
+#  (d) cuBLASLt's dense kernels by name at Qwen3-30B M = 64 and 512 (ncu on GEMM kernels only);
 #      the decode family at DeepSeek-V3 gate_up T = 64 on this card (speed of light, memory
 #      workload: the H200 profile owed since the thirty-eighth session);
-#  (d) compute-sanitizer memcheck over the patches' tests.
+#  (e) compute-sanitizer memcheck over the patches' tests.
 #   COMMIT=$(git rev-parse --short HEAD)+patches bash docs/gpu-runs/2026-12-07_s46/call1b.sh
 cd "$(dirname "$0")/../../.."
 DEADLINE=${DEADLINE:-585}
@@ -34,6 +37,17 @@ box 40 $M bench --ops dense --model all --tokens 48 64 512 1024 4096 --impls cub
   --budget-ms 15 --json $R/ab/L.json > $R/ab/L.log 2>&1
 archive
 [[ -f $R/ab/A1.json ]] && python3 scripts/ab_table.py $R/ab --variants BCFIJ --labels BIJ | tee $R/ab_table.txt
+for round in 1 2; do
+  order="A U V"; ((round % 2 == 0)) && order="V U A"
+  for v in $order; do
+    case $v in A) k= ;; U) k=sm90-tiled:1 ;; V) k=sm90-tiled:1:2 ;; esac
+    METRALE_CUDA_KERNEL=$k bench small $v$round 1 8
+  done
+done
+box 20 $M bench --ops dense --model all --tokens 1 8 --impls cublaslt --budget-ms 15 \
+  --json $R/small/L.json > $R/small/L.log 2>&1
+python3 scripts/ab_table.py $R/small --variants UV --labels A | tee $R/small_table.txt
+archive
 for t in 64 512; do
   box 25 ncu --clock-control none --metrics gpu__time_duration.sum --launch-count 60 \
     --kernel-name regex:'nvjet|xmma|gemm|cutlass' $M bench --ops dense --model qwen3-30b-a3b \
