@@ -1,7 +1,8 @@
-# Sourced by the GPU scripts (gpu_iterate.sh, gpu_ab.sh, gpu_variants.sh): the carried Debian
-# packages unpacked, nvcc on PATH, release_build LOG [BUILD_ARGS...], which configures
-# build/release for sm_90a without CUTLASS and builds it (BUILD_ARGS go to `cmake --build`),
-# logging to LOG (its status is the build's), and round_order, the A/B scripts' order of a round.
+# Sourced by the GPU scripts (gpu_iterate.sh, gpu_ab.sh, gpu_variants.sh, gpu_call.sh): the
+# carried Debian packages unpacked, nvcc on PATH, release_build LOG [BUILD_ARGS...], which
+# configures build/release for sm_90a without CUTLASS and builds it (BUILD_ARGS go to
+# `cmake --build`), logging to LOG (its status is the build's), and round_order, the A/B scripts'
+# order of a round.
 # A GPU machine's copy of the tree may carry another commit's git metadata: set METRALE_COMMIT
 # (e.g. `METRALE_COMMIT=<hash> scripts/gpu_ab.sh ...`) so that the bench's JSON names the commit
 # that was built.

@@ -1,6 +1,7 @@
 # Sourced by a device call's script (docs/gpu-runs/*/call*.sh), from the repository root, with
 # NAME set: the call's results folder R=/tmp/NAME, the time box (gpu_timebox.sh: DEADLINE, left,
-# box), the GPU's name and clocks in R/nvidia-smi.txt, and
+# box), gpu_build.sh's setup (the carried packages unpacked, nvcc on PATH, release_build, and
+# round_order: an A/B round's order), the GPU's name and clocks in R/nvidia-smi.txt, and
 #   archive               R as $OUT/NAME.tgz (a call brings back only a few files);
 #   build TARGET...       the release build (gpu_build.sh) of the targets, logged to R/build.log;
 #                         the bench's JSONs name COMMIT (the device copy's git metadata may be
@@ -12,13 +13,14 @@ CALL=${NAME:?name the call}
 R=/tmp/$CALL
 mkdir -p "$R"
 source scripts/gpu_timebox.sh
+source scripts/gpu_build.sh
 archive() {
   tar -czf "$OUT/$CALL.tgz" -C /tmp "$CALL"
   echo "archived at ${SECONDS}s"
 }
 build() {
   export METRALE_COMMIT=${COMMIT:?name the commit the tree holds}
-  bash -c 'source scripts/gpu_build.sh && release_build "$@"' _ "$R/build.log" --target "$@"
+  release_build "$R/build.log" --target "$@"
   echo "built at ${SECONDS}s: $(tail -1 "$R/build.log")"
 }
 rows() {

@@ -157,9 +157,7 @@ def main():
             if "bf16" in r["impl"].lower() and "cutlass" in r["impl"].lower()}
     prefill_need = lambda r: (50 if r["tokens"] == 512 else 80, "pct")
     arm_of = (lambda r: arms.get((r["model"], r["op"], r["tokens"]))) if arms else None
-    print("\n".join(grouped_table(rows, {k: v for k, v in humming.items()
-                                         if not k.endswith("|16384")},
-                                  (512, 4096, 16384), prefill_need, arm_of)))
+    print("\n".join(grouped_table(rows, humming, (512, 4096, 16384), prefill_need, arm_of)))
     if not arms:
         print("\n(This sweep has no bf16-grouped (CUTLASS) arm: built without CUTLASS.)")
     print("\nThe dense bf16 GEMM:\n")

@@ -23,8 +23,7 @@ prefetch=1
 grep -q "OK \] TiledFamily.DenseWeightPrefetchExact" $R/tests.log || prefetch=0
 for round in 1 2; do
   ((prefetch)) || break
-  order="A X Y Z"; ((round % 2 == 0)) && order="Z Y X A"
-  for v in $order; do
+  for v in $(round_order $round A X Y Z); do
     case $v in A) b=off ;; X) b=4 ;; Y) b=8 ;; Z) b=16 ;; esac
     METRALE_CUDA_DENSE_PREFETCH=$b bench prefetch $v$round 48 64 512 1024
   done
@@ -32,8 +31,7 @@ for round in 1 2; do
 done
 archive
 for round in 1 2; do
-  order="A P Q R S T W Y Z"; ((round % 2 == 0)) && order="Z Y W T S R Q P A"
-  for v in $order; do
+  for v in $(round_order $round A P Q R S T W Y Z); do
     b=off
     case $v in
       A) k= ;; P) k=sm90-tiled:2 ;; Q) k=sm90-tiled:2:2 ;; R) k=sm90-tiled:3 ;;

@@ -23,8 +23,7 @@ box 150 $T --gtest_filter="TiledFamily.DenseStreamKExactAndRealistic:Schedules/G
 echo "tests at ${SECONDS}s"; grep -E "^\[  |Failure|FAIL" $R/tests.log | tail -6; archive
 for round in 1 2; do
   grep -q "OK \] TiledFamily.DenseStreamKExactAndRealistic" $R/tests.log || break
-  order="A B C F I J"; ((round % 2 == 0)) && order="J I F C B A"
-  for v in $order; do
+  for v in $(round_order $round A B C F I J); do
     case $v in
       A) s=tiles k= ;; B) s=stream-k k= ;; C) s=stream-k k=sm90-tiled:3 ;;
       F) s=stream-k-pairs k= ;; I) s=tiles-on-stream-k k= ;; J) s=tile-pairs k= ;;
@@ -38,8 +37,7 @@ box 40 $M bench --ops dense --model all --tokens 48 64 512 1024 4096 --impls cub
 archive
 [[ -f $R/ab/A1.json ]] && python3 scripts/ab_table.py $R/ab --variants BCFIJ --labels BIJ | tee $R/ab_table.txt
 for round in 1 2; do
-  order="A U V"; ((round % 2 == 0)) && order="V U A"
-  for v in $order; do
+  for v in $(round_order $round A U V); do
     case $v in A) k= ;; U) k=sm90-tiled:1 ;; V) k=sm90-tiled:1:2 ;; esac
     METRALE_CUDA_KERNEL=$k bench small $v$round 1 8
   done

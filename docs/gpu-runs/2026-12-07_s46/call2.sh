@@ -16,8 +16,7 @@ NAME=call2 source scripts/gpu_call.sh  # R, box, archive, build, rows
 build metrale_cli
 M=build/release/bin/metrale
 for round in 1 2; do
-  order="A S"; ((round % 2 == 0)) && order="S A"
-  for v in $order; do
+  for v in $(round_order $round A S); do
     k=; [[ $v == S ]] && k=sm90-stream
     METRALE_CUDA_KERNEL=$k box 90 $M bench --ops moe --model all --tokens 2 4 8 16 32 \
       --budget-ms 20 --json $R/$v$round.json > $R/$v$round.log 2>&1

@@ -8,9 +8,8 @@
 #   COMMIT=$(git rev-parse --short HEAD) bash docs/gpu-runs/2026-12-07_s46/cutlass_arm.sh
 cd "$(dirname "$0")/../../.."
 DEADLINE=${DEADLINE:-585}
-NAME=cutlass source scripts/gpu_call.sh  # R, box, archive, rows
-for deb in .deps/*.deb; do [[ -e $deb ]] && dpkg -x "$deb" /; done
-export PATH="$PATH:/usr/local/cuda/bin" CUTLASS_HOME="$PWD/.cutlass" METRALE_COMMIT=${COMMIT:?name the commit}
+NAME=cutlass source scripts/gpu_call.sh  # R, box, archive, rows; the packages, nvcc on PATH
+export CUTLASS_HOME="$PWD/.cutlass" METRALE_COMMIT=${COMMIT:?name the commit}
 [[ -d $CUTLASS_HOME/include ]] || { echo "no .cutlass carried"; exit 1; }
 grep -q H200 "$R/nvidia-smi.txt" || { echo "not an H200: no rows for bench/results"; exit 0; }
 {
