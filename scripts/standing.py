@@ -55,7 +55,8 @@ def grouped_table(rows, humming, tokens, need_of, arm_of=None):
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     met = total = 0
     for r in rows:
-        if r["impl"] != "metrale" or r["op"] not in ("gate_up", "down") or r["tokens"] not in tokens:
+        if (r["impl"] != "metrale" or r["op"] not in ("gate_up", "down")
+                or r["tokens"] not in tokens):
             continue
         need, kind = need_of(r)
         ok = r["pct_floor"] >= need if kind == "pct" else r["median_us"] <= r["floor_us"] + need
@@ -81,7 +82,8 @@ def grouped_table(rows, humming, tokens, need_of, arm_of=None):
 def dense_table(rows):
     lt = {(r["model"], r["tokens"]): r["median_us"] for r in rows
           if r["op"] == "dense" and r["impl"] == "cuBLASLt"}
-    lines = ["| preset | M | metrale µs | cuBLASLt µs | cuBLASLt / metrale (target 0.9) | met | plan |",
+    lines = ["| preset | M | metrale µs | cuBLASLt µs | cuBLASLt / metrale (target 0.9) | met "
+             "| plan |",
              "|---|---|---|---|---|---|---|"]
     met = total = 0
     for r in rows:
@@ -98,7 +100,8 @@ def dense_table(rows):
 
 
 def pack_table(rows):
-    lines = ["| preset | weight | µs | % of the copy ceiling (target 70) | met |", "|---|---|---|---|---|"]
+    lines = ["| preset | weight | µs | % of the copy ceiling (target 70) | met |",
+             "|---|---|---|---|---|"]
     for r in rows:
         if r["op"] == "pack" and r["impl"] == "metrale":
             lines.append(f"| {r['model']} | {r['note'].split(',')[0]} | {r['median_us']:.1f} | "
@@ -107,7 +110,8 @@ def pack_table(rows):
 
 
 def moe_table(rows):
-    lines = ["| preset | T | layer µs | gate_up + down µs | ratio (target) | met | launches (target 4) "
+    lines = ["| preset | T | layer µs | gate_up + down µs | ratio (target) | met "
+             "| launches (target 4) "
              "| met |", "|---|---|---|---|---|---|---|---|"]
     ratios = launched = total = 0
     for r in rows:
@@ -126,7 +130,8 @@ def moe_table(rows):
         lines.append(f"| {r['model']} | {r['tokens']} | {r['median_us']:.1f} | "
                      f"{m['grouped_sum_us']:.1f} | {ratio:.3f} ({m.get('target')}) | "
                      f"{mark(ratio_ok)} | {launches} | {mark(launches_ok)} |")
-    lines.append(f"\n{ratios} of {total} layer rows meet their ratio, {launched} their launch count.")
+    lines.append(f"\n{ratios} of {total} layer rows meet their ratio, "
+                 f"{launched} their launch count.")
     return lines
 
 
@@ -134,7 +139,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("sweep")
     parser.add_argument("skew", nargs="?", help="the sweep's --skew 1.5 companion")
-    parser.add_argument("--humming", default=CHECK_TARGETS, help="check_targets.py (Humming's times)")
+    parser.add_argument("--humming", default=CHECK_TARGETS,
+                        help="check_targets.py (Humming's times)")
     args = parser.parse_args()
     meta, rows = load_rows(args.sweep)
     humming = humming_times(args.humming)
