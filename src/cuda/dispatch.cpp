@@ -26,6 +26,7 @@
 #include "cuda/per_device.hpp"
 #include "cuda/require_device.hpp"
 #include "cuda/sm90/decode/decode_params.hpp"
+#include "cuda/sm90/stream/stream_params.hpp"
 #include "cuda/stage/expert_table.hpp"
 
 namespace metrale::cuda {
@@ -181,6 +182,16 @@ std::optional<Launch> one_decode_launch(const Problem& problem, const Launch& na
   return both;
 }
 
+// A dense bf16 GEMM of up to kStreamMaxSmallBf16Rows rows whose weights are small and whose
+// stream grid (a CTA a 16 weight rows) fits one CTA to an SM (family.hpp).
+bool small_bf16_gemm(const Problem& problem) {
+  const GroupedNvfp4& a = problem.args;
+  constexpr int kWideRows = sm90::stream::kSmallGemmRowsPerCta;
+  return a.groups.m_total <= kStreamMaxSmallBf16Rows &&
+         std::int64_t{a.n} * a.k * 2 <= kStreamSmallBf16Bytes &&
+         (a.n + kWideRows - 1) / kWideRows <= device_sm_count();
+}
+
 bool stream_can_run(const Problem& problem) {
   return sm90::stream::stream_family().why_not(problem).empty();
 }
@@ -192,7 +203,8 @@ bool stream_can_run(const Problem& problem) {
 // kStreamMaxNvfp4DeviceProjectionBytes a projection (family.hpp).
 bool stream_takes(const Problem& problem) {
   const ExpertGroups& g = problem.args.groups;
-  if (!problem.nvfp4) return g.m_total <= kStreamMaxBf16Rows && stream_can_run(problem);
+  if (!problem.nvfp4)
+    return (g.m_total <= kStreamMaxBf16Rows || small_bf16_gemm(problem)) && stream_can_run(problem);
   const WindowRows held = rows_held(g, RowWindow{});  // experts that may have rows, the most
   const std::int64_t projection_bytes =
       std::int64_t{held.experts} * problem.args.n * problem.args.k * 9 / 16;

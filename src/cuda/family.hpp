@@ -98,6 +98,16 @@ inline constexpr std::int32_t kDecodeMaxMeanRows = 48;
 // family: 1.10x on Qwen3-30B at T = 4, 1.02-1.04x on gpt-oss at T = 3 and 4, 1.09x on DeepSeek-V3
 // at T = 1.
 inline constexpr std::int32_t kStreamMaxBf16Rows = 32;
+// Past kStreamMaxBf16Rows, up to the stream family's 64 rows, a small dense GEMM is a latency
+// problem: the stream family's 64 x 16 configuration (one pass over the weights, every row's 64
+// tokens at once, no pipeline to fill) takes one whose weights weigh at most
+// kStreamSmallBf16Bytes and whose N / 16 CTAs fit one to an SM. H100, one call (docs/perf.md,
+// forty-seventh session), against the tiled family's choice at M = 48 and 64, 2 rounds: Qwen3-30B
+// (N = 1536, K = 2048: 6 MiB, 96 CTAs) 0.90x, Qwen3-Next (1024 x 2048: 4 MiB, 64 CTAs)
+// 0.85-0.90x; past either bound it lost: gpt-oss (33 MiB, 360 CTAs) 1.52-1.73x, DeepSeek-V3
+// (59 MiB, 256 CTAs) 1.45-1.67x, Mixtral 1.89-2.16x.
+inline constexpr std::int32_t kStreamMaxSmallBf16Rows = 64;
+inline constexpr std::int64_t kStreamSmallBf16Bytes = std::int64_t{8} << 20;
 inline constexpr std::int32_t kStreamMaxNvfp4Rows = 1;
 inline constexpr std::int64_t kStreamMaxNvfp4Bytes = std::int64_t{24} << 20;
 inline constexpr std::int32_t kStreamMaxNvfp4DeviceRows = 4;

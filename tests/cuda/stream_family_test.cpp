@@ -224,10 +224,28 @@ TEST(StreamFamily, RefusalsSayWhy) {
 // larger ones to the tiled family (bf16_gemm_plan: the bench's label). Host logic.
 TEST(StreamFamily, DispatcherTakesFewRowsOfBf16) {
   for (int m : {1, 8, 16, 17, 32, 33, 64, 512}) {
-    const std::string label = cuda::bf16_gemm_plan(m, 1536, 2048);
+    const std::string label = cuda::bf16_gemm_plan(m, 5760, 2880);
     EXPECT_EQ(label.starts_with("sm90-stream"), m <= cuda::kStreamMaxBf16Rows)
         << m << ": " << label;
   }
+}
+
+// Up to 64 rows, a GEMM whose weights weigh at most kStreamSmallBf16Bytes and whose N / 16 CTAs
+// fit one to an SM goes to the stream family's 64 x 16 configuration; past either bound, or past
+// 64 rows, to the tiled family. Host logic (132 SMs where no device answers).
+TEST(StreamFamily, DispatcherTakesSmallBf16GemmsUpTo64Rows) {
+  const auto stream_runs = [](int m, int n, int k) {
+    return cuda::bf16_gemm_plan(m, n, k).starts_with("sm90-stream");
+  };
+  for (int m : {33, 48, 64}) {
+    EXPECT_TRUE(stream_runs(m, 1536, 2048)) << m << ": " << cuda::bf16_gemm_plan(m, 1536, 2048);
+    EXPECT_TRUE(stream_runs(m, 1024, 2048)) << m;
+    EXPECT_EQ(cuda::bf16_gemm_plan(m, 1024, 2048), "sm90-stream tokens=64 bf16_rows=16");
+    EXPECT_FALSE(stream_runs(m, 2048, 4096)) << m;     // 16 MiB
+    EXPECT_FALSE(stream_runs(m, 4096, 7168)) << m;     // DeepSeek-V3's
+    EXPECT_FALSE(stream_runs(m, 16 * 200, 512)) << m;  // 3.1 MiB, but 200 CTAs
+  }
+  EXPECT_FALSE(stream_runs(65, 1024, 2048));
 }
 
 // The dispatcher gives the stream family an NVFP4 call of one row an expert whose weights weigh at
@@ -379,8 +397,10 @@ TEST(StreamFamily, Bf16ConfigurationFollowsRowsAndWidth) {
     EXPECT_EQ(config(m, wide_n - 31).bf16_rows, 32) << m;
     EXPECT_EQ(config(m, 28672).bf16_rows, 32) << m;
   }
-  EXPECT_EQ(config(33, 28672).tokens, 64);
-  EXPECT_EQ(config(33, 28672).bf16_rows, 8);
+  for (int m : {33, 64}) {
+    EXPECT_EQ(config(m, 1536).tokens, 64) << m;
+    EXPECT_EQ(config(m, 1536).bf16_rows, 16) << m;
+  }
 }
 
 // The warps sharing an NVFP4 item's K: the fewest that cut a warp's range to kTeamGroups groups
