@@ -182,14 +182,14 @@ std::optional<Launch> one_decode_launch(const Problem& problem, const Launch& na
   return both;
 }
 
-// A dense bf16 GEMM of up to kStreamMaxSmallBf16Rows rows whose weights are small and whose
-// stream grid (a CTA a 16 weight rows) fits one CTA to an SM (family.hpp).
+// A dense bf16 GEMM of up to kStreamMaxSmallBf16Rows rows whose stream grid (16 weight rows a
+// CTA) fits one CTA to an SM, each CTA's weights small (family.hpp).
 bool small_bf16_gemm(const Problem& problem) {
   const GroupedNvfp4& a = problem.args;
-  constexpr int kWideRows = sm90::stream::kSmallGemmRowsPerCta;
+  constexpr int kCtaRows = sm90::stream::kSmallGemmRowsPerCta;
   return a.groups.m_total <= kStreamMaxSmallBf16Rows &&
-         std::int64_t{a.n} * a.k * 2 <= kStreamSmallBf16Bytes &&
-         (a.n + kWideRows - 1) / kWideRows <= device_sm_count();
+         std::int64_t{kCtaRows} * a.k * 2 <= kStreamSmallBf16CtaBytes &&
+         (a.n + kCtaRows - 1) / kCtaRows <= device_sm_count();
 }
 
 bool stream_can_run(const Problem& problem) {

@@ -99,15 +99,16 @@ inline constexpr std::int32_t kDecodeMaxMeanRows = 48;
 // at T = 1.
 inline constexpr std::int32_t kStreamMaxBf16Rows = 32;
 // Past kStreamMaxBf16Rows, up to the stream family's 64 rows, a small dense GEMM is a latency
-// problem: the stream family's 64 x 16 configuration (one pass over the weights, every row's 64
-// tokens at once, no pipeline to fill) takes one whose weights weigh at most
-// kStreamSmallBf16Bytes and whose N / 16 CTAs fit one to an SM. H100, one call (docs/perf.md,
-// forty-seventh session), against the tiled family's choice at M = 48 and 64, 2 rounds: Qwen3-30B
-// (N = 1536, K = 2048: 6 MiB, 96 CTAs) 0.90x, Qwen3-Next (1024 x 2048: 4 MiB, 64 CTAs)
-// 0.85-0.90x; past either bound it lost: gpt-oss (33 MiB, 360 CTAs) 1.52-1.73x, DeepSeek-V3
-// (59 MiB, 256 CTAs) 1.45-1.67x, Mixtral 1.89-2.16x.
+// problem: the stream family's 64 x 16 configuration (one pass over the weights, all 64 tokens of
+// a weight row at once, no pipeline to fill) takes one whose CTAs (16 weight rows each) fit one
+// to an SM and stream at most kStreamSmallBf16CtaBytes of weights each (K <= 2048). H100, one call
+// (docs/perf.md, forty-seventh session), over the tiled family's choice at M = 33-64, 2 rounds:
+// Qwen3-30B (N x K = 1536 x 2048, 96 CTAs) 0.83-0.96x, Qwen3-Next (1024 x 2048) 0.83-0.96x,
+// 2048 x 1024 0.76-0.89x, 2112 x 1536 (132 CTAs) 0.77-0.97x; past the CTA bytes it lost, 1024 x
+// 4096 (128 KiB a CTA) 1.09-1.16x and 512 x 8192 1.35-1.50x, and past one CTA an SM, 3072 x 2048
+// 1.13-1.44x, gpt-oss, DeepSeek-V3 and Mixtral 1.19-2.18x.
 inline constexpr std::int32_t kStreamMaxSmallBf16Rows = 64;
-inline constexpr std::int64_t kStreamSmallBf16Bytes = std::int64_t{8} << 20;
+inline constexpr std::int64_t kStreamSmallBf16CtaBytes = std::int64_t{64} << 10;
 inline constexpr std::int32_t kStreamMaxNvfp4Rows = 1;
 inline constexpr std::int64_t kStreamMaxNvfp4Bytes = std::int64_t{24} << 20;
 inline constexpr std::int32_t kStreamMaxNvfp4DeviceRows = 4;

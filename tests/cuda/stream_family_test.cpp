@@ -230,20 +230,22 @@ TEST(StreamFamily, DispatcherTakesFewRowsOfBf16) {
   }
 }
 
-// Up to 64 rows, a GEMM whose weights weigh at most kStreamSmallBf16Bytes and whose N / 16 CTAs
-// fit one to an SM goes to the stream family's 64 x 16 configuration; past either bound, or past
-// 64 rows, to the tiled family. Host logic (132 SMs where no device answers).
+// Up to 64 rows, a GEMM whose N / 16 CTAs fit one to an SM, each streaming at most
+// kStreamSmallBf16CtaBytes of weights (K <= 2048), goes to the stream family's 64 x 16
+// configuration; past either bound, or past 64 rows, to the tiled family. Host logic (132 SMs
+// where no device answers).
 TEST(StreamFamily, DispatcherTakesSmallBf16GemmsUpTo64Rows) {
   const auto stream_runs = [](int m, int n, int k) {
     return cuda::bf16_gemm_plan(m, n, k).starts_with("sm90-stream");
   };
   for (int m : {33, 48, 64}) {
     EXPECT_TRUE(stream_runs(m, 1536, 2048)) << m << ": " << cuda::bf16_gemm_plan(m, 1536, 2048);
-    EXPECT_TRUE(stream_runs(m, 1024, 2048)) << m;
     EXPECT_EQ(cuda::bf16_gemm_plan(m, 1024, 2048), "sm90-stream tokens=64 bf16_rows=16");
-    EXPECT_FALSE(stream_runs(m, 2048, 4096)) << m;     // 16 MiB
-    EXPECT_FALSE(stream_runs(m, 4096, 7168)) << m;     // DeepSeek-V3's
-    EXPECT_FALSE(stream_runs(m, 16 * 200, 512)) << m;  // 3.1 MiB, but 200 CTAs
+    EXPECT_TRUE(stream_runs(m, 16 * 132, 1536)) << m;   // one CTA an SM
+    EXPECT_FALSE(stream_runs(m, 16 * 133, 1536)) << m;  // one past
+    EXPECT_FALSE(stream_runs(m, 1024, 2056)) << m;      // a CTA's rows past 64 KiB
+    EXPECT_FALSE(stream_runs(m, 512, 8192)) << m;
+    EXPECT_FALSE(stream_runs(m, 4096, 7168)) << m;  // DeepSeek-V3's
   }
   EXPECT_FALSE(stream_runs(65, 1024, 2048));
 }

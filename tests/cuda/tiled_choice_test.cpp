@@ -225,8 +225,10 @@ TEST(TiledFamily, DenseLabelNamesThePlannedTile) {
       const std::int32_t offsets[2] = {0, tokens};
       cuda::Problem problem = dense_problem(model, offsets);
       problem.nvfp4 = false;
-      EXPECT_EQ(cuda::bf16_gemm_plan(tokens, 2 * model.inter, model.hidden),
-                tiled->describe(tiled->plan(problem, cuda::RowWindow{})))
+      const std::string label = cuda::bf16_gemm_plan(tokens, 2 * model.inter, model.hidden);
+      // The stream family's small GEMMs (stream_family_test.cpp) have its label.
+      if (tokens <= cuda::kStreamMaxSmallBf16Rows && label.starts_with("sm90-stream")) continue;
+      EXPECT_EQ(label, tiled->describe(tiled->plan(problem, cuda::RowWindow{})))
           << model.display << " T = " << tokens;
     }
 }
@@ -234,7 +236,8 @@ TEST(TiledFamily, DenseLabelNamesThePlannedTile) {
 // A dense bf16 GEMM's plan copies its stages by TMA, and its label says so, unless
 // METRALE_CUDA_DENSE_COPY=cp.async; NVFP4 weights never (their copies are cp.async). Host logic.
 TEST(TiledFamily, DenseGemmPlansTmaCopies) {
-  for (int m : {64, 512, 4096})
+  EXPECT_NE(cuda::bf16_gemm_plan(64, 4096, 7168).find(" tma"), std::string::npos);
+  for (int m : {512, 4096})
     EXPECT_NE(cuda::bf16_gemm_plan(m, 1536, 2048).find(" tma"), std::string::npos) << m;
   {
     const check::ScopedVariable copies("METRALE_CUDA_DENSE_COPY", "cp.async");

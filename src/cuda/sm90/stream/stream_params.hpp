@@ -56,7 +56,7 @@ constexpr int config_for_rows(int rows) {
 // call (docs/perf.md, twenty-eighth session), M = 32: 32 x 32 over 32 x 8 at 128 CTAs
 // (DeepSeek-V3, N = 4096) 0.90x, 180 (gpt-oss) 0.80x, 896 (Mixtral) 0.76x; at 48 CTAs
 // (Qwen3-30B, N = 1536) 1.5x and 32 (Qwen3-Next) 1.43x.
-// Past 32 rows (only small GEMMs: family.hpp's kStreamSmallBf16Bytes), the 64 x 16 one.
+// Past 32 rows (small GEMMs only: family.hpp's kStreamSmallBf16CtaBytes), the 64 x 16 one.
 inline constexpr int kWideMinCtas = 128;
 inline constexpr int kSmallGemmConfig = 5;
 inline constexpr int kSmallGemmRowsPerCta = kConfigs[kSmallGemmConfig].bf16_rows;
