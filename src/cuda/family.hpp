@@ -73,7 +73,7 @@ inline constexpr std::int32_t kDecodeMaxMeanRows = 48;
 // twenty-eighth session), dense bf16 of the five presets: at M <= 16 0.49-0.97x the tiled family's
 // time and 1.02-1.51x cuBLASLt's speed; at M = 32 (stream_params.hpp's bf16_config) 0.47-0.88x
 // the tiled family's time, except Mixtral-8x7B's 1.03x; at M = 64 1.02-2.98x (Qwen3-Next 0.92x),
-// so 64 rows stay with the tiled family. Its NVFP4 kernel, with teams of warps (H200,
+// so 64 rows stay tiled, small GEMMs aside (below). Its NVFP4 kernel, with teams of warps (H200,
 // twenty-ninth session), measured 0.75-1.28x the decode family's time at T <= 8 on the presets,
 // faster on 6 of 20 rows, all small calls (Qwen3-30B-A3B and gpt-oss down at T = 1, Qwen3-Next at
 // T = 1 and 8) and losing most on the largest (DeepSeek-V3, 1.13-1.20x). So on host offsets it
