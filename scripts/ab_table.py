@@ -13,6 +13,7 @@ import glob
 import json
 import math
 import os
+import signal
 
 
 def best_rows(folder):
@@ -21,7 +22,7 @@ def best_rows(folder):
         variant = os.path.basename(path)[0]
         try:
             rows = json.load(open(path))["rows"]
-        except (OSError, ValueError, KeyError):
+        except (OSError, ValueError, KeyError, TypeError):  # not a bench JSON
             continue
         for r in rows:
             if r.get("status") != "ok":
@@ -65,4 +66,5 @@ def main():
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # quiet under `| head`
     main()
