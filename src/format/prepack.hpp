@@ -18,9 +18,9 @@
 // ten operations instead of thirteen (src/cuda/sm90/decode/fp4_bits.cuh). Nothing moves between
 // halves, bytes stay within their row, and the byte count is the seeds': block scales, the scale
 // layouts and every pointer are unchanged, only the bits inside each half differ.
-// This is the halves' layout (METRALE_PREPACKED_LAYOUT=halves). By default prepack_nvfp4 also
-// moves codes between the halves of each 64-code group, keeping these bits in each half
-// (format/fragment_order.hpp). Host and device, any arch.
+// This is the halves' layout (METRALE_PREPACKED_LAYOUT=halves). By default prepack_nvfp4 instead
+// moves codes between the halves of each whole 64-code group and places each word's bits whole
+// (format/fragment_order.hpp); a row's K % 64 tail keeps these halves. Host and device, any arch.
 #pragma once
 
 #include <cstddef>

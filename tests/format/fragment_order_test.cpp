@@ -3,8 +3,10 @@
 // fragment's definition rather than from the header's formula: quad thread c holds, for each k16
 // step s of a 64-code group, the columns {2c, 2c + 1} and {2c + 8, 2c + 9} as bf16 pairs; in the
 // fragment order they must be pair (2 (s % 2) + high columns) of word 2c + s / 2, lower column in
-// the low half. Rows convert to the order and back to the input at every tail length, and the
-// tail keeps the prepacked halves' layout.
+// the low half. A word's bits are a permutation, and the kernels' decode of a pair (fragment_pair)
+// gives every code of every slot as the bf16 e2m1 x 2^-126, whatever the other codes are, written
+// here from the bf16 format. Rows convert to the order and back to the input at every tail length,
+// and the tail keeps the prepacked halves' layout.
 #include "format/fragment_order.hpp"
 
 #include <cstdint>
@@ -32,9 +34,50 @@ int code_at(const std::vector<std::uint8_t>& packed, std::size_t k) {
 // The code in slot `slot` of half `half` of word `word` of a fragment-ordered group at `group`.
 int fragment_slot(const std::vector<std::uint8_t>& ordered, std::size_t group, int word, int half,
                   int slot) {
-  const std::size_t at = group + 4 * static_cast<std::size_t>(word) + 2 * half;
-  const auto bits = static_cast<std::uint16_t>(ordered[at] | ordered[at + 1] << 8);
-  return (unprepack_half(bits) >> (4 * slot)) & 0xF;
+  const std::size_t at = group + 4 * static_cast<std::size_t>(word);
+  std::uint32_t bits = 0;
+  for (int b = 0; b < 4; ++b) bits |= static_cast<std::uint32_t>(ordered[at + b]) << (8 * b);
+  return (from_fragment_word(bits) >> (4 * (4 * half + slot))) & 0xF;
+}
+
+// The bf16 bits of e2m1 code `code` x 2^-126: the sign at bit 15, e1 e0 (the e2m1 exponent) as the
+// bf16 exponent's low bits and m as the top mantissa bit, so that exponent 0 reads as a bf16
+// subnormal (m x 2^-127 = 0.5 m x 2^-126) and exponent e > 0 as 2^(e - 127) (1 + m / 2).
+std::uint32_t e2m1_bf16_bits(int code) {
+  return static_cast<std::uint32_t>(((code >> 3) & 1) << 15 | (code & 7) << 6);
+}
+
+TEST(FragmentOrder, WordBitsAreAPermutation) {
+  std::uint32_t seen = 0;
+  for (int half = 0; half < 2; ++half)
+    for (int slot = 0; slot < 4; ++slot)
+      for (int field = 0; field < 4; ++field) {
+        const int bit = fragment_bit(half, slot, field);
+        ASSERT_TRUE(bit >= 0 && bit < 32) << half << " " << slot << " " << field;
+        EXPECT_EQ(seen >> bit & 1u, 0u) << "bit " << bit << " twice";
+        seen |= 1u << bit;
+      }
+  EXPECT_EQ(seen, 0xFFFFFFFFu);
+}
+
+TEST(FragmentOrder, EveryPairDecodesToItsTwoCodes) {
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 64; ++trial) {
+    const std::uint32_t others = static_cast<std::uint32_t>(rng());
+    for (int slot = 0; slot < 4; ++slot)
+      for (int low = 0; low < 16; ++low)
+        for (int high = 0; high < 16; ++high) {
+          std::uint32_t nibbles = others;
+          nibbles &= ~(0xFu << (4 * slot) | 0xFu << (4 * (4 + slot)));
+          nibbles |= static_cast<std::uint32_t>(low) << (4 * slot) |
+                     static_cast<std::uint32_t>(high) << (4 * (4 + slot));
+          const std::uint32_t word = to_fragment_word(nibbles);
+          ASSERT_EQ(from_fragment_word(word), nibbles);
+          ASSERT_EQ(fragment_pair(word, slot), e2m1_bf16_bits(low) | e2m1_bf16_bits(high) << 16)
+              << "slot " << slot << ", codes " << low << " and " << high << ", word 0x" << std::hex
+              << word;
+        }
+  }
 }
 
 TEST(FragmentOrder, EachThreadFindsItsFragmentPairsInItsTwoWords) {

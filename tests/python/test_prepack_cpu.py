@@ -1,8 +1,8 @@
 """metrale.prepack and metrale.unprepack on the CPU backend, and prepacked ExpertTables: prepack
 moves the bits of every 16-bit half where src/format/prepack.hpp's table says (the table written
-again here) and, by default, the codes of each whole 64-code group of a row into the fragment
-order of src/format/fragment_order.hpp (written again here; METRALE_PREPACKED_LAYOUT=halves
-leaves them in place); unprepack inverts it, in place too; the grouped operations and moe_forward
+again here) or, by default, the codes of each whole 64-code group of a row into the fragment
+order of src/format/fragment_order.hpp and the bits of its 32-bit words where that file's decode
+fetches them (both written again here; the tail of a row keeps the halves' table); unprepack inverts it, in place too; the grouped operations and moe_forward
 on prepacked tables equal the packed tables' results bit for bit; mixed layouts are refused."""
 
 import numpy as np
@@ -13,6 +13,13 @@ from test_ops_cpu import assert_bits_equal, make_experts, nvfp4_weight, small_in
 
 # Bit of the sign, e1, e0 and m of code j in a prepacked half.
 TABLE = [[15, 8, 7, 6], [12, 5, 4, 3], [14, 2, 1, 0], [13, 11, 10, 9]]
+# Bit of the sign, e1, e0 and m of slot j of the low (WORD_TABLE[0]) and high half of a
+# fragment-order word: slot 0 in place, slots 1 and 2 rotated left by 10 and 13 bits, slot 3
+# under copies shifted by 12, 7, 7 and 2.
+WORD_TABLE = [
+    [[15, 8, 7, 6], [5, 30, 29, 28], [2, 27, 26, 25], [3, 1, 0, 4]],
+    [[31, 24, 23, 22], [21, 14, 13, 12], [18, 11, 10, 9], [19, 17, 16, 20]],
+]
 
 
 def prepack_reference(packed):
@@ -28,21 +35,24 @@ def prepack_reference(packed):
 
 def fragment_reference(packed):
     """Each whole 64-code group of a row reordered (word w = 2c + u, half h, slot j holds code
-    16 (2u + j // 2) + 8 (j % 2) + 2c + h of the group), then every half through the table; a
-    row's K % 64 tail is not reordered."""
+    16 (2u + j // 2) + 8 (j % 2) + 2c + h of the group) and each of its words' codes bit by bit to
+    WORD_TABLE's places; a row's K % 64 tail not reordered, its halves through the table."""
     codes = np.empty((packed.shape[0], packed.shape[1] * 2), np.uint8)
     codes[:, 0::2], codes[:, 1::2] = packed & 0xF, packed >> 4
-    source = [
-        16 * (2 * (w % 2) + j // 2) + 8 * (j % 2) + 2 * (w // 2) + h
-        for w in range(8)
-        for h in range(2)
-        for j in range(4)
-    ]
-    ordered = codes.copy()
-    for g in range(codes.shape[1] // 64):
-        ordered[:, 64 * g : 64 * g + 64] = codes[:, [64 * g + q for q in source]]
-    return prepack_reference(ordered[:, 0::2] | ordered[:, 1::2] << 4)
-
+    groups = codes.shape[1] // 64
+    out = prepack_reference(packed)  # the tail's halves; the groups are overwritten
+    words = out.view("<u4")  # a row is K / 2 bytes, a whole number of words
+    for g in range(groups):
+        for w in range(8):
+            word = np.zeros(packed.shape[0], np.uint32)
+            for h in range(2):
+                for j in range(4):
+                    c = 2 * (w // 2) + h
+                    code = codes[:, 64 * g + 16 * (2 * (w % 2) + j // 2) + 8 * (j % 2) + c]
+                    for b in range(4):
+                        word |= ((code.astype(np.uint32) >> (3 - b)) & 1) << WORD_TABLE[h][j][b]
+            words[:, 8 * g + w] = word
+    return out
 
 @pytest.mark.parametrize("order", ["fragments", "halves"])
 @pytest.mark.parametrize("n, k", [(1, 16), (3, 64), (33, 2880), (2, 1056)])

@@ -15,12 +15,13 @@
 // A NaN scale byte (0x7F/0xFF, never written by the quantizer) decodes to +-inf, not NaN.
 #pragma once
 
-#include <cuda_fp16.h>
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include <cstdint>
 
 #include "cuda/sm90/primitives.cuh"
+#include "format/fragment_order.hpp"
 
 namespace metrale::cuda::sm90::decode {
 
@@ -56,6 +57,7 @@ __device__ __forceinline__ void e2m1_pairs(uint32_t codes, uint32_t (&pairs)[4])
 // its two copies (sign x 2, e1 e0 m x 64); code 3's bits after a shift right by 3 (sign at bit
 // 10, e1 e0 m in place) and its two copies (sign x 32).
 inline constexpr uint32_t kPairBits = kSignBits | kMagnitudeBits;
+static_assert(kPairBits == format::kPairBits, "the fragment order's words decode to these bits");
 inline constexpr uint32_t kCode2Bits = 0x40074007u, kCode2Copies = 0x42u;
 inline constexpr uint32_t kCode3Bits = 0x05C005C0u, kCode3Copies = 0x21u;
 
@@ -87,6 +89,13 @@ __device__ __forceinline__ void e2m1_picked_pairs(uint32_t codes, const CodePair
                                                   uint32_t& a, uint32_t& b) {
   a = ((codes & pick.mask_a) * pick.copies_a) & kPairBits;
   b = ((__funnelshift_l(codes, codes, pick.rotate_b) & pick.mask_b) * pick.copies_b) & kPairBits;
+}
+
+// The four pairs of a fragment-order word (format/fragment_order.hpp): pair 0 in place, pairs 1
+// and 2 a rotation each, pair 3 one multiply; eight operations.
+__device__ __forceinline__ void e2m1_pairs_fragment(uint32_t codes, uint32_t (&pairs)[4]) {
+#pragma unroll
+  for (int j = 0; j < 4; ++j) pairs[j] = format::fragment_pair(codes, j);
 }
 
 template <bool kPrepacked>
@@ -135,8 +144,8 @@ __device__ __forceinline__ void fragment_order_frags(uint2 row0, uint2 row1,
 #pragma unroll
   for (int u = 0; u < 2; ++u) {
     uint32_t p0[4], p1[4];
-    e2m1_pairs_prepacked(u == 0 ? row0.x : row0.y, p0);
-    e2m1_pairs_prepacked(u == 0 ? row1.x : row1.y, p1);
+    e2m1_pairs_fragment(u == 0 ? row0.x : row0.y, p0);
+    e2m1_pairs_fragment(u == 0 ? row1.x : row1.y, p1);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int s = 2 * u + h;

@@ -66,7 +66,7 @@ __device__ __forceinline__ void decode_prepacked_stage(const uint32_t (&words0)[
 // Step 3b on prepacked weights in the fragment order (format/fragment_order.hpp; the default):
 // thread t's 16 codes of a row's stage are bytes 8t .. 8t + 7 (row0 for r0, row1 for r0 + 8),
 // two words whose four pairs are its fragment pairs in natural K order (fragment_order_frags).
-// Ten operations a word and four multiplies a step, where decode_prepacked_stage gathers and
+// Eight operations a word and four multiplies a step, where decode_prepacked_stage gathers and
 // re-pairs.
 template <bool kQuadScales>
 __device__ __forceinline__ void decode_fragment_stage(uint2 row0, uint2 row1, uint32_t scales0,
