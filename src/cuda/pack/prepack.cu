@@ -7,8 +7,9 @@
 // Each thread reads its unit before it writes it, so src == dst converts in place. Offline work
 // (once per weight at load), memory bound; simple beats clever. Any arch.
 // In the fragment order (format/fragment_order.hpp: the default, unless
-// METRALE_PREPACKED_LAYOUT=halves) codes also move within each 64-code group of a row: one thread
-// converts a group (or a row's tail) at a time.
+// METRALE_PREPACKED_LAYOUT=halves) codes also move within each 64-code group of a row, and each
+// word of a group has its own bit layout: one thread converts a group (or a row's tail, in
+// halves) at a time.
 #include <cuda_runtime.h>
 
 #include <cstdint>
