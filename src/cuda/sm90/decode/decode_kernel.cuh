@@ -275,9 +275,7 @@ __device__ __forceinline__ void run_units(const DecodeParams& p, const Work& wor
     const bool unit_ends = kt + S::kSubTiles >= unit.kt_end;
     const bool chunk_ends = unit_ends || chunk_stages_left == 1;
     more = !unit_ends || unit_u + static_cast<int>(gridDim.x) < work.units;
-    // Set only where the unit ends and another follows. (Initialised as a copy of `unit`, it cost
-    // 14 register moves a stage on the 8-token kernel, ~3 % of its instructions.)
-    Unit next_unit;
+    Unit next_unit = unit;
 #pragma unroll
     for (int t = 0; t < S::kSteps; ++t) {
       // Step t runs while t + 1 is decoded (at the stage's end: the next stage's first).
@@ -304,8 +302,7 @@ __device__ __forceinline__ void run_units(const DecodeParams& p, const Work& wor
                                                           cursor.segments[next_slot]);
           offsets = decode_offsets<kUnitRows>(p, next_unit.n0);
         }
-        if constexpr (kTail)
-          next_ktile = unit_ends && more ? next_unit.kt_begin() : kt + S::kSubTiles;
+        if constexpr (kTail) next_ktile = unit_ends ? next_unit.kt_begin() : kt + S::kSubTiles;
         if (more) decode(base_ptr + next_slot * S::kStageBytes, 0, frag[0]);
       }
     }
@@ -353,12 +350,10 @@ __device__ __forceinline__ void run_units(const DecodeParams& p, const Work& wor
         store_rows(p, work, unit, acc);
       }
       unit_u += gridDim.x;
-      if (more) {
-        unit = next_unit;
-        kt = unit.kt_begin();
-        chunk = unit.first_chunk;
-        chunk_stages_left = chunk_stages<kTokens, kUnitRows>(unit);
-      }
+      unit = next_unit;
+      kt = unit.kt_begin();
+      chunk = unit.first_chunk;
+      chunk_stages_left = chunk_stages<kTokens, kUnitRows>(unit);
     } else {
       kt += S::kSubTiles;
     }
