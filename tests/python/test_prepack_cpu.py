@@ -2,8 +2,9 @@
 moves the bits of every 16-bit half where src/format/prepack.hpp's table says (the table written
 again here) or, by default, the codes of each whole 64-code group of a row into the fragment
 order of src/format/fragment_order.hpp and the bits of its 32-bit words where that file's decode
-fetches them (both written again here; the tail of a row keeps the halves' table); unprepack inverts it, in place too; the grouped operations and moe_forward
-on prepacked tables equal the packed tables' results bit for bit; mixed layouts are refused."""
+fetches them (both written again here; a row's K % 64 tail keeps the halves' table); unprepack
+inverts it, in place too; the grouped operations and moe_forward on prepacked tables equal the
+packed tables' results bit for bit; mixed layouts are refused."""
 
 import numpy as np
 import pytest
@@ -47,12 +48,13 @@ def fragment_reference(packed):
             word = np.zeros(packed.shape[0], np.uint32)
             for h in range(2):
                 for j in range(4):
-                    c = 2 * (w // 2) + h
-                    code = codes[:, 64 * g + 16 * (2 * (w % 2) + j // 2) + 8 * (j % 2) + c]
+                    k = 64 * g + 16 * (2 * (w % 2) + j // 2) + 8 * (j % 2) + 2 * (w // 2) + h
+                    code = codes[:, k]
                     for b in range(4):
                         word |= ((code.astype(np.uint32) >> (3 - b)) & 1) << WORD_TABLE[h][j][b]
             words[:, 8 * g + w] = word
     return out
+
 
 @pytest.mark.parametrize("order", ["fragments", "halves"])
 @pytest.mark.parametrize("n, k", [(1, 16), (3, 64), (33, 2880), (2, 1056)])
