@@ -47,8 +47,6 @@ inline constexpr std::uint32_t kPairBits = 0x81C081C0u;
 inline constexpr int kFragmentRotation1 = 10, kFragmentRotation2 = 13;
 inline constexpr std::uint32_t kFragmentCopyBits = 0x001B001Bu;  // bits 0, 1, 3, 4 of each half
 inline constexpr std::uint32_t kFragmentCopies = (1u << 2) | (1u << 7) | (1u << 12);
-// The copy that lands on field b's target (sign 15, e1 8, e0 7, m 6): shift 12, 7, 7 or 2.
-inline constexpr std::uint32_t kFragmentCopyShifts = 12u | 7u << 8 | 7u << 16 | 2u << 24;
 
 METRALE_HD constexpr std::uint32_t rotate_left(std::uint32_t w, int r) {
   return r == 0 ? w : (w << r) | (w >> (32 - r));
@@ -73,7 +71,11 @@ METRALE_HD constexpr int fragment_bit(int half, int slot, int field) {
     case 0: return target;
     case 1: return (target + 32 - kFragmentRotation1) % 32;
     case 2: return (target + 32 - kFragmentRotation2) % 32;
-    default: return target - static_cast<int>((kFragmentCopyShifts >> (8 * field)) & 0xFFu);
+    default:  // the copy bit from which one of the multiply's shifts lands on the target
+      for (int shift = 0; shift <= target; ++shift)
+        if ((kFragmentCopies >> shift & 1u) && (kFragmentCopyBits >> (target - shift) & 1u))
+          return target - shift;
+      return -1;  // none: WordBitsAreAPermutation fails
   }
 }
 

@@ -56,8 +56,8 @@ __device__ __forceinline__ void e2m1_pairs(uint32_t codes, uint32_t (&pairs)[4])
 // The prepacked pairs' masks and multipliers (below): all of a pair's bits; code 2's bits and
 // its two copies (sign x 2, e1 e0 m x 64); code 3's bits after a shift right by 3 (sign at bit
 // 10, e1 e0 m in place) and its two copies (sign x 32).
-inline constexpr uint32_t kPairBits = kSignBits | kMagnitudeBits;
-static_assert(kPairBits == format::kPairBits, "the fragment order's words decode to these bits");
+using format::kPairBits;  // the fragment order's words decode to these bits too
+static_assert(kPairBits == (kSignBits | kMagnitudeBits), "a pair's sign and e1 e0 m bits");
 inline constexpr uint32_t kCode2Bits = 0x40074007u, kCode2Copies = 0x42u;
 inline constexpr uint32_t kCode3Bits = 0x05C005C0u, kCode3Copies = 0x21u;
 
